@@ -1,0 +1,7 @@
+// Package kernels holds the numeric kernels whale's transformer runs on and
+// the Backend interface the model calls. The CPU backend works on []float32;
+// every fast kernel (Go assembly on amd64, chosen at run time from CPU
+// features) has a pure-Go reference twin that it is tested against.
+//
+// The package must never know about a model, a tokenizer or a harness.
+package kernels
