@@ -1,0 +1,505 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout this code reads and writes. Older files are
+// migrated on open by the steps in migrations; newer ones are refused.
+const SchemaVersion = 1
+
+// ErrNotFound is wrapped by every lookup of a missing run, harness, blob or
+// checkpoint.
+var ErrNotFound = errors.New("not found")
+
+// DB is an open workspace.
+type DB struct {
+	bolt    *bolt.DB
+	path    string
+	blobDir string
+}
+
+// migrations[v] upgrades a file from schema v to v+1.
+var migrations = map[int]func(tx *bolt.Tx) error{}
+
+// Open opens or creates the workspace at path. A second process opening the
+// same file waits up to timeout for the first to close it.
+func Open(path string, timeout time.Duration) (*DB, error) {
+	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db := &DB{bolt: b, path: path, blobDir: path + ".blobs"}
+	if err := b.Update(db.init); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func (db *DB) init(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	v := 0
+	if raw := meta.Get(keySchema); raw != nil {
+		if len(raw) != 8 {
+			return fmt.Errorf("meta/schema holds %d bytes, want 8", len(raw))
+		}
+		v = int(binary.BigEndian.Uint64(raw))
+	} else if isEmpty(tx) {
+		v = SchemaVersion // a new file needs no migration
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this whale understands (%d); upgrade whale", v, SchemaVersion)
+	}
+	for ; v < SchemaVersion; v++ {
+		step, ok := migrations[v]
+		if !ok {
+			return fmt.Errorf("no migration from schema %d", v)
+		}
+		if err := step(tx); err != nil {
+			return fmt.Errorf("migrate schema %d → %d: %w", v, v+1, err)
+		}
+	}
+	return meta.Put(keySchema, u64(SchemaVersion))
+}
+
+func isEmpty(tx *bolt.Tx) bool {
+	empty := true
+	for _, name := range [][]byte{bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
+		if k, _ := tx.Bucket(name).Cursor().First(); k != nil {
+			empty = false
+		}
+	}
+	return empty
+}
+
+// Close closes the workspace.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Path is the file the workspace lives in.
+func (db *DB) Path() string { return db.path }
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func copyBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Hash is the hex sha256 that names harnesses and blobs.
+func Hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// ---- runs -------------------------------------------------------------------
+
+// Run is a run's stored record. Config and Cursor are the engine's own JSON.
+type Run struct {
+	ID      string          `json:"id"`
+	Config  json.RawMessage `json:"config"`
+	Status  string          `json:"status"`
+	Cursor  json.RawMessage `json:"cursor,omitempty"`
+	Created time.Time       `json:"created"`
+}
+
+// CreateRun stores a new run with status "created". The id must be new.
+func (db *DB) CreateRun(id string, config json.RawMessage, now time.Time) error {
+	if id == "" {
+		return errors.New("store: create run: empty id")
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		runs := tx.Bucket(bucketRuns)
+		if runs.Bucket([]byte(id)) != nil {
+			return fmt.Errorf("store: run %s already exists", id)
+		}
+		rb, err := runs.CreateBucket([]byte(id))
+		if err != nil {
+			return fmt.Errorf("store: create run %s: %w", id, err)
+		}
+		for _, sub := range [][]byte{bucketEvents, bucketCandidates, bucketSamples, bucketControl} {
+			if _, err := rb.CreateBucket(sub); err != nil {
+				return fmt.Errorf("store: create run %s: %w", id, err)
+			}
+		}
+		ts, _ := now.UTC().MarshalText()
+		for k, v := range map[string][]byte{string(keyConfig): config, string(keyStatus): []byte("created"), string(keyCreated): ts} {
+			if err := rb.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func runBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
+	rb := tx.Bucket(bucketRuns).Bucket([]byte(id))
+	if rb == nil {
+		return nil, fmt.Errorf("store: run %s: %w", id, ErrNotFound)
+	}
+	return rb, nil
+}
+
+// GetRun reads a run's record.
+func (db *DB) GetRun(id string) (Run, error) {
+	var r Run
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, id)
+		if err != nil {
+			return err
+		}
+		r = readRun(id, rb)
+		return nil
+	})
+	return r, err
+}
+
+func readRun(id string, rb *bolt.Bucket) Run {
+	r := Run{ID: id, Config: copyBytes(rb.Get(keyConfig)), Status: string(rb.Get(keyStatus)), Cursor: copyBytes(rb.Get(keyCursor))}
+	_ = r.Created.UnmarshalText(rb.Get(keyCreated))
+	return r
+}
+
+// Runs lists every run, in id order.
+func (db *DB) Runs() ([]Run, error) {
+	var out []Run
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEachBucket(func(k []byte) error {
+			out = append(out, readRun(string(k), tx.Bucket(bucketRuns).Bucket(k)))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SetRunState sets a run's status and resume cursor in one transaction, so a
+// resume point is never half written. A nil cursor leaves the cursor as is.
+func (db *DB) SetRunState(id, status string, cursor json.RawMessage) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := rb.Put(keyStatus, []byte(status)); err != nil {
+			return err
+		}
+		if cursor != nil {
+			return rb.Put(keyCursor, cursor)
+		}
+		return nil
+	})
+}
+
+// ---- sequenced records: events, samples, control ----------------------------
+
+func (db *DB) appendSeq(run string, bucket []byte, recs [][]byte) (uint64, error) {
+	var last uint64
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, run)
+		if err != nil {
+			return err
+		}
+		b := rb.Bucket(bucket)
+		for _, r := range recs {
+			seq, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := b.Put(u64(seq), r); err != nil {
+				return err
+			}
+			last = seq
+		}
+		return nil
+	})
+	return last, err
+}
+
+func (db *DB) scanSeq(run string, bucket []byte, from uint64, fn func(seq uint64, rec []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, run)
+		if err != nil {
+			return err
+		}
+		c := rb.Bucket(bucket).Cursor()
+		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
+			if err := fn(binary.BigEndian.Uint64(k), copyBytes(v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AppendEvents stores events of a run in one transaction and returns the
+// sequence number of the last one (sequences start at 1).
+func (db *DB) AppendEvents(run string, events ...[]byte) (uint64, error) {
+	return db.appendSeq(run, bucketEvents, events)
+}
+
+// Events calls fn for each event of run with sequence ≥ from, in order.
+func (db *DB) Events(run string, from uint64, fn func(seq uint64, ev []byte) error) error {
+	return db.scanSeq(run, bucketEvents, from, fn)
+}
+
+// AppendSamples stores rollout samples (trajectory, reward, kept or rejected
+// and why, harness id, weights id — the caller's JSON).
+func (db *DB) AppendSamples(run string, samples ...[]byte) (uint64, error) {
+	return db.appendSeq(run, bucketSamples, samples)
+}
+
+// Samples calls fn for each sample of run with sequence ≥ from.
+func (db *DB) Samples(run string, from uint64, fn func(seq uint64, s []byte) error) error {
+	return db.scanSeq(run, bucketSamples, from, fn)
+}
+
+// AppendControl journals a control command (force, pause, prune) with the
+// step it took effect at, so that a resumed run replays it.
+func (db *DB) AppendControl(run string, cmd []byte) (uint64, error) {
+	return db.appendSeq(run, bucketControl, [][]byte{cmd})
+}
+
+// Control calls fn for each journaled command of run, in order.
+func (db *DB) Control(run string, fn func(seq uint64, cmd []byte) error) error {
+	return db.scanSeq(run, bucketControl, 0, fn)
+}
+
+// ---- candidates -------------------------------------------------------------
+
+// PutCandidate stores or replaces a run's record for a harness candidate.
+func (db *DB) PutCandidate(run, hash string, rec []byte) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, run)
+		if err != nil {
+			return err
+		}
+		return rb.Bucket(bucketCandidates).Put([]byte(hash), rec)
+	})
+}
+
+// Candidates calls fn for each candidate of a run, in hash order.
+func (db *DB) Candidates(run string, fn func(hash string, rec []byte) error) error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, run)
+		if err != nil {
+			return err
+		}
+		return rb.Bucket(bucketCandidates).ForEach(func(k, v []byte) error { return fn(string(k), copyBytes(v)) })
+	})
+}
+
+// ---- harness archive --------------------------------------------------------
+
+// Harness is an archived harness source with its lineage.
+type Harness struct {
+	Hash     string `json:"hash"`
+	Source   string `json:"source"`
+	Parent   string `json:"parent,omitempty"`
+	Proposer string `json:"proposer,omitempty"`
+}
+
+// PutHarness archives a harness under the given hash (the harness runtime's
+// hash of normalised source). Storing the same hash again keeps the first
+// record: lineage is the first time a source was seen.
+func (db *DB) PutHarness(h Harness) error {
+	if h.Hash == "" {
+		return errors.New("store: put harness: empty hash")
+	}
+	rec, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("store: put harness %s: %w", h.Hash, err)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketHarnesses)
+		if b.Get([]byte(h.Hash)) != nil {
+			return nil
+		}
+		return b.Put([]byte(h.Hash), rec)
+	})
+}
+
+// GetHarness reads an archived harness.
+func (db *DB) GetHarness(hash string) (Harness, error) {
+	var h Harness
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketHarnesses).Get([]byte(hash))
+		if v == nil {
+			return fmt.Errorf("store: harness %s: %w", hash, ErrNotFound)
+		}
+		return json.Unmarshal(v, &h)
+	})
+	return h, err
+}
+
+// ---- blobs ------------------------------------------------------------------
+
+// InlineBlobLimit: blobs larger than this live in files beside the database
+// (<db>.blobs/<hash>), keeping the bbolt file small and its transactions short.
+const InlineBlobLimit = 1 << 20
+
+const (
+	blobInline byte = 0
+	blobFile   byte = 1
+)
+
+// PutBlob stores bytes under their sha256 and returns the hash. Storing an
+// existing blob is free. A file-backed blob is written and synced before its
+// key commits, so a key never points at a missing or partial file.
+func (db *DB) PutBlob(b []byte) (string, error) {
+	hash := Hash(b)
+	exists := false
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		exists = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
+		return nil
+	}); err != nil || exists {
+		return hash, err
+	}
+	val := append([]byte{blobInline}, b...)
+	if len(b) > InlineBlobLimit {
+		if err := os.MkdirAll(db.blobDir, 0o755); err != nil {
+			return "", fmt.Errorf("store: blob %s: %w", hash, err)
+		}
+		if err := writeFileAtomic(filepath.Join(db.blobDir, hash), b); err != nil {
+			return "", fmt.Errorf("store: blob %s: %w", hash, err)
+		}
+		val = []byte{blobFile}
+	}
+	return hash, db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketBlobs).Put([]byte(hash), val)
+	})
+}
+
+// GetBlob returns a blob's bytes, checking file-backed blobs against their
+// hash so that a damaged file is reported, never used.
+func (db *DB) GetBlob(hash string) ([]byte, error) {
+	var val []byte
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		val = copyBytes(tx.Bucket(bucketBlobs).Get([]byte(hash)))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(val) == 0 {
+		return nil, fmt.Errorf("store: blob %s: %w", hash, ErrNotFound)
+	}
+	if val[0] == blobInline {
+		return val[1:], nil
+	}
+	path := filepath.Join(db.blobDir, hash)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: blob %s: %w", hash, err)
+	}
+	if Hash(b) != hash {
+		return nil, fmt.Errorf("store: blob file %s is damaged: its sha256 does not match its name", path)
+	}
+	return b, nil
+}
+
+// HasBlob reports whether a blob is stored.
+func (db *DB) HasBlob(hash string) bool {
+	ok := false
+	_ = db.bolt.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
+		return nil
+	})
+	return ok
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// ---- checkpoints ------------------------------------------------------------
+
+// Checkpoint is a manifest (the engine's JSON: tensor → blob hash, harness
+// id, optimizer state, round, step, metrics) plus the blobs it references.
+type Checkpoint struct {
+	ID       string          `json:"id"`
+	Manifest json.RawMessage `json:"manifest"`
+	Blobs    []string        `json:"blobs"`
+}
+
+// PutCheckpoint commits a checkpoint's manifest after checking that every
+// blob it references is stored: a checkpoint exists only once its manifest
+// commits, and never refers to missing data.
+func (db *DB) PutCheckpoint(c Checkpoint) error {
+	rec, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("store: checkpoint %s: %w", c.ID, err)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		blobs := tx.Bucket(bucketBlobs)
+		for _, h := range c.Blobs {
+			if blobs.Get([]byte(h)) == nil {
+				return fmt.Errorf("store: checkpoint %s references blob %s, which is not stored", c.ID, h)
+			}
+		}
+		return tx.Bucket(bucketCheckpoints).Put([]byte(c.ID), rec)
+	})
+}
+
+// GetCheckpoint reads a checkpoint.
+func (db *DB) GetCheckpoint(id string) (Checkpoint, error) {
+	var c Checkpoint
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketCheckpoints).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("store: checkpoint %s: %w", id, ErrNotFound)
+		}
+		return json.Unmarshal(v, &c)
+	})
+	return c, err
+}
+
+// Checkpoints lists checkpoint ids with the given prefix, in order.
+func (db *DB) Checkpoints(prefix string) ([]string, error) {
+	var out []string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCheckpoints).Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && len(k) >= len(prefix) && string(k[:len(prefix)]) == prefix; k, _ = c.Next() {
+			out = append(out, string(k))
+		}
+		return nil
+	})
+	return out, err
+}

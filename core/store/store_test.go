@@ -1,0 +1,150 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func open(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "w.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestRunsEventsSurviveReopen(t *testing.T) {
+	db := open(t)
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	if err := db.CreateRun("r1", []byte(`{"domain":"math"}`), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateRun("r1", nil, now); err == nil {
+		t.Fatal("a run id was created twice")
+	}
+	var evs [][]byte
+	for i := 0; i < 300; i++ { // past 255: keys must sort numerically
+		evs = append(evs, []byte(fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	last, err := db.AppendEvents("r1", evs...)
+	if err != nil || last != 300 {
+		t.Fatalf("last seq %d, err %v", last, err)
+	}
+	if err := db.SetRunState("r1", "running", []byte(`{"step":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	path := db.Path()
+	db.Close()
+	db2, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	r, err := db2.GetRun("r1")
+	if err != nil || r.Status != "running" || string(r.Cursor) != `{"step":3}` || !r.Created.Equal(now) {
+		t.Fatalf("run after reopen: %+v, %v", r, err)
+	}
+	want := uint64(250)
+	err = db2.Events("r1", 250, func(seq uint64, ev []byte) error {
+		if seq != want || !bytes.Equal(ev, evs[seq-1]) {
+			return fmt.Errorf("event %d = %s, want seq %d", seq, ev, want)
+		}
+		want++
+		return nil
+	})
+	if err != nil || want != 301 {
+		t.Fatalf("events from 250: %v (next %d)", err, want)
+	}
+	if _, err := db2.GetRun("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+	if _, err := db2.AppendSamples("nope", []byte("{}")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("samples of a missing run: %v", err)
+	}
+}
+
+func TestNewerSchemaRefusedAndUntouched(t *testing.T) {
+	db := open(t)
+	db.CreateRun("r", []byte("{}"), time.Now())
+	db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(SchemaVersion+1)) })
+	path := db.Path()
+	db.Close()
+	before, _ := os.ReadFile(path)
+	if _, err := Open(path, time.Second); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("newer schema: %v", err)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Fatal("refusing a newer file changed it")
+	}
+}
+
+func TestHarnessArchiveKeepsFirstLineage(t *testing.T) {
+	db := open(t)
+	h := Harness{Hash: Hash([]byte("src")), Source: "src", Parent: "p0", Proposer: "mutation"}
+	db.PutHarness(h)
+	db.PutHarness(Harness{Hash: h.Hash, Source: "src", Parent: "other"})
+	got, err := db.GetHarness(h.Hash)
+	if err != nil || got != h {
+		t.Fatalf("harness %+v, %v", got, err)
+	}
+}
+
+func TestBlobsAndCheckpoints(t *testing.T) {
+	db := open(t)
+	small := []byte("tensor bytes")
+	big := bytes.Repeat([]byte{7, 1}, InlineBlobLimit)
+	hs, err := db.PutBlob(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := db.PutBlob(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, want := range map[string][]byte{hs: small, hb: big} {
+		got, err := db.GetBlob(h)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("blob %s: %d bytes, %v", h, len(got), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(db.blobDir, hb)); err != nil {
+		t.Fatalf("large blob not in a file: %v", err)
+	}
+	if err := db.PutCheckpoint(Checkpoint{ID: "r1/0001", Manifest: []byte(`{}`), Blobs: []string{hs, Hash([]byte("missing"))}}); err == nil {
+		t.Fatal("checkpoint referencing a missing blob committed")
+	}
+	if _, err := db.GetCheckpoint("r1/0001"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("refused checkpoint is readable: %v", err)
+	}
+	if err := db.PutCheckpoint(Checkpoint{ID: "r1/0001", Manifest: []byte(`{"step":1}`), Blobs: []string{hs, hb}}); err != nil {
+		t.Fatal(err)
+	}
+	db.PutCheckpoint(Checkpoint{ID: "r2/0001", Manifest: []byte(`{}`)})
+	ids, _ := db.Checkpoints("r1/")
+	if len(ids) != 1 || ids[0] != "r1/0001" {
+		t.Fatalf("checkpoints of r1: %v", ids)
+	}
+	// A damaged blob file is reported, never returned.
+	os.WriteFile(filepath.Join(db.blobDir, hb), []byte("garbage"), 0o644)
+	if _, err := db.GetBlob(hb); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("damaged blob: %v", err)
+	}
+}
+
+func TestSecondOpenTimesOut(t *testing.T) {
+	db := open(t)
+	if _, err := Open(db.Path(), 50*time.Millisecond); err == nil {
+		t.Fatal("a second open of a locked workspace succeeded")
+	}
+}
