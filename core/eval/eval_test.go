@@ -1,0 +1,76 @@
+package eval
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestSummarise(t *testing.T) {
+	outs := []Outcome{
+		{"a", 1, ""}, {"a", 0, "wrong"}, // 0.5, solved
+		{"b", 0, "format"}, {"b", 0, "format"}, // 0, unsolved
+		{"c", 1, ""}, {"c", 1, ""}, // 1, solved
+	}
+	r, err := Summarise(outs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tasks != 3 || r.K != 2 || r.Rollouts != 6 {
+		t.Fatalf("counts %+v", r)
+	}
+	if math.Abs(r.MeanAtK-0.5) > 1e-12 || math.Abs(r.PassAtK-2.0/3) > 1e-12 {
+		t.Fatalf("mean@k %v pass@k %v, want 0.5 and 2/3", r.MeanAtK, r.PassAtK)
+	}
+	if r.FailureKinds["format"] != 2 || r.FailureKinds["wrong"] != 1 {
+		t.Fatalf("failure kinds %v", r.FailureKinds)
+	}
+	if !(r.CI95[0] <= r.MeanAtK && r.MeanAtK <= r.CI95[1]) || r.CI95[0] < 0 || r.CI95[1] > 1 {
+		t.Fatalf("CI %v does not bracket %v inside [0,1]", r.CI95, r.MeanAtK)
+	}
+	r2, _ := Summarise(outs, 1)
+	if r2.CI95 != r.CI95 {
+		t.Fatal("bootstrap not reproducible from its seed")
+	}
+	if _, err := Summarise(append(outs, Outcome{"c", 1, ""}), 1); err == nil || !strings.Contains(err.Error(), "task c has 3") {
+		t.Fatalf("uneven k: %v", err)
+	}
+	if _, err := Summarise([]Outcome{{"a", 2, ""}}, 1); err == nil {
+		t.Fatal("reward 2 accepted")
+	}
+}
+
+func TestBootstrapWidthShrinksWithTasks(t *testing.T) {
+	// For a 0/1 mean of p = 0.5 the normal approximation gives a 95 % half
+	// width of 1.96·sqrt(p(1−p)/n); the bootstrap must agree within 15 %.
+	for _, n := range []int{100, 1600} {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(i % 2)
+		}
+		ci := Bootstrap(xs, 3)
+		half := (ci[1] - ci[0]) / 2
+		want := 1.96 * math.Sqrt(0.25/float64(n))
+		if math.Abs(half-want)/want > 0.15 {
+			t.Errorf("n=%d: half width %.4f, normal approximation %.4f", n, half, want)
+		}
+	}
+}
+
+func TestPassAtK(t *testing.T) {
+	cases := []struct {
+		n, c, k int
+		want    float64
+	}{
+		{8, 0, 1, 0}, {8, 8, 8, 1}, {8, 1, 1, 0.125}, {8, 1, 8, 1},
+		{10, 3, 2, 1 - (7.0*6)/(10*9)}, // 1 − C(7,2)/C(10,2)
+	}
+	for _, c := range cases {
+		if got := PassAtK(c.n, c.c, c.k); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("PassAtK(%d,%d,%d) = %v, want %v", c.n, c.c, c.k, got, c.want)
+		}
+	}
+	if !math.IsNaN(PassAtK(2, 1, 3)) {
+		t.Error("k > n must be NaN")
+	}
+}
