@@ -1,0 +1,17 @@
+// Package chess is whale's chess-puzzle domain: mate-in-1 and mate-in-2
+// puzzles generated from seeded self-play, an importer of lichess puzzle
+// CSV files, and the multi-turn episode that verifies a solver's moves.
+//
+// The verifier accepts every move after which a forced mate within the
+// remaining moves still exists, and the defender answers with the reply that
+// delays mate longest, so an alternative mate scores exactly like the listed
+// one. Rules come from this package's own move generator (mailbox, copy-make),
+// written for the speed mate search needs and cross-checked by perft against
+// github.com/corentings/chess/v2 in the tests.
+//
+// Every search is bounded by a node count, never by wall-clock time, so that
+// generation and verification give the same answer on any machine under any
+// load. The package must never offer a solver a search, an engine or an
+// answer: observations show the position and the legal moves, without check
+// or mate markers, and nothing else.
+package chess
