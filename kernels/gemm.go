@@ -1,5 +1,7 @@
 package kernels
 
+import "fmt"
+
 // Layout says how the operands of Gemm are stored. All matrices are
 // row-major and dense.
 type Layout int
@@ -26,34 +28,38 @@ func (l Layout) String() string {
 }
 
 // Gemm computes out = a·b in the given layout, adding to out when
-// accumulate is set and overwriting it otherwise. It panics if a slice is
-// too short for its shape (a programmer error).
+// accumulate is set and overwriting it otherwise. An empty product (k = 0)
+// is zero, so out is cleared unless accumulate is set; m = 0 or n = 0 does
+// nothing. It panics if a slice is too short for its shape or the layout is
+// unknown (programmer errors).
 //
-// TEMPORARY pure-Go body: the fast, parallel version replaces it.
+// The work is split over Threads() goroutines along M or N only, never K,
+// and which kernel runs depends on the shape alone, so every output element
+// is the same sequence of float32 operations whatever the thread count:
+// results are bit-identical with 1 or many threads.
 func Gemm(layout Layout, out, a, b []float32, m, k, n int, accumulate bool) {
-	if len(out) < m*n || len(a) < m*k || len(b) < k*n {
-		panic("kernels: Gemm operand too short for its shape")
+	checkGemm("Gemm", layout, len(out), len(a), len(b), m, k, n)
+	if m == 0 || n == 0 {
+		return
 	}
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float32
-			for p := 0; p < k; p++ {
-				var x, y float32
-				switch layout {
-				case NN:
-					x, y = a[i*k+p], b[p*n+j]
-				case NT:
-					x, y = a[i*k+p], b[j*k+p]
-				case TN:
-					x, y = a[p*m+i], b[p*n+j]
-				}
-				s += x * y
-			}
-			if accumulate {
-				out[i*n+j] += s
-			} else {
-				out[i*n+j] = s
-			}
+	if k == 0 {
+		if !accumulate {
+			clear(out[:m*n])
 		}
+		return
+	}
+	gemm(layout, out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate)
+}
+
+func checkGemm(fn string, layout Layout, lout, la, lb, m, k, n int) {
+	if layout != NN && layout != NT && layout != TN {
+		panic(fmt.Sprintf("kernels: %s: unknown layout %d", fn, int(layout)))
+	}
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: %s: negative shape m=%d k=%d n=%d", fn, m, k, n))
+	}
+	if lout < m*n || la < m*k || lb < k*n {
+		panic(fmt.Sprintf("kernels: %s %v: operand too short for m=%d k=%d n=%d: len(out)=%d (need %d), len(a)=%d (need %d), len(b)=%d (need %d)",
+			fn, layout, m, k, n, lout, m*n, la, m*k, lb, k*n))
 	}
 }

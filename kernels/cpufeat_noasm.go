@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package kernels
+
+func hasAVX2FMA() bool { return false }

@@ -1,0 +1,61 @@
+package kernels
+
+// kern6x16AVX2 is the register-blocked GEMM micro-kernel. In Go:
+//
+//	var acc [6][16]float32
+//	for p := 0; p < kc; p++ {
+//		for i := 0; i < 6; i++ {
+//			for j := 0; j < 16; j++ {
+//				acc[i][j] += ap[p*6+i] * bp[p*ldb+j] // one fused multiply-add
+//			}
+//		}
+//	}
+//	for i, j := range 6×16 {
+//		if add { c[i*ldc+j] += acc[i][j] } else { c[i*ldc+j] = acc[i][j] }
+//	}
+//
+// kc ≥ 1; ldb and ldc count floats.
+//
+//go:noescape
+func kern6x16AVX2(kc int, ap, bp *float32, ldb int, c *float32, ldc int, add bool)
+
+// dotTile3x4AVX2 computes a 3×4 tile of dot products. In Go:
+//
+//	for i := 0; i < 3; i++ {
+//		for j := 0; j < 4; j++ {
+//			var s float32
+//			for p := 0; p < k8; p++ {
+//				s += a_i[p] * b_j[p]
+//			}
+//			c[i*4+j] = s
+//		}
+//	}
+//
+// k8 is a positive multiple of 8. The sum runs in 8 lanes, each an FMA
+// chain over p ≡ lane (mod 8), and the lanes are added pairwise at the end.
+//
+//go:noescape
+func dotTile3x4AVX2(k8 int, a0, a1, a2, b0, b1, b2, b3 *float32, c *float32)
+
+func microKernel(kc int, ap, bp []float32, ldb int, c []float32, ldc int, add bool) {
+	if !useAsm {
+		kern6x16Go(kc, ap, bp, ldb, c, ldc, add)
+		return
+	}
+	// The assembly does not check bounds: touch the last element it reads or
+	// writes in each operand so a driver bug panics here instead.
+	_ = ap[kc*gemmMR-1]
+	_ = bp[(kc-1)*ldb+gemmNR-1]
+	_ = c[(gemmMR-1)*ldc+gemmNR-1]
+	kern6x16AVX2(kc, &ap[0], &bp[0], ldb, &c[0], ldc, add)
+}
+
+func dotTile3x4(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
+	if !useAsm {
+		dotTile3x4Go(k8, a, b, c)
+		return
+	}
+	_, _, _ = a[0][k8-1], a[1][k8-1], a[2][k8-1]
+	_, _, _, _ = b[0][k8-1], b[1][k8-1], b[2][k8-1], b[3][k8-1]
+	dotTile3x4AVX2(k8, &a[0][0], &a[1][0], &a[2][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &c[0])
+}

@@ -1,0 +1,257 @@
+package kernels
+
+import "sync"
+
+// Blocking of the packed GEMM (the BLIS loop nest): a KC×16 micro-panel of
+// B stays in L1 while the 6-row micro-panels of an MC×KC block of A stream
+// from L2, and the KC×NC block of B sits in L2/L3.
+const (
+	gemmMR = 6    // rows of the register tile
+	gemmNR = 16   // columns of the register tile (two ymm)
+	gemmKC = 256  // largest K block: a 16-column micro-panel is 16 KB
+	gemmMC = 144  // rows of A per block: 144×256 floats = 144 KB
+	gemmNC = 3072 // columns of B per block
+
+	// NT products with fewer rows than this use dot-product tiles: packing
+	// B would cost more than the product itself.
+	smallMNT = 24
+
+	// Below this many flops a product runs on the calling goroutine: the
+	// fork costs more than it saves.
+	parallelMinFlops = 1 << 18
+)
+
+// gemmScratch is one goroutine's pack buffers; sync.Pool recycles them so a
+// steady stream of products allocates nothing.
+type gemmScratch struct {
+	ap, bp []float32
+	tmp    [gemmMR * gemmNR]float32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func roundUp(x, q int) int { return (x + q - 1) / q * q }
+
+type gemmJob struct {
+	layout    Layout
+	out, a, b []float32
+	m, k, n   int
+	kc        int // K block, the same for every thread
+	acc       bool
+}
+
+// gemm runs a product whose shapes are checked and non-empty. The path and
+// the K blocking depend on the shape only, never on the thread count.
+func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
+	if layout == NT && m < smallMNT {
+		gemmSmallNT(out, a, b, m, k, n, acc)
+		return
+	}
+	kb := (k + gemmKC - 1) / gemmKC
+	g := &gemmJob{layout: layout, out: out, a: a, b: b, m: m, k: k, n: n, kc: (k + kb - 1) / kb, acc: acc}
+	t := Threads()
+	mt := (m + gemmMR - 1) / gemmMR
+	nt := (n + gemmNR - 1) / gemmNR
+	switch {
+	case t == 1 || 2*m*n*k < parallelMinFlops:
+		g.run(0, m, 0, n)
+	case mt >= 2*t || mt >= nt:
+		// Each thread packs all of B for its rows: cheap when rows are many.
+		Parallel(m, gemmMR, func(lo, hi int) { g.run(lo, hi, 0, n) })
+	default:
+		Parallel(n, gemmNR, func(lo, hi int) { g.run(0, m, lo, hi) })
+	}
+}
+
+// run computes out[i0:i1, j0:j1] over the whole of K.
+func (g *gemmJob) run(i0, i1, j0, j1 int) {
+	s := scratchPool.Get().(*gemmScratch)
+	defer scratchPool.Put(s)
+	for jc := j0; jc < j1; jc += gemmNC {
+		nc := min(gemmNC, j1-jc)
+		for pc := 0; pc < g.k; pc += g.kc {
+			kc := min(g.kc, g.k-pc)
+			add := g.acc || pc > 0
+			s.bp = grow(s.bp, kc*roundUp(nc, gemmNR))
+			g.packB(s.bp, pc, kc, jc, nc)
+			for ic := i0; ic < i1; ic += gemmMC {
+				mc := min(gemmMC, i1-ic)
+				s.ap = grow(s.ap, kc*roundUp(mc, gemmMR))
+				g.packA(s.ap, ic, mc, pc, kc)
+				g.macro(s, ic, mc, jc, nc, kc, add)
+			}
+		}
+	}
+}
+
+// macro multiplies a packed MC×KC block of A by a packed KC×NC block of B
+// into out. Edge tiles go through tmp so the micro-kernel never writes
+// outside out; their elements get exactly the same operations as a full
+// tile's, which keeps results independent of where the tile edges fall.
+func (g *gemmJob) macro(s *gemmScratch, ic, mc, jc, nc, kc int, add bool) {
+	n := g.n
+	for jr := 0; jr < nc; jr += gemmNR {
+		nrc := min(gemmNR, nc-jr)
+		bp := s.bp[jr*kc:]
+		for ir := 0; ir < mc; ir += gemmMR {
+			mrc := min(gemmMR, mc-ir)
+			ap := s.ap[ir*kc:]
+			off := (ic+ir)*n + jc + jr
+			if mrc == gemmMR && nrc == gemmNR {
+				microKernel(kc, ap, bp, gemmNR, g.out[off:], n, add)
+				continue
+			}
+			microKernel(kc, ap, bp, gemmNR, s.tmp[:], gemmNR, false)
+			for i := 0; i < mrc; i++ {
+				row := g.out[off+i*n : off+i*n+nrc]
+				t := s.tmp[i*gemmNR : i*gemmNR+nrc]
+				if add {
+					for j := range row {
+						row[j] += t[j]
+					}
+				} else {
+					copy(row, t)
+				}
+			}
+		}
+	}
+}
+
+// packB copies B[pc:pc+kc, jc:jc+nc] into 16-column micro-panels: element
+// (p, j) of panel q lands at bp[q*16*kc + p*16 + j]; missing columns of the
+// last panel are zero.
+func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
+	n, k := g.n, g.k
+	for jr := 0; jr < nc; jr += gemmNR {
+		w := min(gemmNR, nc-jr)
+		dst := bp[jr*kc : jr*kc+kc*gemmNR]
+		if g.layout == NT {
+			// b is [n,k]: column j of the panel is a contiguous row of b.
+			for j := 0; j < w; j++ {
+				src := g.b[(jc+jr+j)*k+pc:]
+				src = src[:kc]
+				for p, v := range src {
+					dst[p*gemmNR+j] = v
+				}
+			}
+			if w < gemmNR {
+				for p := 0; p < kc; p++ {
+					clear(dst[p*gemmNR+w : p*gemmNR+gemmNR])
+				}
+			}
+			continue
+		}
+		// b is [k,n]: each p is a contiguous run of the panel's columns.
+		src := g.b[pc*n+jc+jr:]
+		if w == gemmNR {
+			for p := 0; p < kc; p++ {
+				*(*[gemmNR]float32)(dst[p*gemmNR:]) = *(*[gemmNR]float32)(src[p*n:])
+			}
+			continue
+		}
+		for p := 0; p < kc; p++ {
+			d := dst[p*gemmNR : p*gemmNR+gemmNR]
+			copy(d, src[p*n:p*n+w])
+			clear(d[w:])
+		}
+	}
+}
+
+// packA copies A[ic:ic+mc, pc:pc+kc] (in the layout's storage) into 6-row
+// micro-panels: element (i, p) of panel r lands at ap[r*6*kc + p*6 + i];
+// missing rows of the last panel are zero.
+func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
+	m, k := g.m, g.k
+	for ir := 0; ir < mc; ir += gemmMR {
+		h := min(gemmMR, mc-ir)
+		dst := ap[ir*kc : ir*kc+kc*gemmMR]
+		if g.layout == TN {
+			// a is [k,m]: the panel's rows at one p are contiguous.
+			src := g.a[pc*m+ic+ir:]
+			if h == gemmMR {
+				for p := 0; p < kc; p++ {
+					*(*[gemmMR]float32)(dst[p*gemmMR:]) = *(*[gemmMR]float32)(src[p*m:])
+				}
+				continue
+			}
+			for p := 0; p < kc; p++ {
+				d := dst[p*gemmMR : p*gemmMR+gemmMR]
+				copy(d, src[p*m:p*m+h])
+				clear(d[h:])
+			}
+			continue
+		}
+		// a is [m,k]: row i of the panel is a contiguous row of a.
+		for i := 0; i < h; i++ {
+			src := g.a[(ic+ir+i)*k+pc:]
+			src = src[:kc]
+			for p, v := range src {
+				dst[p*gemmMR+i] = v
+			}
+		}
+		for i := h; i < gemmMR; i++ {
+			for p := 0; p < kc; p++ {
+				dst[p*gemmMR+i] = 0
+			}
+		}
+	}
+}
+
+// gemmSmallNT computes out = a·bᵀ for few rows of a as 3×4 tiles of dot
+// products: nothing is packed, and B is read once from memory while the
+// rows of a stay in L1. It splits N over threads.
+func gemmSmallNT(out, a, b []float32, m, k, n int, acc bool) {
+	work := func(j0, j1 int) {
+		var c [12]float32
+		k8 := k &^ 7
+		for jb := j0; jb < j1; jb += 4 {
+			nb := min(4, j1-jb)
+			var br [4][]float32
+			for j := range br {
+				// Missing columns repeat the first; their sums are dropped.
+				jj := jb + min(j, nb-1)
+				br[j] = b[jj*k : jj*k+k]
+			}
+			for ib := 0; ib < m; ib += 3 {
+				mb := min(3, m-ib)
+				var ar [3][]float32
+				for i := range ar {
+					ii := ib + min(i, mb-1)
+					ar[i] = a[ii*k : ii*k+k]
+				}
+				if k8 > 0 {
+					dotTile3x4(k8, &ar, &br, &c)
+				} else {
+					c = [12]float32{}
+				}
+				for i := 0; i < mb; i++ {
+					o := out[(ib+i)*n+jb : (ib+i)*n+jb+nb]
+					for j := range o {
+						s := c[i*4+j]
+						x, y := ar[i][k8:], br[j][k8:k]
+						for p := range y {
+							s += x[p] * y[p]
+						}
+						if acc {
+							o[j] += s
+						} else {
+							o[j] = s
+						}
+					}
+				}
+			}
+		}
+	}
+	if 2*m*n*k < parallelMinFlops {
+		work(0, n)
+		return
+	}
+	Parallel(n, 4, work)
+}

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package kernels
+
+func microKernel(kc int, ap, bp []float32, ldb int, c []float32, ldc int, add bool) {
+	kern6x16Go(kc, ap, bp, ldb, c, ldc, add)
+}
+
+func dotTile3x4(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
+	dotTile3x4Go(k8, a, b, c)
+}
