@@ -1,0 +1,183 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// Float is the element type of a CPU backend.
+type Float interface{ float32 | float64 }
+
+// CPU is the CPU backend over element type T. CPU[float32] (NewCPU) uses the
+// fast float32 kernels; CPU[float64] (NewCPU64) runs generic reference loops
+// so the whole model can run in float64 for gradient checks.
+type CPU[T Float] struct {
+	name string
+	gemm func(layout Layout, out, a, b []T, m, k, n int, acc bool)
+	dot  func(a, b []T) T
+	axpy func(alpha T, x, y []T) // y += alpha·x
+}
+
+// NewCPU returns the float32 CPU backend.
+func NewCPU() *CPU[float32] {
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: opDot[float32], axpy: opAxpy[float32]}
+}
+
+// NewCPU64 returns the float64 CPU backend (reference loops).
+func NewCPU64() *CPU[float64] {
+	return &CPU[float64]{name: "cpu/float64", gemm: opGemm[float64], dot: opDot[float64], axpy: opAxpy[float64]}
+}
+
+// Name implements Backend.
+func (c *CPU[T]) Name() string { return c.name }
+
+// s returns the elements of t; it panics if t is not this backend's float
+// storage.
+func (c *CPU[T]) s(t Tensor) []T {
+	b, ok := t.buf.([]T)
+	if !ok {
+		panic(fmt.Sprintf("kernels: %s got a tensor of storage %T", c.name, t.buf))
+	}
+	return b[t.off : t.off+t.n : t.off+t.n]
+}
+
+// opt returns the elements of t, or nil when t is the zero tensor.
+func (c *CPU[T]) opt(t Tensor) []T {
+	if t.IsZero() {
+		return nil
+	}
+	return c.s(t)
+}
+
+func opBF16s(t Tensor) []uint16 {
+	b, ok := t.buf.([]uint16)
+	if !ok {
+		panic(fmt.Sprintf("kernels: bfloat16 tensor expected, got storage %T", t.buf))
+	}
+	return b[t.off : t.off+t.n : t.off+t.n]
+}
+
+func need(what string, have, want int) {
+	if have < want {
+		panic(fmt.Sprintf("kernels: %s has %d elements, needs %d", what, have, want))
+	}
+}
+
+func same(what string, a, b int) {
+	if a != b {
+		panic(fmt.Sprintf("kernels: %s: lengths %d and %d differ", what, a, b))
+	}
+}
+
+// Alloc implements Backend.
+func (c *CPU[T]) Alloc(n int) Tensor { return Tensor{buf: make([]T, n), n: n} }
+
+// AllocBF16 implements Backend.
+func (c *CPU[T]) AllocBF16(n int) Tensor { return Tensor{buf: make([]uint16, n), n: n} }
+
+// Free implements Backend; the garbage collector owns CPU memory.
+func (c *CPU[T]) Free(t Tensor) {}
+
+// Load implements Backend.
+func (c *CPU[T]) Load(dst Tensor, src []float32) {
+	d := c.s(dst)
+	same("Load", len(d), len(src))
+	for i, v := range src {
+		d[i] = T(v)
+	}
+}
+
+// Store implements Backend.
+func (c *CPU[T]) Store(dst []float32, src Tensor) {
+	s := c.s(src)
+	same("Store", len(dst), len(s))
+	for i, v := range s {
+		dst[i] = float32(v)
+	}
+}
+
+// Load64 implements Backend.
+func (c *CPU[T]) Load64(dst Tensor, src []float64) {
+	d := c.s(dst)
+	same("Load64", len(d), len(src))
+	for i, v := range src {
+		d[i] = T(v)
+	}
+}
+
+// Store64 implements Backend.
+func (c *CPU[T]) Store64(dst []float64, src Tensor) {
+	s := c.s(src)
+	same("Store64", len(dst), len(s))
+	for i, v := range s {
+		dst[i] = float64(v)
+	}
+}
+
+// Fill implements Backend.
+func (c *CPU[T]) Fill(dst Tensor, v float32) {
+	d := c.s(dst)
+	x := T(v)
+	Parallel(len(d), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = x
+		}
+	})
+}
+
+// Copy implements Backend.
+func (c *CPU[T]) Copy(dst, src Tensor) {
+	d, s := c.s(dst), c.s(src)
+	same("Copy", len(d), len(s))
+	copy(d, s)
+}
+
+// ToBF16 implements Backend.
+func (c *CPU[T]) ToBF16(dst, src Tensor) {
+	d, s := opBF16s(dst), c.s(src)
+	same("ToBF16", len(d), len(s))
+	Parallel(len(d), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = opBF16Round(float32(s[i]))
+		}
+	})
+}
+
+// opBF16Round rounds f to the nearest bfloat16, ties to even; NaN stays NaN.
+func opBF16Round(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+func opBF16Value(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// Gemm implements Backend.
+func (c *CPU[T]) Gemm(layout Layout, out, a, b Tensor, m, k, n int, acc bool) {
+	o, x, y := c.s(out), c.s(a), c.s(b)
+	need("Gemm out", len(o), m*n)
+	need("Gemm a", len(x), m*k)
+	need("Gemm b", len(y), k*n)
+	c.gemm(layout, o[:m*n], x[:m*k], y[:k*n], m, k, n, acc)
+}
+
+// GemmBF16NT implements Backend.
+func (c *CPU[T]) GemmBF16NT(out, a, b Tensor, m, k, n int, acc bool) {
+	o, x, y := c.s(out), c.s(a), opBF16s(b)
+	need("GemmBF16NT out", len(o), m*n)
+	need("GemmBF16NT a", len(x), m*k)
+	need("GemmBF16NT b", len(y), k*n)
+	if of, ok := any(o).([]float32); ok {
+		opGemmBF16NT32(of, any(x).([]float32), y, m, k, n, acc)
+		return
+	}
+	opGemmBF16NT(o, x, y, m, k, n, acc)
+}
+
+var (
+	_ Backend = (*CPU[float32])(nil)
+	_ Backend = (*CPU[float64])(nil)
+)

@@ -1,0 +1,399 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// redBlock is the number of rows (or elements/64) one partial sum of a
+// reduction covers. It is fixed, never derived from the thread count, so
+// reductions add the same partials in the same order however many threads
+// run them.
+const redBlock = 64
+
+// rowGrain returns a Parallel grain giving each chunk about 32k element
+// operations for rows of n elements.
+func rowGrain(n int) int { return 1 + (1<<15)/(1+n) }
+
+// Add implements Backend.
+func (c *CPU[T]) Add(out, a, b Tensor) {
+	o, x, y := c.s(out), c.s(a), c.s(b)
+	same("Add a", len(o), len(x))
+	same("Add b", len(o), len(y))
+	Parallel(len(o), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o[i] = x[i] + y[i]
+		}
+	})
+}
+
+// Scale implements Backend.
+func (c *CPU[T]) Scale(x Tensor, s float32) {
+	d := c.s(x)
+	f := T(s)
+	Parallel(len(d), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] *= f
+		}
+	})
+}
+
+// SumSq implements Backend: partial sums over fixed blocks of 4096
+// elements, added in block order.
+func (c *CPU[T]) SumSq(x Tensor) float64 {
+	d := c.s(x)
+	const blk = 4096
+	nb := (len(d) + blk - 1) / blk
+	part := make([]float64, nb)
+	Parallel(nb, 4, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			var s float64
+			for _, v := range d[b*blk : min(b*blk+blk, len(d))] {
+				s += float64(v) * float64(v)
+			}
+			part[b] = s
+		}
+	})
+	var s float64
+	for _, p := range part {
+		s += p
+	}
+	return s
+}
+
+// AllFinite implements Backend.
+func (c *CPU[T]) AllFinite(x Tensor) bool {
+	d := c.s(x)
+	const blk = 1 << 14
+	nb := (len(d) + blk - 1) / blk
+	bad := make([]bool, nb)
+	Parallel(nb, 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			for _, v := range d[b*blk : min(b*blk+blk, len(d))] {
+				// v-v is 0 for finite v and NaN for NaN and ±Inf.
+				if v-v != 0 {
+					bad[b] = true
+					break
+				}
+			}
+		}
+	})
+	for _, b := range bad {
+		if b {
+			return false
+		}
+	}
+	return true
+}
+
+// BiasAdd implements Backend.
+func (c *CPU[T]) BiasAdd(out, bias Tensor, rows, n int) {
+	o, b := c.s(out), c.s(bias)
+	need("BiasAdd out", len(o), rows*n)
+	need("BiasAdd bias", len(b), n)
+	Parallel(rows, rowGrain(n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := o[r*n : r*n+n]
+			for j := range row {
+				row[j] += b[j]
+			}
+		}
+	})
+}
+
+// colSum adds into dst (n) the sum over rows of f(r, tmp), where f fills
+// tmp (n) with row r's contribution. Rows are summed in fixed blocks of
+// redBlock whose partials are then added in order: deterministic.
+func colSum[T Float](dst []T, rows, n int, f func(r int, tmp []T)) {
+	nb := (rows + redBlock - 1) / redBlock
+	part := make([]T, nb*n)
+	Parallel(nb, 1, func(lo, hi int) {
+		tmp := make([]T, n)
+		for b := lo; b < hi; b++ {
+			p := part[b*n : b*n+n]
+			for r := b * redBlock; r < min(b*redBlock+redBlock, rows); r++ {
+				f(r, tmp)
+				for j, v := range tmp {
+					p[j] += v
+				}
+			}
+		}
+	})
+	for b := 0; b < nb; b++ {
+		for j, v := range part[b*n : b*n+n] {
+			dst[j] += v
+		}
+	}
+}
+
+// BiasBackward implements Backend.
+func (c *CPU[T]) BiasBackward(dbias, dout Tensor, rows, n int) {
+	db, d := c.s(dbias), c.s(dout)
+	need("BiasBackward dbias", len(db), n)
+	need("BiasBackward dout", len(d), rows*n)
+	colSum(db[:n], rows, n, func(r int, tmp []T) { copy(tmp, d[r*n:r*n+n]) })
+}
+
+func checkTokens(tokens []int32, V int) {
+	for i, t := range tokens {
+		if t < 0 || int(t) >= V {
+			panic(fmt.Sprintf("kernels: token %d at row %d outside vocabulary of %d", t, i, V))
+		}
+	}
+}
+
+// Embedding implements Backend.
+func (c *CPU[T]) Embedding(out, table Tensor, tokens []int32, C int) {
+	o, w := c.s(out), c.s(table)
+	need("Embedding out", len(o), len(tokens)*C)
+	checkTokens(tokens, len(w)/C)
+	Parallel(len(tokens), rowGrain(C), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t := int(tokens[i])
+			copy(o[i*C:i*C+C], w[t*C:t*C+C])
+		}
+	})
+}
+
+// EmbeddingBackward implements Backend: split over columns, each worker
+// adds every token's row in token order, so the sums are deterministic.
+func (c *CPU[T]) EmbeddingBackward(dtable, dout Tensor, tokens []int32, C int) {
+	dw, d := c.s(dtable), c.s(dout)
+	need("EmbeddingBackward dout", len(d), len(tokens)*C)
+	checkTokens(tokens, len(dw)/C)
+	Parallel(C, 16, func(lo, hi int) {
+		for i, t := range tokens {
+			dst := dw[int(t)*C+lo : int(t)*C+hi]
+			for j, v := range d[i*C+lo : i*C+hi] {
+				dst[j] += v
+			}
+		}
+	})
+}
+
+// RMSNorm implements Backend.
+func (c *CPU[T]) RMSNorm(out, rstd, x, w Tensor, rows, C int, eps float64) {
+	o, rs, xs, ws := c.s(out), c.opt(rstd), c.s(x), c.s(w)
+	need("RMSNorm out", len(o), rows*C)
+	need("RMSNorm x", len(xs), rows*C)
+	need("RMSNorm w", len(ws), C)
+	if rs != nil {
+		need("RMSNorm rstd", len(rs), rows)
+	}
+	Parallel(rows, rowGrain(C), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := xs[r*C : r*C+C]
+			var ss float64
+			for _, v := range xr {
+				ss += float64(v) * float64(v)
+			}
+			s := T(1 / math.Sqrt(ss/float64(C)+eps))
+			if rs != nil {
+				rs[r] = s
+			}
+			or := o[r*C : r*C+C]
+			for j, v := range xr {
+				or[j] = v * s * ws[j]
+			}
+		}
+	})
+}
+
+// RMSNormBackward implements Backend.
+func (c *CPU[T]) RMSNormBackward(dx, dw, dout, x, w, rstd Tensor, rows, C int) {
+	dxs, dws, dys, xs, ws, rs := c.s(dx), c.s(dw), c.s(dout), c.s(x), c.s(w), c.s(rstd)
+	need("RMSNormBackward dx", len(dxs), rows*C)
+	need("RMSNormBackward dout", len(dys), rows*C)
+	need("RMSNormBackward x", len(xs), rows*C)
+	need("RMSNormBackward dw", len(dws), C)
+	need("RMSNormBackward w", len(ws), C)
+	need("RMSNormBackward rstd", len(rs), rows)
+	Parallel(rows, rowGrain(C), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
+			var m float64 // mean of dy·w·xhat
+			for j, v := range xr {
+				m += float64(dy[j] * ws[j] * v * s)
+			}
+			mt := T(m / float64(C))
+			d := dxs[r*C : r*C+C]
+			for j, v := range xr {
+				d[j] += s * (dy[j]*ws[j] - v*s*mt)
+			}
+		}
+	})
+	colSum(dws[:C], rows, C, func(r int, tmp []T) {
+		xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
+		for j, v := range xr {
+			tmp[j] = dy[j] * v * s
+		}
+	})
+}
+
+// ropeTables returns the inverse frequencies theta^(-2i/hd), i < hd/2, in
+// float64 so both element types rotate by the same angles.
+func ropeTables(hd int, theta float64) []float64 {
+	if hd%2 != 0 {
+		panic(fmt.Sprintf("kernels: RoPE head dim %d is odd", hd))
+	}
+	inv := make([]float64, hd/2)
+	for i := range inv {
+		inv[i] = math.Pow(theta, -float64(2*i)/float64(hd))
+	}
+	return inv
+}
+
+// rope rotates rows of heads by angle ±pos·inv; sign -1 is the inverse
+// rotation (the backward pass). With add set it adds into out.
+func ropeApply[T Float](out, x []T, pos []int32, rows, heads, hd int, theta float64, sign float64, add bool) {
+	need("RoPE out", len(out), rows*heads*hd)
+	need("RoPE x", len(x), rows*heads*hd)
+	need("RoPE pos", len(pos), rows)
+	inv := ropeTables(hd, theta)
+	half := hd / 2
+	W := heads * hd
+	Parallel(rows, rowGrain(W), func(lo, hi int) {
+		cs := make([]T, half)
+		sn := make([]T, half)
+		for r := lo; r < hi; r++ {
+			p := float64(pos[r])
+			for i, f := range inv {
+				s, c := math.Sincos(p * f)
+				cs[i], sn[i] = T(c), T(sign*s)
+			}
+			for h := 0; h < heads; h++ {
+				xo := x[r*W+h*hd : r*W+h*hd+hd]
+				oo := out[r*W+h*hd : r*W+h*hd+hd]
+				for i := 0; i < half; i++ {
+					a, b := xo[i], xo[i+half]
+					ra := a*cs[i] - b*sn[i]
+					rb := b*cs[i] + a*sn[i]
+					if add {
+						oo[i] += ra
+						oo[i+half] += rb
+					} else {
+						oo[i], oo[i+half] = ra, rb
+					}
+				}
+			}
+		}
+	})
+}
+
+// RoPE implements Backend.
+func (c *CPU[T]) RoPE(out, x Tensor, pos []int32, rows, heads, hd int, theta float64) {
+	ropeApply(c.s(out), c.s(x), pos, rows, heads, hd, theta, 1, false)
+}
+
+// RoPEBackward implements Backend.
+func (c *CPU[T]) RoPEBackward(dx, dout Tensor, pos []int32, rows, heads, hd int, theta float64) {
+	ropeApply(c.s(dx), c.s(dout), pos, rows, heads, hd, theta, -1, true)
+}
+
+func sigmoid[T Float](x T) T { return T(1 / (1 + math.Exp(-float64(x)))) }
+
+// SwiGLU implements Backend.
+func (c *CPU[T]) SwiGLU(out, gate, up Tensor) {
+	o, g, u := c.s(out), c.s(gate), c.s(up)
+	same("SwiGLU gate", len(o), len(g))
+	same("SwiGLU up", len(o), len(u))
+	Parallel(len(o), 1<<13, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o[i] = g[i] * sigmoid(g[i]) * u[i]
+		}
+	})
+}
+
+// SwiGLUBackward implements Backend.
+func (c *CPU[T]) SwiGLUBackward(dgate, dup, dout, gate, up Tensor) {
+	dg, du, d, g, u := c.s(dgate), c.s(dup), c.s(dout), c.s(gate), c.s(up)
+	n := len(d)
+	same("SwiGLUBackward dgate", len(dg), n)
+	same("SwiGLUBackward dup", len(du), n)
+	same("SwiGLUBackward gate", len(g), n)
+	same("SwiGLUBackward up", len(u), n)
+	Parallel(n, 1<<13, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := sigmoid(g[i])
+			silu := g[i] * s
+			dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
+			du[i] += d[i] * silu
+		}
+	})
+}
+
+// CrossEntropy implements Backend. The log-sum-exp is accumulated in
+// float64 for both element types.
+func (c *CPU[T]) CrossEntropy(loss, dlogits, logits Tensor, targets []int32, weight []float32, rows, V int) {
+	ls, dl, lg := c.s(loss), c.opt(dlogits), c.s(logits)
+	need("CrossEntropy loss", len(ls), rows)
+	need("CrossEntropy logits", len(lg), rows*V)
+	need("CrossEntropy targets", len(targets), rows)
+	need("CrossEntropy weight", len(weight), rows)
+	if dl != nil {
+		need("CrossEntropy dlogits", len(dl), rows*V)
+	}
+	for r, w := range weight[:rows] {
+		if w != 0 && (targets[r] < 0 || int(targets[r]) >= V) {
+			panic(fmt.Sprintf("kernels: CrossEntropy target %d at row %d outside vocabulary of %d", targets[r], r, V))
+		}
+	}
+	Parallel(rows, rowGrain(V), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			w := weight[r]
+			if w == 0 {
+				ls[r] = 0
+				if dl != nil {
+					clear(dl[r*V : r*V+V])
+				}
+				continue
+			}
+			z := lg[r*V : r*V+V]
+			mx := z[0]
+			for _, v := range z {
+				mx = max(mx, v)
+			}
+			var sum float64
+			for _, v := range z {
+				sum += math.Exp(float64(v - mx))
+			}
+			lse := float64(mx) + math.Log(sum)
+			t := int(targets[r])
+			ls[r] = T(float64(w) * (lse - float64(z[t])))
+			if dl == nil {
+				continue
+			}
+			d := dl[r*V : r*V+V]
+			wt := T(w)
+			for j, v := range z {
+				d[j] = wt * T(math.Exp(float64(v)-lse))
+			}
+			d[t] -= wt
+		}
+	})
+}
+
+// AdamWUpdate implements Backend.
+func (c *CPU[T]) AdamWUpdate(p, g, m, v Tensor, h AdamW) {
+	ps, gs, ms, vs := c.s(p), c.s(g), c.s(m), c.s(v)
+	n := len(ps)
+	same("AdamW grad", len(gs), n)
+	same("AdamW m", len(ms), n)
+	same("AdamW v", len(vs), n)
+	if h.Step < 1 {
+		panic("kernels: AdamW step must be ≥ 1")
+	}
+	b1, b2 := T(h.Beta1), T(h.Beta2)
+	c1 := T(1 / (1 - math.Pow(h.Beta1, float64(h.Step))))
+	c2 := T(1 / (1 - math.Pow(h.Beta2, float64(h.Step))))
+	lr, eps, decay, gsc := T(h.LR), T(h.Eps), T(1-h.LR*h.WeightDecay), T(h.GradScale)
+	Parallel(n, 1<<12, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := gs[i] * gsc
+			mi := b1*ms[i] + (1-b1)*gi
+			vi := b2*vs[i] + (1-b2)*gi*gi
+			ms[i], vs[i] = mi, vi
+			ps[i] = ps[i]*decay - lr*(mi*c1)/(T(math.Sqrt(float64(vi*c2)))+eps)
+		}
+	})
+}
