@@ -16,6 +16,9 @@ const (
 	// B would cost more than the product itself.
 	smallMNT = 24
 
+	// NN and TN products with at most this many rows read B unpacked.
+	directBMaxM = 64
+
 	// Below this many flops a product runs on the calling goroutine: the
 	// fork costs more than it saves.
 	parallelMinFlops = 1 << 18
@@ -45,6 +48,10 @@ type gemmJob struct {
 	m, k, n   int
 	kc        int // K block, the same for every thread
 	acc       bool
+	// directB makes the micro-kernel read full 16-column panels of a [k,n]
+	// B in place: with few rows of A each panel is used once or twice, so
+	// packing it would double the memory traffic for nothing.
+	directB bool
 }
 
 // gemm runs a product whose shapes are checked and non-empty. The path and
@@ -55,7 +62,8 @@ func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 		return
 	}
 	kb := (k + gemmKC - 1) / gemmKC
-	g := &gemmJob{layout: layout, out: out, a: a, b: b, m: m, k: k, n: n, kc: (k + kb - 1) / kb, acc: acc}
+	g := &gemmJob{layout: layout, out: out, a: a, b: b, m: m, k: k, n: n, kc: (k + kb - 1) / kb, acc: acc,
+		directB: layout != NT && m <= directBMaxM}
 	t := Threads()
 	mt := (m + gemmMR - 1) / gemmMR
 	nt := (n + gemmNR - 1) / gemmNR
@@ -85,7 +93,7 @@ func (g *gemmJob) run(i0, i1, j0, j1 int) {
 				mc := min(gemmMC, i1-ic)
 				s.ap = grow(s.ap, kc*roundUp(mc, gemmMR))
 				g.packA(s.ap, ic, mc, pc, kc)
-				g.macro(s, ic, mc, jc, nc, kc, add)
+				g.macro(s, ic, mc, pc, jc, nc, kc, add)
 			}
 		}
 	}
@@ -95,20 +103,23 @@ func (g *gemmJob) run(i0, i1, j0, j1 int) {
 // into out. Edge tiles go through tmp so the micro-kernel never writes
 // outside out; their elements get exactly the same operations as a full
 // tile's, which keeps results independent of where the tile edges fall.
-func (g *gemmJob) macro(s *gemmScratch, ic, mc, jc, nc, kc int, add bool) {
+func (g *gemmJob) macro(s *gemmScratch, ic, mc, pc, jc, nc, kc int, add bool) {
 	n := g.n
 	for jr := 0; jr < nc; jr += gemmNR {
 		nrc := min(gemmNR, nc-jr)
-		bp := s.bp[jr*kc:]
+		bp, ldb := s.bp[jr*kc:], gemmNR
+		if g.directB && nrc == gemmNR {
+			bp, ldb = g.b[(pc)*n+jc+jr:], n
+		}
 		for ir := 0; ir < mc; ir += gemmMR {
 			mrc := min(gemmMR, mc-ir)
 			ap := s.ap[ir*kc:]
 			off := (ic+ir)*n + jc + jr
 			if mrc == gemmMR && nrc == gemmNR {
-				microKernel(kc, ap, bp, gemmNR, g.out[off:], n, add)
+				microKernel(kc, ap, bp, ldb, g.out[off:], n, add)
 				continue
 			}
-			microKernel(kc, ap, bp, gemmNR, s.tmp[:], gemmNR, false)
+			microKernel(kc, ap, bp, ldb, s.tmp[:], gemmNR, false)
 			for i := 0; i < mrc; i++ {
 				row := g.out[off+i*n : off+i*n+nrc]
 				t := s.tmp[i*gemmNR : i*gemmNR+nrc]
@@ -151,6 +162,9 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 		// b is [k,n]: each p is a contiguous run of the panel's columns.
 		src := g.b[pc*n+jc+jr:]
 		if w == gemmNR {
+			if g.directB {
+				continue // read in place by macro
+			}
 			for p := 0; p < kc; p++ {
 				*(*[gemmNR]float32)(dst[p*gemmNR:]) = *(*[gemmNR]float32)(src[p*n:])
 			}
