@@ -1,0 +1,148 @@
+package model
+
+import "whale/kernels"
+
+// The decoder layer, piece by piece, each forward beside its backward.
+// Notation: N = rows (B·T tokens), C = hidden size, Hq = heads·hd,
+// Hk = kv_heads·hd, F = intermediate size. Backward functions add into
+// parameter gradients g and into the residual-stream gradient dres.
+
+// layerActs are one layer's activations, saved by the training forward for
+// the backward pass (inference reuses one set as scratch).
+type layerActs struct {
+	ln1, rstd1   kernels.Tensor // (N,C) (N)
+	q, k, v      kernels.Tensor // (N,Hq) (N,Hk) (N,Hk): projections plus bias
+	qn, kn       kernels.Tensor // q, k after per-head RMSNorm (the same tensors without qk-norm)
+	qrstd, krstd kernels.Tensor // (N·H) (N·KVH)
+	qr, kr       kernels.Tensor // qn, kn after RoPE
+	att, lse     kernels.Tensor // (N,Hq) attention output; (B·H·T) log-sum-exp (training only)
+	x2           kernels.Tensor // (N,C) residual stream after attention (training only)
+	ln2, rstd2   kernels.Tensor // (N,C) (N)
+	g, u, h      kernels.Tensor // (N,F) gate, up, silu(gate)·up
+}
+
+// gradScratch holds the activation gradients of one layer; the backward
+// pass reuses it for every layer.
+type gradScratch struct {
+	dln          kernels.Tensor // (N,C)
+	dh, dg, du   kernels.Tensor // (N,F)
+	datt         kernels.Tensor // (N,Hq)
+	dqr, dqn, dq kernels.Tensor // (N,Hq)
+	dkr, dkn, dk kernels.Tensor // (N,Hk)
+	dv           kernels.Tensor // (N,Hk)
+}
+
+// linear: out (N,outDim) (+)= x (N,in) · Wᵀ with W (outDim,in) in HF layout;
+// it reads the bfloat16 copy wb instead of w when wb is set.
+func (m *Model) linear(out, x, w, wb kernels.Tensor, N, in, outDim int, acc bool) {
+	if !wb.IsZero() {
+		m.be.GemmBF16NT(out, x, wb, N, in, outDim, acc)
+		return
+	}
+	m.be.Gemm(kernels.NT, out, x, w, N, in, outDim, acc)
+}
+
+func bfOf(wb *layerWeights) layerWeights {
+	if wb == nil {
+		return layerWeights{}
+	}
+	return *wb
+}
+
+// attnProject: x (N,C) -> ln1 (N,C) -> q (N,Hq), k, v (N,Hk) -> per-head
+// RMSNorm -> RoPE at positions pos -> qr (N,Hq), kr (N,Hk).
+func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, x kernels.Tensor, pos []int32, N int) {
+	d, be, b := m.d, m.be, bfOf(wb)
+	be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
+	m.linear(a.q, a.ln1, w.wq, b.wq, N, d.C, d.Hq, false)
+	m.linear(a.k, a.ln1, w.wk, b.wk, N, d.C, d.Hk, false)
+	m.linear(a.v, a.ln1, w.wv, b.wv, N, d.C, d.Hk, false)
+	if m.Config.AttentionBias {
+		be.BiasAdd(a.q, w.bq, N, d.Hq)
+		be.BiasAdd(a.k, w.bk, N, d.Hk)
+		be.BiasAdd(a.v, w.bv, N, d.Hk)
+	}
+	if m.Config.QKNorm() {
+		be.RMSNorm(a.qn, a.qrstd, a.q, w.qNorm, N*d.H, d.hd, m.Config.RMSNormEps)
+		be.RMSNorm(a.kn, a.krstd, a.k, w.kNorm, N*d.KVH, d.hd, m.Config.RMSNormEps)
+	}
+	be.RoPE(a.qr, a.qn, pos, N, d.H, d.hd, m.Config.RopeTheta)
+	be.RoPE(a.kr, a.kn, pos, N, d.KVH, d.hd, m.Config.RopeTheta)
+}
+
+// attnProjectBackward: dqr (N,Hq), dkr, dv (N,Hk) -> dres (N,C) += ∂L/∂x.
+func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, N int, dres kernels.Tensor) {
+	d, be := m.d, m.be
+	be.Fill(s.dqn, 0)
+	be.Fill(s.dkn, 0)
+	be.RoPEBackward(s.dqn, s.dqr, pos, N, d.H, d.hd, m.Config.RopeTheta)
+	be.RoPEBackward(s.dkn, s.dkr, pos, N, d.KVH, d.hd, m.Config.RopeTheta)
+	dq, dk := s.dqn, s.dkn
+	if m.Config.QKNorm() {
+		dq, dk = s.dq, s.dk
+		be.Fill(dq, 0)
+		be.Fill(dk, 0)
+		be.RMSNormBackward(dq, g.qNorm, s.dqn, a.q, w.qNorm, a.qrstd, N*d.H, d.hd)
+		be.RMSNormBackward(dk, g.kNorm, s.dkn, a.k, w.kNorm, a.krstd, N*d.KVH, d.hd)
+	}
+	if m.Config.AttentionBias {
+		be.BiasBackward(g.bq, dq, N, d.Hq)
+		be.BiasBackward(g.bk, dk, N, d.Hk)
+		be.BiasBackward(g.bv, s.dv, N, d.Hk)
+	}
+	be.Gemm(kernels.NN, s.dln, dq, w.wq, N, d.Hq, d.C, false)
+	be.Gemm(kernels.NN, s.dln, dk, w.wk, N, d.Hk, d.C, true)
+	be.Gemm(kernels.NN, s.dln, s.dv, w.wv, N, d.Hk, d.C, true)
+	be.Gemm(kernels.TN, g.wq, dq, a.ln1, d.Hq, N, d.C, true)
+	be.Gemm(kernels.TN, g.wk, dk, a.ln1, d.Hk, N, d.C, true)
+	be.Gemm(kernels.TN, g.wv, s.dv, a.ln1, d.Hk, N, d.C, true)
+	be.RMSNormBackward(dres, g.inNorm, s.dln, x, w.inNorm, a.rstd1, N, d.C)
+}
+
+// attnForward: x (B,T,C) -> x2 (B,T,C) = x + attention(x), causal over
+// each sequence of T positions.
+func (m *Model) attnForward(a *layerActs, w *layerWeights, x kernels.Tensor, pos []int32, B, T int) {
+	d, N := m.d, B*T
+	m.attnProject(a, w, nil, x, pos, N)
+	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
+	m.be.Copy(a.x2, x)
+	m.linear(a.x2, a.att, w.wo, kernels.Tensor{}, N, d.Hq, d.C, true)
+}
+
+// attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.
+func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, B, T int, dres kernels.Tensor) {
+	d, be, N := m.d, m.be, B*T
+	be.Gemm(kernels.NN, s.datt, dres, w.wo, N, d.C, d.Hq, false)
+	be.Gemm(kernels.TN, g.wo, dres, a.att, d.C, N, d.Hq, true)
+	be.Fill(s.dqr, 0)
+	be.Fill(s.dkr, 0)
+	be.Fill(s.dv, 0)
+	be.AttentionBackward(s.dqr, s.dkr, s.dv, s.datt, a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
+	m.attnProjectBackward(a, w, g, s, x, pos, N, dres)
+}
+
+// mlpForward: x (N,C) -> ln2 -> g, u (N,F) -> h = silu(g)·u -> out (N,C)
+// += h·Wdownᵀ. out may be x itself (the inference residual update).
+func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, x, out kernels.Tensor, N int) {
+	d, be, b := m.d, m.be, bfOf(wb)
+	be.RMSNorm(a.ln2, a.rstd2, x, w.postNorm, N, d.C, m.Config.RMSNormEps)
+	m.linear(a.g, a.ln2, w.wGate, b.wGate, N, d.C, d.F, false)
+	m.linear(a.u, a.ln2, w.wUp, b.wUp, N, d.C, d.F, false)
+	be.SwiGLU(a.h, a.g, a.u)
+	m.linear(out, a.h, w.wDown, b.wDown, N, d.F, d.C, true)
+}
+
+// mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).
+func (m *Model) mlpBackward(a *layerActs, w, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
+	d, be := m.d, m.be
+	be.Gemm(kernels.NN, s.dh, dres, w.wDown, N, d.C, d.F, false)
+	be.Gemm(kernels.TN, g.wDown, dres, a.h, d.C, N, d.F, true)
+	be.Fill(s.dg, 0)
+	be.Fill(s.du, 0)
+	be.SwiGLUBackward(s.dg, s.du, s.dh, a.g, a.u)
+	be.Gemm(kernels.NN, s.dln, s.dg, w.wGate, N, d.F, d.C, false)
+	be.Gemm(kernels.NN, s.dln, s.du, w.wUp, N, d.F, d.C, true)
+	be.Gemm(kernels.TN, g.wGate, s.dg, a.ln2, d.F, N, d.C, true)
+	be.Gemm(kernels.TN, g.wUp, s.du, a.ln2, d.F, N, d.C, true)
+	be.RMSNormBackward(dres, g.postNorm, s.dln, a.x2, w.postNorm, a.rstd2, N, d.C)
+}

@@ -1,0 +1,347 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"whale/kernels"
+)
+
+// dims are the sizes the layers use, derived once from the Config.
+type dims struct {
+	C, F, V, L int // hidden, intermediate, vocabulary, layers
+	H, KVH, hd int // query heads, key/value heads, head dimension
+	Hq, Hk     int // H·hd, KVH·hd
+	maxPos     int
+}
+
+func dimsOf(c Config) dims {
+	hd := c.Dim()
+	return dims{C: c.HiddenSize, F: c.IntermediateSize, V: c.VocabSize, L: c.NumHiddenLayers,
+		H: c.NumAttentionHeads, KVH: c.NumKeyValueHeads, hd: hd,
+		Hq: c.NumAttentionHeads * hd, Hk: c.NumKeyValueHeads * hd, maxPos: c.MaxPositionEmbeddings}
+}
+
+// Model is a decoder-only transformer whose parameters live in one backend
+// allocation. A Model is not safe for concurrent use.
+type Model struct {
+	Config   Config
+	be       kernels.Backend
+	d        dims
+	params   []ParamInfo
+	index    map[string]int
+	arena    kernels.Tensor // every parameter
+	w        weights        // views into arena
+	grad     kernels.Tensor // every gradient, allocated on first training use
+	gw       weights        // views into grad
+	act      *acts          // training activations for the last (B, T)
+	actArena kernels.Tensor // backs act; re-allocated only when it must grow
+	// version counts parameter changes, so samplers drop caches (bf16
+	// copies, prefix KV) computed from older weights.
+	version uint64
+}
+
+// New builds a model of cfg on backend be with seeded initial parameters:
+// normal(0, 0.02) matrices and embeddings, o_proj and down_proj scaled by
+// 1/sqrt(2·layers), norms 1, biases 0.
+func New(cfg Config, be kernels.Backend, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{Config: cfg, be: be, d: dimsOf(cfg), params: paramLayout(cfg), index: map[string]int{}}
+	for i, p := range m.params {
+		m.index[p.Name] = i
+	}
+	m.arena = be.Alloc(arenaLen(m.params))
+	be.Load(m.arena, initParams(cfg, m.params, seed))
+	m.w = bind(cfg, m.params, m.arena)
+	return m, nil
+}
+
+// Backend returns the backend the model runs on.
+func (m *Model) Backend() kernels.Backend { return m.be }
+
+// Params lists every parameter tensor (HF name, HF shape, arena location)
+// in arena order.
+func (m *Model) Params() []ParamInfo {
+	out := make([]ParamInfo, len(m.params))
+	for i, p := range m.params {
+		p.Shape = append([]int(nil), p.Shape...)
+		out[i] = p
+	}
+	return out
+}
+
+// Version changes whenever the parameters change.
+func (m *Model) Version() uint64 { return m.version }
+
+// ErrUnknownParam is returned for a parameter name the model does not have.
+var ErrUnknownParam = errors.New("model: unknown parameter")
+
+func (m *Model) param(name string) (ParamInfo, error) {
+	i, ok := m.index[name]
+	if !ok {
+		return ParamInfo{}, fmt.Errorf("%w %q", ErrUnknownParam, name)
+	}
+	return m.params[i], nil
+}
+
+// ReadParam returns a copy of the values of the named parameter.
+func (m *Model) ReadParam(name string) ([]float32, error) {
+	p, err := m.param(name)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, p.Len)
+	m.be.Store(v, m.arena.View(p.Offset, p.Len))
+	return v, nil
+}
+
+// WriteParam sets the values of the named parameter (row-major, HF shape).
+func (m *Model) WriteParam(name string, v []float32) error {
+	p, err := m.param(name)
+	if err != nil {
+		return err
+	}
+	if len(v) != p.Len {
+		return fmt.Errorf("model: write %s: %d values for shape %v (%d)", name, len(v), p.Shape, p.Len)
+	}
+	m.be.Load(m.arena.View(p.Offset, p.Len), v)
+	m.version++
+	return nil
+}
+
+// ParamValues returns a copy of the whole parameter arena (see Params for
+// the layout).
+func (m *Model) ParamValues() []float32 {
+	v := make([]float32, m.arena.Len())
+	m.be.Store(v, m.arena)
+	return v
+}
+
+// SetParamValues overwrites the whole parameter arena.
+func (m *Model) SetParamValues(v []float32) error {
+	if len(v) != m.arena.Len() {
+		return fmt.Errorf("model: set parameters: %d values for an arena of %d", len(v), m.arena.Len())
+	}
+	m.be.Load(m.arena, v)
+	m.version++
+	return nil
+}
+
+// acts are the training activations for B sequences of T positions, in one
+// backend allocation.
+type acts struct {
+	B, T   int
+	res    []kernels.Tensor // L+1 residual streams (N,C)
+	layers []layerActs
+	lnf    kernels.Tensor // (N,C)
+	rstdf  kernels.Tensor // (N)
+	logits kernels.Tensor // (N,V); holds dlogits after the loss
+	losses kernels.Tensor // (N)
+	dres   kernels.Tensor // (N,C) residual-stream gradient
+	s      gradScratch
+}
+
+// layoutActs carves the activations for (B, T) with take, which hands out
+// consecutive pieces of one allocation.
+func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
+	d, N := m.d, B*T
+	a := &acts{B: B, T: T}
+	for l := 0; l <= d.L; l++ {
+		a.res = append(a.res, take(N*d.C))
+	}
+	for l := 0; l < d.L; l++ {
+		la := layerActs{ln1: take(N * d.C), rstd1: take(N), q: take(N * d.Hq), k: take(N * d.Hk), v: take(N * d.Hk),
+			qr: take(N * d.Hq), kr: take(N * d.Hk), att: take(N * d.Hq), lse: take(B * d.H * T), x2: take(N * d.C),
+			ln2: take(N * d.C), rstd2: take(N), g: take(N * d.F), u: take(N * d.F), h: take(N * d.F)}
+		la.qn, la.kn = la.q, la.k
+		if m.Config.QKNorm() {
+			la.qn, la.kn, la.qrstd, la.krstd = take(N*d.Hq), take(N*d.Hk), take(N*d.H), take(N*d.KVH)
+		}
+		a.layers = append(a.layers, la)
+	}
+	a.lnf, a.rstdf, a.logits, a.losses, a.dres = take(N*d.C), take(N), take(N*d.V), take(N), take(N*d.C)
+	a.s = gradScratch{dln: take(N * d.C), dh: take(N * d.F), dg: take(N * d.F), du: take(N * d.F),
+		datt: take(N * d.Hq), dqr: take(N * d.Hq), dqn: take(N * d.Hq), dq: take(N * d.Hq),
+		dkr: take(N * d.Hk), dkn: take(N * d.Hk), dk: take(N * d.Hk), dv: take(N * d.Hk)}
+	return a
+}
+
+// ensureActs returns activations laid out exactly for (B, T), carved from
+// one backend allocation that is re-made only when it must grow.
+func (m *Model) ensureActs(B, T int) *acts {
+	if m.act != nil && m.act.B == B && m.act.T == T {
+		return m.act
+	}
+	total := 0
+	m.layoutActs(B, T, func(n int) kernels.Tensor { total += n; return kernels.Tensor{} })
+	if m.actArena.Len() < total {
+		m.act = nil
+		if !m.actArena.IsZero() {
+			m.be.Free(m.actArena)
+		}
+		m.actArena = m.be.Alloc(total)
+	}
+	off := 0
+	m.act = m.layoutActs(B, T, func(n int) kernels.Tensor { t := m.actArena.View(off, n); off += n; return t })
+	return m.act
+}
+
+func (m *Model) ensureGrads() {
+	if m.grad.IsZero() {
+		m.grad = m.be.Alloc(m.arena.Len())
+		m.gw = bind(m.Config, m.params, m.grad)
+	}
+}
+
+// forward: tokens (B,T) at positions pos -> logits (B,T,V) in a.logits.
+func (m *Model) forward(a *acts, tokens, pos []int32, B, T int) {
+	d, be, N := m.d, m.be, B*T
+	be.Embedding(a.res[0], m.w.embed, tokens, d.C)
+	for l := 0; l < d.L; l++ {
+		la := a.layers[l]
+		m.attnForward(&la, &m.w.layers[l], a.res[l], pos, B, T)
+		be.Copy(a.res[l+1], la.x2)
+		m.mlpForward(&la, &m.w.layers[l], nil, la.x2, a.res[l+1], N)
+	}
+	be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
+	m.linear(a.logits, a.lnf, m.w.lmHead, kernels.Tensor{}, N, d.C, d.V, false)
+}
+
+// backward: from dlogits (B,T,V) in a.logits, adds every parameter's
+// gradient into m.gw.
+func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
+	d, be, N, s := m.d, m.be, B*T, &a.s
+	be.Gemm(kernels.NN, s.dln, a.logits, m.w.lmHead, N, d.V, d.C, false)
+	be.Gemm(kernels.TN, m.gw.lmHead, a.logits, a.lnf, d.V, N, d.C, true)
+	be.Fill(a.dres, 0)
+	be.RMSNormBackward(a.dres, m.gw.norm, s.dln, a.res[d.L], m.w.norm, a.rstdf, N, d.C)
+	for l := d.L - 1; l >= 0; l-- {
+		la := a.layers[l]
+		m.mlpBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, N, a.dres)
+		m.attnBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
+	}
+	be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
+}
+
+// Sequence is one training or evaluation example. Mask[t] weighs the loss
+// of predicting Tokens[t] from Tokens[:t] (Mask[0] is unused): 1 on
+// completion tokens, 0 on prompt, user and tool tokens.
+type Sequence struct {
+	Tokens []int32
+	Mask   []float32
+}
+
+// packed is a batch of sequences right-padded to a (B, T) layout: inputs
+// are Tokens[:n-1], targets Tokens[1:]; padding rows have weight 0 and, as
+// attention is causal and padding comes last, never influence a real row.
+type packed struct {
+	B, T            int
+	tokens, targets []int32
+	pos             []int32
+	weight          []float32 // mask · scale per row
+}
+
+// maskSum returns Σ Mask[1:] over seqs after validating them.
+func (m *Model) maskSum(seqs []Sequence) (float64, error) {
+	var s float64
+	for i, q := range seqs {
+		if len(q.Mask) != len(q.Tokens) {
+			return 0, fmt.Errorf("model: sequence %d: %d mask values for %d tokens", i, len(q.Mask), len(q.Tokens))
+		}
+		if len(q.Tokens)-1 > m.d.maxPos {
+			return 0, fmt.Errorf("model: sequence %d: %d tokens exceed max_position_embeddings %d + 1", i, len(q.Tokens), m.d.maxPos)
+		}
+		for t, tok := range q.Tokens {
+			if tok < 0 || int(tok) >= m.d.V {
+				return 0, fmt.Errorf("model: sequence %d token %d: id %d outside vocabulary of %d", i, t, tok, m.d.V)
+			}
+		}
+		for t, w := range q.Mask {
+			if !(w >= 0) || math.IsInf(float64(w), 0) {
+				return 0, fmt.Errorf("model: sequence %d mask %d: weight %v must be finite and ≥ 0", i, t, w)
+			}
+			if t > 0 {
+				s += float64(w)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (m *Model) pack(seqs []Sequence, scale float64) packed {
+	p := packed{B: len(seqs)}
+	for _, q := range seqs {
+		p.T = max(p.T, len(q.Tokens)-1)
+	}
+	p.T = max(p.T, 1)
+	N := p.B * p.T
+	p.tokens, p.targets, p.pos, p.weight = make([]int32, N), make([]int32, N), make([]int32, N), make([]float32, N)
+	for b, q := range seqs {
+		for t := 0; t < p.T; t++ {
+			r := b*p.T + t
+			p.pos[r] = int32(t)
+			if t+1 < len(q.Tokens) {
+				p.tokens[r], p.targets[r] = q.Tokens[t], q.Tokens[t+1]
+				p.weight[r] = float32(float64(q.Mask[t+1]) * scale)
+			}
+		}
+	}
+	return p
+}
+
+// lossGrad runs the forward pass and the loss on a packed batch and, when
+// grad is set, the backward pass (adding into m.gw). It returns Σ of the
+// weighted per-token losses.
+func (m *Model) lossGrad(p packed, grad bool) float64 {
+	a := m.ensureActs(p.B, p.T)
+	N := p.B * p.T
+	m.forward(a, p.tokens, p.pos, p.B, p.T)
+	dl := kernels.Tensor{}
+	if grad {
+		dl = a.logits
+	}
+	m.be.CrossEntropy(a.losses, dl, a.logits, p.targets, p.weight, N, m.d.V)
+	l := make([]float64, N)
+	m.be.Store64(l, a.losses)
+	var s float64
+	for _, v := range l {
+		s += float64(v)
+	}
+	if grad {
+		m.ensureGrads()
+		m.backward(a, p.tokens, p.pos, p.B, p.T)
+	}
+	return s
+}
+
+// Loss returns the token-normalised cross-entropy of seqs (Σ mask·loss /
+// Σ mask) without touching gradients.
+func (m *Model) Loss(seqs []Sequence) (float64, error) {
+	total, err := m.maskSum(seqs)
+	if err != nil {
+		return 0, err
+	}
+	if total == 0 {
+		return 0, fmt.Errorf("model: loss of a batch whose masks are all zero")
+	}
+	return m.lossGrad(m.pack(seqs, 1/total), false), nil
+}
+
+// Logits runs a full forward pass over one sequence and returns its logits
+// (len(tokens), V), row t predicting token t+1.
+func (m *Model) Logits(tokens []int32) ([]float32, error) {
+	mask := make([]float32, len(tokens)+1)
+	seq := Sequence{Tokens: append(append([]int32(nil), tokens...), 0), Mask: mask}
+	if _, err := m.maskSum([]Sequence{seq}); err != nil {
+		return nil, err
+	}
+	p := m.pack([]Sequence{seq}, 0)
+	a := m.ensureActs(1, p.T)
+	m.forward(a, p.tokens, p.pos, 1, p.T)
+	out := make([]float32, len(tokens)*m.d.V)
+	m.be.Store(out, a.logits)
+	return out, nil
+}
