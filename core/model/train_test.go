@@ -1,0 +1,250 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"whale/kernels"
+)
+
+func tinyModel(t *testing.T, be kernels.Backend, seed uint64) *Model {
+	t.Helper()
+	cfg, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg, be, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func fixedBatch(V int) []Sequence {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var seqs []Sequence
+	for b := 0; b < 4; b++ {
+		n := 8 + 2*b
+		q := Sequence{Tokens: make([]int32, n), Mask: make([]float32, n)}
+		for i := range q.Tokens {
+			q.Tokens[i] = int32(rng.IntN(V))
+			if i >= 3 {
+				q.Mask[i] = 1
+			}
+		}
+		seqs = append(seqs, q)
+	}
+	return seqs
+}
+
+func TestOverfitFixedBatch(t *testing.T) {
+	m := tinyModel(t, kernels.NewCPU(), 1)
+	cfg := DefaultTrainConfig()
+	cfg.Schedule, cfg.WeightDecay = ConstantLR(1e-2), 0
+	tr, err := NewTrainer(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := fixedBatch(m.Config.VocabSize)
+	var st StepStats
+	for i := 0; i < 600; i++ {
+		if st, err = tr.Step([][]Sequence{batch}); err != nil {
+			t.Fatal(err)
+		}
+		if st.Loss < 0.05 {
+			break
+		}
+	}
+	loss, err := m.Loss(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss >= 0.05 {
+		t.Fatalf("after %d steps the loss is %.4f, want < 0.05", st.Step, loss)
+	}
+	t.Logf("memorised in %d steps, loss %.4f", st.Step, loss)
+}
+
+func trainTen(t *testing.T, seed uint64) []float32 {
+	m := tinyModel(t, kernels.NewCPU(), seed)
+	cfg := DefaultTrainConfig()
+	cfg.Schedule = CosineLR{Peak: 3e-3, Floor: 3e-4, Warmup: 3, Total: 10}
+	tr, err := NewTrainer(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fixedBatch(m.Config.VocabSize)
+	for i := 0; i < 10; i++ {
+		if _, err := tr.Step([][]Sequence{b[:1], b[1:]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m.ParamValues()
+}
+
+func bitsEqual(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestTrainingDeterministic(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(1)
+	a := trainTen(t, 5)
+	b := trainTen(t, 5)
+	kernels.SetThreads(2)
+	c := trainTen(t, 5)
+	if i := bitsEqual(a, b); i >= 0 {
+		t.Fatalf("two runs from seed 5 differ at parameter %d", i)
+	}
+	if i := bitsEqual(a, c); i >= 0 {
+		t.Fatalf("1 and 2 threads differ at parameter %d: %v vs %v", i, a[i], c[i])
+	}
+	if d := trainTen(t, 6); bitsEqual(a, d) < 0 {
+		t.Fatal("seeds 5 and 6 trained to identical weights")
+	}
+}
+
+// TestMicroBatchesMatchOneBatch: splitting a batch into micro-batches only
+// changes rounding (float64 backend, so ≤ 1e-12 relative).
+func TestMicroBatchesMatchOneBatch(t *testing.T) {
+	m := tinyModel(t, kernels.NewCPU64(), 1)
+	tr, err := NewTrainer(m, DefaultTrainConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fixedBatch(m.Config.VocabSize)
+	l1, _, err := tr.accumulate([][]Sequence{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1 := make([]float64, m.grad.Len())
+	m.be.Store64(g1, m.grad)
+	l2, _, err := tr.accumulate([][]Sequence{b[:1], b[1:3], b[3:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := make([]float64, m.grad.Len())
+	m.be.Store64(g2, m.grad)
+	if math.Abs(l1-l2) > 1e-12*l1 {
+		t.Fatalf("loss %v as one batch, %v as micro-batches", l1, l2)
+	}
+	var dd, nn float64
+	for i := range g1 {
+		dd += (g1[i] - g2[i]) * (g1[i] - g2[i])
+		nn += g1[i] * g1[i]
+	}
+	if math.Sqrt(dd) > 1e-12*math.Sqrt(nn) {
+		t.Fatalf("gradients differ by %.3g relative", math.Sqrt(dd/nn))
+	}
+}
+
+func TestNonFiniteStepRefused(t *testing.T) {
+	m := tinyModel(t, kernels.NewCPU(), 1)
+	tr, err := NewTrainer(m, DefaultTrainConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fixedBatch(m.Config.VocabSize)
+	if _, err := tr.Step([][]Sequence{b}); err != nil {
+		t.Fatal(err)
+	}
+	before, state := m.ParamValues(), tr.State()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNonFinite) {
+			t.Fatalf("%s: got %v, want ErrNonFinite", what, err)
+		}
+		if i := bitsEqual(before, m.ParamValues()); i >= 0 {
+			t.Fatalf("%s: parameter %d changed", what, i)
+		}
+		s := tr.State()
+		if s.Step != state.Step || bitsEqual(s.M, state.M) >= 0 || bitsEqual(s.V, state.V) >= 0 {
+			t.Fatalf("%s: optimizer state changed", what)
+		}
+	}
+	// A poisoned gradient with a finite loss.
+	loss, tok, err := tr.accumulate([][]Sequence{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.be.Load(m.grad.View(17, 1), []float32{float32(math.Inf(1))})
+	_, err = tr.apply(loss, tok)
+	check("inf gradient", err)
+
+	// A poisoned parameter makes the loss NaN.
+	w := before[m.params[len(m.params)-1].Offset]
+	m.be.Load(m.arena.View(m.params[len(m.params)-1].Offset, 1), []float32{float32(math.NaN())})
+	before = m.ParamValues()
+	_, err = tr.Step([][]Sequence{b})
+	check("NaN parameter", err)
+	m.be.Load(m.arena.View(m.params[len(m.params)-1].Offset, 1), []float32{w})
+	if _, err := tr.Step([][]Sequence{b}); err != nil {
+		t.Fatalf("step after repair: %v", err)
+	}
+}
+
+func TestOptimizerStateRoundTrip(t *testing.T) {
+	b := fixedBatch(19)
+	m1 := tinyModel(t, kernels.NewCPU(), 3)
+	t1, _ := NewTrainer(m1, DefaultTrainConfig())
+	for i := 0; i < 3; i++ {
+		if _, err := t1.Step([][]Sequence{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m2 := tinyModel(t, kernels.NewCPU(), 99)
+	if err := m2.SetParamValues(m1.ParamValues()); err != nil {
+		t.Fatal(err)
+	}
+	t2, _ := NewTrainer(m2, DefaultTrainConfig())
+	if err := t2.SetState(t1.State()); err != nil {
+		t.Fatal(err)
+	}
+	t1.Step([][]Sequence{b})
+	t2.Step([][]Sequence{b})
+	if i := bitsEqual(m1.ParamValues(), m2.ParamValues()); i >= 0 {
+		t.Fatalf("resumed trainer differs at parameter %d", i)
+	}
+	if err := t2.SetState(OptimizerState{M: []float32{1}}); err == nil {
+		t.Fatal("SetState accepted moments of the wrong size")
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	c := CosineLR{Peak: 1, Floor: 0.1, Warmup: 10, Total: 110}
+	for _, x := range []struct {
+		step int
+		want float64
+	}{{1, 0.1}, {5, 0.5}, {10, 1}, {60, 0.55}, {110, 0.1}, {500, 0.1}} {
+		if got := c.LR(x.step); math.Abs(got-x.want) > 1e-12 {
+			t.Errorf("cosine LR(%d) = %v, want %v", x.step, got, x.want)
+		}
+	}
+	if ConstantLR(0.3).LR(1000) != 0.3 {
+		t.Error("constant LR changed")
+	}
+}
+
+func TestTrainInputErrors(t *testing.T) {
+	m := tinyModel(t, kernels.NewCPU(), 1)
+	tr, _ := NewTrainer(m, DefaultTrainConfig())
+	for name, b := range map[string][]Sequence{
+		"mask length": {{Tokens: []int32{1, 2}, Mask: []float32{1}}},
+		"token range": {{Tokens: []int32{1, 99}, Mask: []float32{0, 1}}},
+		"all masked":  {{Tokens: []int32{1, 2}, Mask: []float32{1, 0}}},
+		"negative":    {{Tokens: []int32{1, 2}, Mask: []float32{0, -1}}},
+		"too long":    {{Tokens: make([]int32, 80), Mask: slices.Repeat([]float32{1}, 80)}},
+	} {
+		if _, err := tr.Step([][]Sequence{b}); err == nil {
+			t.Errorf("%s: step accepted a bad batch", name)
+		}
+	}
+}
