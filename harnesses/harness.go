@@ -1,0 +1,380 @@
+package harnesses
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"whale/data"
+)
+
+// Env is what validation needs to know about a domain.
+type Env struct {
+	Domain string
+	// Tools are the names of the tools the domain offers, with their
+	// one-line descriptions for prompts.
+	Tools           []string
+	ToolDescs       map[string]string
+	DefaultMaxTurns int
+}
+
+// EnvOf describes a domain for validation.
+func EnvOf(d data.Domain) Env {
+	e := Env{Domain: d.Name(), DefaultMaxTurns: d.DefaultMaxTurns(), ToolDescs: map[string]string{}}
+	for _, t := range d.Tools() {
+		e.Tools = append(e.Tools, t.Name())
+		e.ToolDescs[t.Name()] = t.Description()
+	}
+	return e
+}
+
+// Ranges the validator enforces. Out of range is refused, never clamped
+// silently, with the allowed range named.
+const (
+	MaxRetryBudget   = 10
+	MinContextTokens = 128
+	MaxContextTokens = 32768
+	maxPromptBytes   = 16 << 10
+)
+
+// Default retry messages, used when a harness does not set its own.
+const (
+	DefaultFormatRetryMessage  = "Your reply could not be parsed. Reply again in the required format."
+	DefaultInvalidRetryMessage = "That action is not valid here: {action}. Choose a valid one."
+)
+
+// Contract function names and their arities.
+var (
+	requiredFuncs = map[string]int{"format_observation": 2, "parse_action": 1, "is_valid_action": 2}
+	optionalFuncs = map[string]int{"format_tool_result": 3, "next_step": 1, "compact_history": 2}
+	contractNames = []string{"SYSTEM_PROMPT", "USER_PROMPT", "FORMAT_RETRY_BUDGET", "INVALID_RETRY_BUDGET", "MAX_TURNS", "TOOLS", "CONTEXT_TOKENS",
+		"format_observation", "parse_action", "is_valid_action", "format_tool_result", "next_step", "compact_history",
+		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE"}
+)
+
+// Harness is a loaded, validated harness. Its globals are frozen, so one
+// Harness may serve many episodes; per-episode data lives in each
+// episode's state dict.
+type Harness struct {
+	// File is the name errors use (a path or "h0.star").
+	File string
+	// Source is the normalised source; Hash its sha256.
+	Source string
+	Hash   string
+	Env    Env
+
+	SystemPrompt        string
+	UserPrompt          string
+	FormatRetryBudget   int
+	InvalidRetryBudget  int
+	MaxTurns            int
+	Tools               []string
+	ContextTokens       int
+	FormatRetryMessage  string
+	InvalidRetryMessage string
+
+	globals starlark.StringDict
+	fns     map[string]*starlark.Function
+	knobs   []Knob
+	space   []Dimension
+}
+
+// Knob is a top-level constant of a harness or a SEARCH_SPACE knob, with
+// its present value.
+type Knob struct {
+	Name string `json:"name"`
+	// Source is the value as written.
+	Source string `json:"source"`
+	// Value is the evaluated value for plain data (numbers, strings,
+	// bools, lists of those); for a fragment it is the fragment's name.
+	Value   any  `json:"value"`
+	Line    int  `json:"line"`
+	InSpace bool `json:"in_space"`
+}
+
+// Knobs lists the harness's constants (UPPERCASE top-level names holding
+// plain data) and SEARCH_SPACE knobs, by name.
+func (h *Harness) Knobs() []Knob { return append([]Knob(nil), h.knobs...) }
+
+// SearchSpace lists the knobs a proposer may vary, by name.
+func (h *Harness) SearchSpace() []Dimension { return append([]Dimension(nil), h.space...) }
+
+// Load parses, lints, runs the top level of and validates a harness
+// against a domain. Every problem is reported (as a *LoadError) with
+// file:line:col and the rule it broke.
+func Load(file, src string, env Env) (*Harness, error) {
+	if len(src) > maxSourceBytes {
+		return nil, &LoadError{Issues: []Issue{{File: file, Line: 1, Col: 1, Rule: "size", Msg: fmt.Sprintf("source is %d bytes, over the limit of %d", len(src), maxSourceBytes)}}}
+	}
+	src = Normalize(src)
+	f, err := parseSource(file, src)
+	if err != nil {
+		return nil, &LoadError{Issues: syntaxIssues(file, err)}
+	}
+	issues := lintFile(file, f)
+	t, spaceIssues := readTopLevel(f, src)
+	issues = append(issues, spaceIssues...)
+	if len(issues) > 0 {
+		return nil, &LoadError{Issues: issues}
+	}
+	rewriteFile(f)
+	prog, err := starlark.FileProgram(f, predeclared.Has)
+	if err != nil {
+		return nil, &LoadError{Issues: syntaxIssues(file, err)}
+	}
+	th, stop := newThread(file+":load", LoadSteps)
+	globals, err := prog.Init(th, predeclared)
+	stop()
+	if err != nil {
+		is := evalIssue(file, "", err)
+		if strings.Contains(is.Msg, "too many steps") {
+			is.Msg += fmt.Sprintf(" (top-level code may run at most %d steps)", LoadSteps)
+		}
+		return nil, &LoadError{Issues: []Issue{is}}
+	}
+	globals.Freeze()
+	h := &Harness{File: file, Source: src, Hash: Hash(src), Env: env, globals: globals, fns: map[string]*starlark.Function{}, space: t.space}
+	if issues := h.validate(t); len(issues) > 0 {
+		return nil, &LoadError{Issues: issues}
+	}
+	return h, nil
+}
+
+// validate checks the contract: names, types, ranges, tools.
+func (h *Harness) validate(t *topLevel) []Issue {
+	var issues []Issue
+	at := func(name string) syntax.Position {
+		if p, ok := t.pos[name]; ok {
+			return p
+		}
+		return syntax.MakePosition(&h.File, 1, 1)
+	}
+	bad := func(name, rule, format string, args ...any) {
+		issues = append(issues, issueAt(h.File, at(name), rule, format, args...))
+	}
+	missing := func(name, what string) {
+		msg := fmt.Sprintf("missing %s %s", what, name)
+		if near := nearName(name, h.globals); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s, defined at line %d?)", near, t.pos[near].Line)
+		}
+		issues = append(issues, Issue{File: h.File, Line: 1, Col: 1, Rule: "contract", Msg: msg})
+	}
+	str := func(name string, required bool, def string) string {
+		v, ok := h.globals[name]
+		if !ok {
+			if required {
+				missing(name, "string")
+			}
+			return def
+		}
+		s, ok := v.(starlark.String)
+		if !ok {
+			bad(name, "contract", "%s must be a string, not %s", name, v.Type())
+			return def
+		}
+		if len(s) > maxPromptBytes {
+			bad(name, "range", "%s is %d bytes; allowed 0..%d", name, len(s), maxPromptBytes)
+		}
+		return string(s)
+	}
+	intIn := func(name string, lo, hi int) int {
+		v, ok := h.globals[name]
+		if !ok {
+			missing(name, "int")
+			return lo
+		}
+		i, ok := v.(starlark.Int)
+		if !ok {
+			bad(name, "contract", "%s must be an int, not %s", name, v.Type())
+			return lo
+		}
+		n, ok := i.Int64()
+		if !ok || n < int64(lo) || n > int64(hi) {
+			bad(name, "range", "%s = %s is out of range; allowed %d..%d", name, i.String(), lo, hi)
+			return lo
+		}
+		return int(n)
+	}
+	h.SystemPrompt = str("SYSTEM_PROMPT", true, "")
+	h.UserPrompt = str("USER_PROMPT", true, "")
+	if _, ok := h.globals["USER_PROMPT"].(starlark.String); ok && !strings.Contains(h.UserPrompt, "{observation}") {
+		bad("USER_PROMPT", "contract", "USER_PROMPT must contain {observation}, where the formatted observation goes")
+	}
+	h.FormatRetryMessage = str("FORMAT_RETRY_MESSAGE", false, DefaultFormatRetryMessage)
+	h.InvalidRetryMessage = str("INVALID_RETRY_MESSAGE", false, DefaultInvalidRetryMessage)
+	h.FormatRetryBudget = intIn("FORMAT_RETRY_BUDGET", 0, MaxRetryBudget)
+	h.InvalidRetryBudget = intIn("INVALID_RETRY_BUDGET", 0, MaxRetryBudget)
+	maxTurns := 2 * h.Env.DefaultMaxTurns
+	if maxTurns < 1 {
+		maxTurns = 1
+	}
+	h.MaxTurns = intIn("MAX_TURNS", 1, maxTurns)
+	h.ContextTokens = intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
+
+	if v, ok := h.globals["TOOLS"]; !ok {
+		missing("TOOLS", "list of tool names")
+	} else if seq, ok := v.(starlark.Indexable); !ok || (v.Type() != "list" && v.Type() != "tuple") {
+		bad("TOOLS", "contract", "TOOLS must be a list of tool names, not %s", v.Type())
+	} else {
+		seen := map[string]bool{}
+		for i := 0; i < seq.Len(); i++ {
+			s, ok := seq.Index(i).(starlark.String)
+			if !ok {
+				bad("TOOLS", "contract", "TOOLS[%d] must be a string, not %s", i, seq.Index(i).Type())
+				continue
+			}
+			name := string(s)
+			if !contains(h.Env.Tools, name) {
+				bad("TOOLS", "tools", "tool %q is not offered by domain %s (it offers: %s)", name, h.Env.Domain, strings.Join(h.Env.Tools, ", "))
+				continue
+			}
+			if !seen[name] {
+				h.Tools = append(h.Tools, name)
+			}
+			seen[name] = true
+		}
+	}
+
+	checkFn := func(name string, arity int, required bool) {
+		v, ok := h.globals[name]
+		if !ok {
+			if required {
+				missing(name, fmt.Sprintf("function (%d parameters)", arity))
+			}
+			return
+		}
+		fn, ok := v.(*starlark.Function)
+		if !ok {
+			bad(name, "contract", "%s must be a function taking %d parameters, not %s", name, arity, v.Type())
+			return
+		}
+		if fn.NumParams() != arity && !(fn.HasVarargs() && fn.NumParams()-1 <= arity) {
+			issues = append(issues, issueAt(h.File, fn.Position(), "contract", "%s (bound to %s) must take %d parameters, it takes %d", name, fn.Name(), arity, fn.NumParams()))
+			return
+		}
+		h.fns[name] = fn
+	}
+	for _, name := range sortedKeys(requiredFuncs) {
+		checkFn(name, requiredFuncs[name], true)
+	}
+	for _, name := range sortedKeys(optionalFuncs) {
+		checkFn(name, optionalFuncs[name], false)
+	}
+	if v, ok := h.globals["SEARCH_SPACE"]; ok {
+		if _, ok := v.(*starlark.Dict); !ok {
+			bad("SEARCH_SPACE", "search-space", "SEARCH_SPACE must be a dict, not %s", v.Type())
+		}
+	}
+	h.knobs = h.readKnobs(t)
+	return issues
+}
+
+func (h *Harness) readKnobs(t *topLevel) []Knob {
+	inSpace := map[string]bool{}
+	// Fragments (the alternatives a fragment knob chooses between) are
+	// not knobs themselves.
+	fragment := map[string]bool{}
+	for _, d := range h.space {
+		inSpace[d.Knob] = true
+		if d.Fragment {
+			for _, c := range d.Choices {
+				fragment[c] = true
+			}
+		}
+	}
+	var out []Knob
+	for name, as := range t.assign {
+		upper := name == strings.ToUpper(name) && name != "SEARCH_SPACE" && !strings.HasPrefix(name, "_")
+		if (!upper && !inSpace[name]) || (fragment[name] && !inSpace[name]) {
+			continue
+		}
+		v := h.globals[name]
+		k := Knob{Name: name, Source: t.exprText(as.RHS), Line: int(t.pos[name].Line), InSpace: inSpace[name]}
+		if fn, ok := v.(*starlark.Function); ok {
+			k.Value = fn.Name()
+		} else if g, err := toGo(v, 0); err == nil {
+			k.Value = g
+		} else {
+			continue
+		}
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// nearName finds a defined global within edit distance 2 of a missing
+// contract name: the usual cause of a "missing" error is a typo.
+func nearName(want string, globals starlark.StringDict) string {
+	best, bestD := "", 3
+	for name := range globals {
+		if contains(contractNames, name) {
+			continue
+		}
+		if d := editDistance(strings.ToLower(want), strings.ToLower(name)); d < bestD || (d == bestD && name < best) {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// call runs one contract function under a fresh step budget and checks
+// the size of what it returns. Errors name the harness line.
+func (h *Harness) call(name string, args ...starlark.Value) (starlark.Value, error) {
+	fn := h.fns[name]
+	if fn == nil {
+		panic("harnesses: call of unvalidated function " + name)
+	}
+	th, stop := newThread(h.File+":"+name, CallSteps)
+	v, err := starlark.Call(th, fn, args, nil)
+	stop()
+	if err != nil {
+		is := evalIssue(h.File, name, err)
+		if strings.Contains(is.Msg, "too many steps") {
+			is.Msg += fmt.Sprintf(" (each call may run at most %d steps)", CallSteps)
+		}
+		return nil, fmt.Errorf("%s", is.String())
+	}
+	if n := sizeOf(v, MaxValueBytes); n > MaxValueBytes {
+		p := fn.Position()
+		return nil, fmt.Errorf("%s:%d:%d: runtime: %s returned a value of about %d bytes, over the limit of %d", h.File, p.Line, p.Col, name, n, MaxValueBytes)
+	}
+	return v, nil
+}
+
+func (h *Harness) has(name string) bool { return h.fns[name] != nil }

@@ -1,0 +1,200 @@
+package harnesses
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"whale/core/policy"
+	"whale/core/tokenizer"
+	"whale/data"
+)
+
+// Policies for checking harnesses and environments: an oracle that knows
+// the gold action, a random babbler, and a scripted policy for tests. They
+// implement policy.Policy like the model does.
+
+// FormatAction renders an action in the format the built-in harnesses
+// parse (see lib/README.md): <answer>…</answer>, <move>…</move> or
+// <tool>name: args</tool>.
+func FormatAction(a data.Action) string {
+	switch a.Kind {
+	case data.ActAnswer:
+		return "<answer>" + a.Text + "</answer>"
+	case data.ActMove:
+		return "<move>" + a.Text + "</move>"
+	case data.ActTool:
+		return "<tool>" + a.Tool + ": " + a.Args + "</tool>"
+	}
+	return ""
+}
+
+// encodeReply turns text into completion tokens ending in the stop token,
+// or cut at maxNew tokens without it.
+func encodeReply(tok tokenizer.Tokenizer, text string, maxNew int) policy.Completion {
+	ids := tok.Encode(text)
+	if maxNew > 0 && len(ids) >= maxNew {
+		ids = ids[:maxNew]
+		return policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishLength}
+	}
+	if end, ok := tok.Special(tokenizer.ImEnd); ok {
+		ids = append(ids, end)
+	}
+	return policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishStop}
+}
+
+// Oracle answers every request with the domain's gold action for the
+// episode behind it, in the built-in format. It needs the runtime's
+// request hook (it implements RequestObserver), so it only works under
+// Run.
+type Oracle struct {
+	dom data.Domain
+	tok tokenizer.Tokenizer
+
+	mu    sync.Mutex
+	infos map[string]RequestInfo
+}
+
+// NewOracle returns an oracle policy for dom.
+func NewOracle(dom data.Domain, tok tokenizer.Tokenizer) *Oracle {
+	return &Oracle{dom: dom, tok: tok, infos: map[string]RequestInfo{}}
+}
+
+// ObserveRequest records the episode behind a request key.
+func (o *Oracle) ObserveRequest(info RequestInfo) {
+	o.mu.Lock()
+	o.infos[info.Key] = info
+	o.mu.Unlock()
+}
+
+// Generate answers each request with the gold action. When the harness
+// demands a tool call, the oracle calls the first offered tool with the
+// visible question (or the observation text).
+func (o *Oracle) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		o.mu.Lock()
+		info, ok := o.infos[r.Key]
+		delete(o.infos, r.Key)
+		o.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("harnesses: oracle: no episode seen for request %q (the oracle runs only under harnesses.Run)", r.Key)
+		}
+		var act data.Action
+		if info.Require == data.ActTool && len(info.Tools) > 0 {
+			q, _ := info.Obs.Fields["question"].(string)
+			if q == "" {
+				q = info.Obs.Text
+			}
+			act = data.Action{Kind: data.ActTool, Tool: info.Tools[0], Args: q}
+		} else {
+			var err error
+			act, err = o.dom.GoldAction(info.Task, info.Obs)
+			if err != nil {
+				return nil, fmt.Errorf("harnesses: oracle: gold action of task %s: %w", info.Task.ID, err)
+			}
+		}
+		out[i] = encodeReply(o.tok, FormatAction(act), r.MaxNewTokens)
+	}
+	return out, nil
+}
+
+// Random emits random text mixing letters, digits, punctuation and the
+// tags the built-in harnesses parse. Each request's text depends only on
+// its Seed and Key.
+type Random struct {
+	tok tokenizer.Tokenizer
+}
+
+// NewRandom returns a random policy.
+func NewRandom(tok tokenizer.Tokenizer) *Random { return &Random{tok: tok} }
+
+var randomPieces = []string{"<answer>", "</answer>", "<move>", "</move>", "<tool>", "</tool>", "search:", "calc:", "[", "]", "\n", " ", " ", " ", ".", ",", "?", "!", ":", "-", "+", "=", "(", ")"}
+
+// Generate returns one random completion per request.
+func (p *Random) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s", r.Seed, r.Key)
+		rng := rand.New(rand.NewPCG(r.Seed, h.Sum64()))
+		n := 1 + rng.IntN(max(r.MaxNewTokens, 1)+16)
+		var b strings.Builder
+		for b.Len() < n {
+			switch rng.IntN(4) {
+			case 0:
+				b.WriteString(randomPieces[rng.IntN(len(randomPieces))])
+			case 1:
+				for k := 1 + rng.IntN(4); k > 0; k-- {
+					b.WriteByte(byte('0' + rng.IntN(10)))
+				}
+			default:
+				for k := 1 + rng.IntN(7); k > 0; k-- {
+					b.WriteByte(byte('a' + rng.IntN(26)))
+				}
+			}
+		}
+		out[i] = encodeReply(p.tok, b.String(), r.MaxNewTokens)
+	}
+	return out, nil
+}
+
+// Reply is one scripted completion.
+type Reply struct {
+	Text string
+	// Length marks a completion cut off by MaxNewTokens (no stop token).
+	Length bool
+}
+
+// Scripted replies from per-episode scripts, for tests. Replies are keyed
+// by the episode part of the request key ("taskID#sample", with any key
+// prefix); the n-th call of an episode gets the n-th reply. It records
+// every request it sees.
+type Scripted struct {
+	Tok     tokenizer.Tokenizer
+	Replies map[string][]Reply
+	// Default, if set, answers episodes without a script.
+	Default func(key string) Reply
+
+	mu       sync.Mutex
+	next     map[string]int
+	Requests []policy.Request
+}
+
+// Generate returns the next scripted reply of each request's episode.
+func (s *Scripted) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		s.next = map[string]int{}
+	}
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		s.Requests = append(s.Requests, r)
+		ep := r.Key
+		if j := strings.LastIndexByte(ep, '/'); j >= 0 {
+			ep = ep[:j]
+		}
+		script, ok := s.Replies[ep]
+		var rep Reply
+		switch n := s.next[ep]; {
+		case ok && n < len(script):
+			rep = script[n]
+		case s.Default != nil:
+			rep = s.Default(r.Key)
+		default:
+			return nil, fmt.Errorf("harnesses: scripted policy: no reply %d for episode %q", n, ep)
+		}
+		s.next[ep]++
+		if rep.Length {
+			ids := s.Tok.Encode(rep.Text)
+			out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishLength}
+			continue
+		}
+		out[i] = encodeReply(s.Tok, rep.Text, 0)
+	}
+	return out, nil
+}

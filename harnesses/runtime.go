@@ -1,0 +1,744 @@
+package harnesses
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"whale/core/policy"
+	"whale/core/tokenizer"
+	"whale/data"
+)
+
+// FailHarness marks a rollout ended by the harness itself failing: a
+// Starlark error, a contract violation at run time, or an answer the
+// harness invented (anti-cheat). Only the runtime reports it.
+const FailHarness data.FailureKind = "harness_error"
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Seed is passed to every request; with the request keys it fixes
+	// every sampled token.
+	Seed uint64
+	// K is the number of samples (rollouts) per task; 0 means 1.
+	K int
+	// Sampling options of every request.
+	Temperature float32
+	TopP        float32
+	TopK        int
+	// MaxNewTokens bounds each completion; 0 means 256.
+	MaxNewTokens int
+	// BatchSize bounds the requests of one Generate call; 0 means all
+	// pending requests in one call.
+	BatchSize int
+	// KeyPrefix is prepended to request keys (e.g. "val/") so that keys
+	// stay unique across splits and phases.
+	KeyPrefix string
+	// OnRequest, if set, sees every request before it is sent, with the
+	// episode behind it.
+	OnRequest func(RequestInfo)
+	// Progress, if set, is called after each batch with the finished and
+	// total rollout counts.
+	Progress func(done, total int)
+}
+
+// RequestInfo is the episode behind one policy request. Checking policies
+// (the oracle) use it to answer; the model never sees it.
+type RequestInfo struct {
+	Key  string
+	Task data.Task
+	Obs  data.Observation
+	// Require is the action kind next_step demands, if any.
+	Require data.ActionKind
+	Tools   []string
+}
+
+// RequestObserver is implemented by policies that need the episode behind
+// each request (the oracle). Run calls ObserveRequest before Generate.
+type RequestObserver interface {
+	ObserveRequest(RequestInfo)
+}
+
+// Message is one chat message of a rollout's transcript.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Call is one policy call of a rollout: exactly the tokens the model saw
+// and produced, for the weight phase, and the decoded text, for people.
+type Call struct {
+	Key        string              `json:"key"`
+	Prompt     []int32             `json:"prompt"`
+	Completion []int32             `json:"completion"`
+	LogProbs   []float32           `json:"logprobs"`
+	Finish     policy.FinishReason `json:"finish"`
+	Text       string              `json:"text"`
+	// Action is what parse_action made of Text, if anything.
+	Action *data.Action `json:"action,omitempty"`
+	// Outcome says what the runtime did with the completion: "tool",
+	// "move", "answer", "format_retry", "invalid_retry", or a failure kind.
+	Outcome string `json:"outcome"`
+	// Dropped counts history messages left out to fit CONTEXT_TOKENS;
+	// Cut is set when a message had to be shortened as well.
+	Dropped int  `json:"dropped,omitempty"`
+	Cut     bool `json:"cut,omitempty"`
+}
+
+// ToolCall is one tool call of a rollout.
+type ToolCall struct {
+	Turn   int    `json:"turn"`
+	Tool   string `json:"tool"`
+	Args   string `json:"args"`
+	Result string `json:"result"`
+	// Shown is what the model was shown (format_tool_result's output).
+	Shown  string `json:"shown"`
+	Failed bool   `json:"failed,omitempty"`
+	// ByHarness is set when next_step issued the call, not the model.
+	ByHarness bool `json:"by_harness,omitempty"`
+}
+
+// Trajectory is one rollout: one task run through a harness by a policy.
+type Trajectory struct {
+	TaskID  string `json:"task_id"`
+	Sample  int    `json:"sample"`
+	Domain  string `json:"domain"`
+	Harness string `json:"harness"`
+	Calls   []Call `json:"calls"`
+	// Tools lists tool calls in order.
+	Tools []ToolCall `json:"tools,omitempty"`
+	// Messages is the full transcript (before context truncation).
+	Messages       []Message        `json:"messages"`
+	Turns          int              `json:"turns"`
+	FormatRetries  int              `json:"format_retries"`
+	InvalidRetries int              `json:"invalid_retries"`
+	Reward         float64          `json:"reward"`
+	Failure        data.FailureKind `json:"failure,omitempty"`
+	// Error explains a FailHarness with the harness's file:line:col.
+	Error string `json:"error,omitempty"`
+}
+
+// rollout is the runtime state of one episode.
+type rollout struct {
+	task   data.Task
+	sample int
+	ep     data.Episode
+	obs    data.Observation
+	obsVal starlark.Value
+	state  *starlark.Dict
+	traj   *Trajectory
+	// needObs is set when the observation changed and must be shown.
+	needObs  bool
+	feedback string
+	require  data.ActionKind
+	// requireMsg is next_step's message for a demanded kind.
+	requireMsg string
+	toolCalls  int
+	done       bool
+	// pending is the prompt waiting for the policy.
+	pending *Call
+	system  string
+}
+
+// Run drives tasks × K rollouts through harness h and policy pol. It is a
+// step-wise state machine: each round advances every live episode to its
+// next policy call and sends all of them to pol in one batched Generate
+// (split by BatchSize). Harness errors end only their own rollout (as
+// FailHarness with the harness line); policy errors end the run.
+func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, pol policy.Policy, tok tokenizer.Tokenizer, opts RunOptions) ([]Trajectory, error) {
+	if opts.K <= 0 {
+		opts.K = 1
+	}
+	if opts.MaxNewTokens <= 0 {
+		opts.MaxNewTokens = 256
+	}
+	stop, ok := tok.Special(tokenizer.ImEnd)
+	if !ok {
+		return nil, fmt.Errorf("harnesses: run: tokenizer has no %s token", tokenizer.ImEnd)
+	}
+	system := h.systemPrompt()
+	rs := make([]*rollout, 0, len(tasks)*opts.K)
+	keys := map[string]bool{}
+	for _, t := range tasks {
+		for s := 0; s < opts.K; s++ {
+			k := fmt.Sprintf("%s#%d", t.ID, s)
+			if keys[k] {
+				return nil, fmt.Errorf("harnesses: run: task id %q appears twice; request keys must be unique", t.ID)
+			}
+			keys[k] = true
+			ep := dom.NewEpisode(t)
+			r := &rollout{task: t, sample: s, ep: ep, state: starlark.NewDict(8), needObs: true, system: system,
+				traj: &Trajectory{TaskID: t.ID, Sample: s, Domain: dom.Name(), Harness: h.Hash}}
+			r.setObs(ep.Observe())
+			r.traj.Messages = append(r.traj.Messages, Message{Role: "system", Content: system})
+			rs = append(rs, r)
+		}
+	}
+	rt := &runner{h: h, tok: tok, opts: opts, stop: stop}
+	total := len(rs)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("harnesses: run: %w", err)
+		}
+		var batch []*rollout
+		done := 0
+		for _, r := range rs {
+			if !r.done && r.pending == nil {
+				rt.advance(r)
+			}
+			if r.done {
+				done++
+			} else if r.pending != nil {
+				batch = append(batch, r)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		size := opts.BatchSize
+		if size <= 0 {
+			size = len(batch)
+		}
+		for lo := 0; lo < len(batch); lo += size {
+			chunk := batch[lo:min(lo+size, len(batch))]
+			if err := rt.generate(ctx, pol, chunk); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Trajectory, len(rs))
+	for i, r := range rs {
+		out[i] = *r.traj
+	}
+	return out, nil
+}
+
+type runner struct {
+	h    *Harness
+	tok  tokenizer.Tokenizer
+	opts RunOptions
+	stop int32
+}
+
+func (h *Harness) systemPrompt() string {
+	var b strings.Builder
+	for _, name := range h.Tools {
+		fmt.Fprintf(&b, "- %s: %s\n", name, h.Env.ToolDescs[name])
+	}
+	return strings.ReplaceAll(h.SystemPrompt, "{tools}", strings.TrimRight(b.String(), "\n"))
+}
+
+func (r *rollout) setObs(o data.Observation) {
+	r.obs = o
+	v, err := fromGo(map[string]any{"text": o.Text, "fields": o.Fields, "turn": o.Turn})
+	if err != nil {
+		// Observations hold only the plain types data.Observation allows.
+		panic(fmt.Sprintf("harnesses: observation of task %s: %v", r.task.ID, err))
+	}
+	r.obsVal = v
+}
+
+func (r *rollout) finish(reward float64, kind data.FailureKind) {
+	r.done = true
+	r.pending = nil
+	r.traj.Reward = reward
+	r.traj.Failure = kind
+}
+
+func (r *rollout) harnessError(err error) {
+	r.traj.Error = err.Error()
+	r.finish(0, FailHarness)
+}
+
+func (r *rollout) say(role, content string) {
+	r.traj.Messages = append(r.traj.Messages, Message{Role: role, Content: content})
+}
+
+// hook calls a harness function after refreshing the runtime-owned keys of
+// state, and checks the state's size after.
+func (rt *runner) hook(r *rollout, name string, args ...starlark.Value) (starlark.Value, error) {
+	// A fixed order keeps the dict's iteration order deterministic.
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"turn", r.traj.Turns}, {"tool_calls", r.toolCalls}, {"format_retries", r.traj.FormatRetries}, {"invalid_retries", r.traj.InvalidRetries}} {
+		if err := r.state.SetKey(starlark.String(kv.k), starlark.MakeInt(kv.v)); err != nil {
+			return nil, fmt.Errorf("%s: state: %w", rt.h.File, err)
+		}
+	}
+	v, err := rt.h.call(name, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n := sizeOf(r.state, MaxValueBytes); n > MaxValueBytes {
+		return nil, fmt.Errorf("%s: runtime: after %s the episode state holds about %d bytes, over the limit of %d", rt.h.File, name, n, MaxValueBytes)
+	}
+	return v, nil
+}
+
+// advance runs the harness until r needs the policy or is done.
+func (rt *runner) advance(r *rollout) {
+	h := rt.h
+	for !r.done {
+		if r.traj.Turns >= h.MaxTurns {
+			r.finish(0, data.FailTurnLimit)
+			return
+		}
+		if r.needObs {
+			v, err := rt.hook(r, "format_observation", r.obsVal, r.state)
+			if err != nil {
+				r.harnessError(err)
+				return
+			}
+			s, ok := v.(starlark.String)
+			if !ok {
+				r.harnessError(fmt.Errorf("%s: runtime: format_observation must return a string, not %s", h.File, v.Type()))
+				return
+			}
+			msg := strings.ReplaceAll(h.UserPrompt, "{observation}", string(s))
+			if r.feedback != "" {
+				msg = r.feedback + "\n\n" + msg
+				r.feedback = ""
+			}
+			r.say("user", msg)
+			r.needObs = false
+		}
+		r.require, r.requireMsg = "", ""
+		if h.has("next_step") {
+			route, err := rt.hook(r, "next_step", r.state)
+			if err != nil {
+				r.harnessError(err)
+				return
+			}
+			act, err := rt.readRoute(r, route)
+			if err != nil {
+				r.harnessError(err)
+				return
+			}
+			if act != nil {
+				rt.toolStep(r, *act, true)
+				continue
+			}
+			if r.done {
+				return
+			}
+		}
+		rt.prepare(r)
+		return
+	}
+}
+
+// readRoute interprets next_step's answer: None (ask the model), a tool
+// call the harness makes itself, {"require": kind, "message": text}, or
+// {"stop": reason}.
+func (rt *runner) readRoute(r *rollout, v starlark.Value) (*data.Action, error) {
+	h := rt.h
+	if v == starlark.None {
+		return nil, nil
+	}
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return nil, fmt.Errorf("%s: runtime: next_step must return None or a dict, not %s", h.File, v.Type())
+	}
+	get := func(k string) (string, bool) {
+		x, found, _ := d.Get(starlark.String(k))
+		if !found {
+			return "", false
+		}
+		s, _ := starlark.AsString(x)
+		return s, true
+	}
+	if reason, ok := get("stop"); ok {
+		r.say("user", "[harness stopped: "+reason+"]")
+		r.finish(0, data.FailTurnLimit)
+		return nil, nil
+	}
+	if req, ok := get("require"); ok {
+		switch data.ActionKind(req) {
+		case data.ActAnswer, data.ActMove, data.ActTool:
+		default:
+			return nil, fmt.Errorf("%s: runtime: next_step require=%q; want answer, move or tool", h.File, req)
+		}
+		r.require = data.ActionKind(req)
+		r.requireMsg, _ = get("message")
+		return nil, nil
+	}
+	act, err := toAction(h.File, "next_step", v)
+	if err != nil {
+		return nil, err
+	}
+	if act == nil || act.Kind != data.ActTool {
+		return nil, fmt.Errorf("%s: runtime: next_step may issue only tool calls, not answers or moves (a harness presents, it does not solve)", h.File)
+	}
+	if !contains(h.Tools, act.Tool) {
+		return nil, fmt.Errorf("%s: runtime: next_step called tool %q, which is not in TOOLS %v", h.File, act.Tool, h.Tools)
+	}
+	return act, nil
+}
+
+// toAction converts parse_action's result: None, or a dict with "kind"
+// and the fields of data.Action.
+func toAction(file, fn string, v starlark.Value) (*data.Action, error) {
+	if v == starlark.None {
+		return nil, nil
+	}
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return nil, fmt.Errorf("%s: runtime: %s must return None or a dict like {\"kind\": \"answer\", \"text\": ...}, not %s", file, fn, v.Type())
+	}
+	field := func(k string) (string, error) {
+		x, found, _ := d.Get(starlark.String(k))
+		if !found || x == starlark.None {
+			return "", nil
+		}
+		s, ok := x.(starlark.String)
+		if !ok {
+			return "", fmt.Errorf("%s: runtime: %s returned %q as %s; want a string", file, fn, k, x.Type())
+		}
+		return string(s), nil
+	}
+	var a data.Action
+	kind, err := field("kind")
+	if err != nil {
+		return nil, err
+	}
+	a.Kind = data.ActionKind(kind)
+	switch a.Kind {
+	case data.ActAnswer, data.ActMove, data.ActTool:
+	default:
+		return nil, fmt.Errorf("%s: runtime: %s returned kind %q; want answer, move or tool", file, fn, kind)
+	}
+	if a.Text, err = field("text"); err != nil {
+		return nil, err
+	}
+	if a.Tool, err = field("tool"); err != nil {
+		return nil, err
+	}
+	if a.Args, err = field("args"); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// prepare builds the prompt for r's next policy call.
+func (rt *runner) prepare(r *rollout) {
+	msgs := r.traj.Messages
+	if rt.h.has("compact_history") {
+		list := make([]starlark.Value, len(msgs))
+		for i, m := range msgs {
+			d := starlark.NewDict(2)
+			_ = d.SetKey(starlark.String("role"), starlark.String(m.Role))
+			_ = d.SetKey(starlark.String("content"), starlark.String(m.Content))
+			list[i] = d
+		}
+		v, err := rt.hook(r, "compact_history", starlark.NewList(list), r.state)
+		if err != nil {
+			r.harnessError(err)
+			return
+		}
+		msgs, err = toMessages(rt.h.File, v)
+		if err != nil {
+			r.harnessError(err)
+			return
+		}
+	}
+	prompt, dropped, cut, err := fitContext(rt.tok, msgs, rt.h.ContextTokens)
+	if err != nil {
+		r.harnessError(err)
+		return
+	}
+	key := fmt.Sprintf("%s%s#%d/%d", rt.opts.KeyPrefix, r.task.ID, r.sample, len(r.traj.Calls))
+	r.pending = &Call{Key: key, Prompt: prompt, Dropped: dropped, Cut: cut}
+}
+
+func toMessages(file string, v starlark.Value) ([]Message, error) {
+	l, ok := v.(*starlark.List)
+	if !ok {
+		return nil, fmt.Errorf("%s: runtime: compact_history must return a list of {\"role\", \"content\"} dicts, not %s", file, v.Type())
+	}
+	out := make([]Message, 0, l.Len())
+	for i := 0; i < l.Len(); i++ {
+		d, ok := l.Index(i).(*starlark.Dict)
+		if !ok {
+			return nil, fmt.Errorf("%s: runtime: compact_history item %d is %s, not a dict", file, i, l.Index(i).Type())
+		}
+		role, _, _ := d.Get(starlark.String("role"))
+		content, _, _ := d.Get(starlark.String("content"))
+		rs, ok1 := role.(starlark.String)
+		cs, ok2 := content.(starlark.String)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%s: runtime: compact_history item %d needs string role and content", file, i)
+		}
+		switch rs {
+		case "system", "user", "assistant", "tool":
+		default:
+			return nil, fmt.Errorf("%s: runtime: compact_history item %d has role %q; want system, user, assistant or tool", file, i, rs)
+		}
+		out = append(out, Message{Role: string(rs), Content: string(cs)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: runtime: compact_history returned no messages", file)
+	}
+	return out, nil
+}
+
+// fitContext renders msgs as a ChatML prompt of at most budget tokens:
+// whole messages after the first user message are dropped oldest first;
+// if that is not enough, the longest message is shortened from its end.
+func fitContext(tok tokenizer.Tokenizer, msgs []Message, budget int) ([]int32, int, bool, error) {
+	render := func(ms []Message) ([]int32, error) {
+		tm := make([]tokenizer.Message, len(ms))
+		for i, m := range ms {
+			tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+		}
+		return tokenizer.EncodeChat(tok, tm, true)
+	}
+	ids, err := render(msgs)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("harnesses: render prompt: %w", err)
+	}
+	if len(ids) <= budget {
+		return ids, 0, false, nil
+	}
+	ms := append([]Message(nil), msgs...)
+	// Keep the head (system and the first user message: the task) and
+	// the newest message; drop from just after the head.
+	head := 0
+	for i, m := range ms {
+		if m.Role == "user" {
+			head = i + 1
+			break
+		}
+	}
+	dropped := 0
+	for len(ids) > budget && len(ms) > head+1 {
+		ms = append(ms[:head], ms[head+1:]...)
+		dropped++
+		if ids, err = render(ms); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	cut := false
+	for tries := 0; len(ids) > budget && tries < 2*len(ms)+2; tries++ {
+		longest := 0
+		for i, m := range ms {
+			if len(m.Content) > len(ms[longest].Content) {
+				longest = i
+			}
+		}
+		content := tok.Encode(ms[longest].Content)
+		if len(content) == 0 {
+			break
+		}
+		keep := max(len(content)-(len(ids)-budget)-4, 0)
+		ms[longest].Content = tok.Decode(content[:keep]) + " …"
+		if keep == 0 {
+			ms[longest].Content = ""
+		}
+		cut = true
+		if ids, err = render(ms); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	if len(ids) > budget {
+		return nil, 0, false, fmt.Errorf("harnesses: CONTEXT_TOKENS=%d cannot hold even the chat markup of %d messages", budget, len(ms))
+	}
+	return ids, dropped, cut, nil
+}
+
+// generate sends one batch to the policy and processes the completions.
+func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*rollout) error {
+	reqs := make([]policy.Request, len(chunk))
+	obs, _ := pol.(RequestObserver)
+	for i, r := range chunk {
+		reqs[i] = policy.Request{Key: r.pending.Key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
+			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed}
+		if obs != nil || rt.opts.OnRequest != nil {
+			info := RequestInfo{Key: r.pending.Key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
+			if obs != nil {
+				obs.ObserveRequest(info)
+			}
+			if rt.opts.OnRequest != nil {
+				rt.opts.OnRequest(info)
+			}
+		}
+	}
+	comps, err := pol.Generate(ctx, reqs)
+	if err != nil {
+		return fmt.Errorf("harnesses: run: policy: %w", err)
+	}
+	if len(comps) != len(reqs) {
+		return fmt.Errorf("harnesses: run: policy returned %d completions for %d requests", len(comps), len(reqs))
+	}
+	for i, r := range chunk {
+		rt.complete(r, comps[i])
+	}
+	return nil
+}
+
+// complete handles one completion: parse, validate, retry, or step.
+func (rt *runner) complete(r *rollout, c policy.Completion) {
+	h := rt.h
+	call := r.pending
+	r.pending = nil
+	call.Completion = c.Tokens
+	call.LogProbs = c.LogProbs
+	call.Finish = c.Finish
+	toks := c.Tokens
+	if n := len(toks); n > 0 && toks[n-1] == rt.stop {
+		toks = toks[:n-1]
+	}
+	call.Text = rt.tok.Decode(toks)
+	r.traj.Calls = append(r.traj.Calls, *call)
+	rec := &r.traj.Calls[len(r.traj.Calls)-1]
+	r.say("assistant", call.Text)
+
+	v, err := rt.hook(r, "parse_action", starlark.String(call.Text))
+	if err != nil {
+		rec.Outcome = string(FailHarness)
+		r.harnessError(err)
+		return
+	}
+	act, err := toAction(h.File, "parse_action", v)
+	if err != nil {
+		rec.Outcome = string(FailHarness)
+		r.harnessError(err)
+		return
+	}
+	if act == nil || (act.Kind != data.ActTool && NormalizeAnswer(act.Text) == "") {
+		kind := data.FailFormat
+		if c.Finish != policy.FinishStop {
+			kind = data.FailTruncated
+		}
+		if r.traj.FormatRetries < h.FormatRetryBudget {
+			r.traj.FormatRetries++
+			rec.Outcome = "format_retry"
+			r.say("user", h.FormatRetryMessage)
+			return
+		}
+		rec.Outcome = string(kind)
+		r.finish(0, kind)
+		return
+	}
+	rec.Action = act
+	valid, reason, err := rt.validate(r, v, act)
+	if err != nil {
+		rec.Outcome = string(FailHarness)
+		r.harnessError(err)
+		return
+	}
+	if !valid {
+		if r.traj.InvalidRetries < h.InvalidRetryBudget {
+			r.traj.InvalidRetries++
+			rec.Outcome = "invalid_retry"
+			r.say("user", reason)
+			return
+		}
+		rec.Outcome = string(data.FailInvalid)
+		r.finish(0, data.FailInvalid)
+		return
+	}
+	if act.Kind != data.ActTool && !Extracted(act.Text, call.Text) {
+		rec.Outcome = string(FailHarness)
+		r.harnessError(fmt.Errorf("%s: anti-cheat: parse_action submitted %s %q, which does not occur in the completion (after lower-casing and dropping punctuation and spaces): a harness may extract an answer, never invent one", h.File, act.Kind, act.Text))
+		return
+	}
+	rec.Outcome = string(act.Kind)
+	if act.Kind == data.ActTool {
+		rt.toolStep(r, *act, false)
+		return
+	}
+	res := r.ep.Step(*act)
+	r.traj.Turns++
+	if res.Done {
+		if res.Feedback != "" {
+			r.say("user", res.Feedback)
+		}
+		r.finish(res.Reward, res.Failure)
+		return
+	}
+	if res.Failure == data.FailInvalid {
+		// The environment refused the action without ending the episode
+		// (an illegal move): an invalid retry, with its feedback.
+		r.setObs(res.Obs)
+		if r.traj.InvalidRetries < h.InvalidRetryBudget {
+			r.traj.InvalidRetries++
+			rec.Outcome = "invalid_retry"
+			r.say("user", res.Feedback)
+			return
+		}
+		rec.Outcome = string(data.FailInvalid)
+		r.finish(0, data.FailInvalid)
+		return
+	}
+	r.setObs(res.Obs)
+	r.feedback = res.Feedback
+	r.needObs = true
+}
+
+// validate applies the runtime's own checks (required kind, offered tool)
+// and then is_valid_action; reason is the feedback for an invalid action.
+func (rt *runner) validate(r *rollout, v starlark.Value, act *data.Action) (bool, string, error) {
+	h := rt.h
+	what := act.Text
+	if act.Kind == data.ActTool {
+		what = act.Tool + ": " + act.Args
+	}
+	reason := strings.ReplaceAll(h.InvalidRetryMessage, "{action}", what)
+	if r.require != "" && act.Kind != r.require {
+		msg := r.requireMsg
+		if msg == "" {
+			msg = fmt.Sprintf("A %s is required now, not a %s.", r.require, act.Kind)
+		}
+		return false, msg, nil
+	}
+	if act.Kind == data.ActTool && !contains(h.Tools, act.Tool) {
+		return false, fmt.Sprintf("Unknown tool %q. Tools: %s.", act.Tool, strings.Join(h.Tools, ", ")), nil
+	}
+	ok, err := rt.hook(r, "is_valid_action", r.obsVal, v)
+	if err != nil {
+		return false, "", err
+	}
+	b, isBool := ok.(starlark.Bool)
+	if !isBool {
+		return false, "", fmt.Errorf("%s: runtime: is_valid_action must return True or False, not %s", h.File, ok.Type())
+	}
+	return bool(b), reason, nil
+}
+
+// toolStep runs a tool call through the episode and shows its result.
+func (rt *runner) toolStep(r *rollout, act data.Action, byHarness bool) {
+	res := r.ep.Step(act)
+	r.traj.Turns++
+	r.toolCalls++
+	result := res.ToolResult
+	failed := res.Failure == data.FailToolError
+	if failed && result == "" {
+		result = "error: " + res.Feedback
+	}
+	shown := result
+	if rt.h.has("format_tool_result") {
+		v, err := rt.hook(r, "format_tool_result", starlark.String(act.Tool), starlark.String(result), r.state)
+		if err != nil {
+			r.harnessError(err)
+			return
+		}
+		s, ok := v.(starlark.String)
+		if !ok {
+			r.harnessError(fmt.Errorf("%s: runtime: format_tool_result must return a string, not %s", rt.h.File, v.Type()))
+			return
+		}
+		shown = string(s)
+	}
+	r.traj.Tools = append(r.traj.Tools, ToolCall{Turn: r.traj.Turns, Tool: act.Tool, Args: act.Args, Result: result, Shown: shown, Failed: failed, ByHarness: byHarness})
+	r.say("tool", shown)
+	r.setObs(res.Obs)
+	if res.Done {
+		r.finish(res.Reward, res.Failure)
+	}
+}
