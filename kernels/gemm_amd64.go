@@ -59,3 +59,31 @@ func dotTile3x4(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
 	_, _, _, _ = b[0][k8-1], b[1][k8-1], b[2][k8-1], b[3][k8-1]
 	dotTile3x4AVX2(k8, &a[0][0], &a[1][0], &a[2][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &c[0])
 }
+
+// packNT16AVX2 packs 16 rows of a row-major B (B is [n,k], the NT layout)
+// into one micro-panel. In Go:
+//
+//	for p := 0; p < kc8; p++ {
+//		for j := 0; j < 16; j++ {
+//			dst[p*16+j] = src[j*lds+p]
+//		}
+//	}
+//
+// kc8 is a multiple of 8.
+//
+//go:noescape
+func packNT16AVX2(kc8 int, src *float32, lds int, dst *float32)
+
+// packNT16 packs the first kc8 = kc&^7 columns of 16 rows of src (row
+// stride lds) into dst; it reports how many it packed so the caller packs
+// the rest.
+func packNT16(kc int, src []float32, lds int, dst []float32) int {
+	kc8 := kc &^ 7
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = src[15*lds+kc8-1]
+	_ = dst[kc8*gemmNR-1]
+	packNT16AVX2(kc8, &src[0], lds, &dst[0])
+	return kc8
+}

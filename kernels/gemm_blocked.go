@@ -70,11 +70,13 @@ func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 	switch {
 	case t == 1 || 2*m*n*k < parallelMinFlops:
 		g.run(0, m, 0, n)
-	case mt >= 2*t || mt >= nt:
-		// Each thread packs all of B for its rows: cheap when rows are many.
-		Parallel(m, gemmMR, func(lo, hi int) { g.run(lo, hi, 0, n) })
-	default:
+	case nt >= 4*t || nt >= mt:
+		// Splitting N, each thread packs only its own columns of B and
+		// all of A's rows, which it reuses across those columns.
 		Parallel(n, gemmNR, func(lo, hi int) { g.run(0, m, lo, hi) })
+	default:
+		// Too few columns to share: each thread packs all of B.
+		Parallel(m, gemmMR, func(lo, hi int) { g.run(lo, hi, 0, n) })
 	}
 }
 
@@ -145,11 +147,15 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 		dst := bp[jr*kc : jr*kc+kc*gemmNR]
 		if g.layout == NT {
 			// b is [n,k]: column j of the panel is a contiguous row of b.
+			p0 := 0
+			if w == gemmNR {
+				p0 = packNT16(kc, g.b[(jc+jr)*k+pc:], k, dst)
+			}
 			for j := 0; j < w; j++ {
 				src := g.b[(jc+jr+j)*k+pc:]
-				src = src[:kc]
+				src = src[p0:kc]
 				for p, v := range src {
-					dst[p*gemmNR+j] = v
+					dst[(p0+p)*gemmNR+j] = v
 				}
 			}
 			if w < gemmNR {
@@ -218,45 +224,60 @@ func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
 	}
 }
 
-// gemmSmallNT computes out = a·bᵀ for few rows of a as 3×4 tiles of dot
-// products: nothing is packed, and B is read once from memory while the
-// rows of a stay in L1. It splits N over threads.
+// gemmSmallNT computes out = a·bᵀ for few rows of a with dot-product
+// tiles: nothing is packed.
 func gemmSmallNT(out, a, b []float32, m, k, n int, acc bool) {
+	dotTilesNT(out, a, b, m, k, n, acc, dotTile3x4, func(x float32) float32 { return x })
+}
+
+// dotRowBlock is how many rows of a one pass over B serves: 48 rows of
+// k = 768 floats (147 KB) stay in L2 while B streams through once per pass.
+const dotRowBlock = 48
+
+// dotTilesNT computes out = a·bᵀ as 3×4 tiles of dot products, b of float32
+// or bf16 elements: B is read once per block of rows, the rows of a stay in
+// cache. The first k&^7 products of a tile come from the kernel, the rest
+// are added in order in Go. It splits N over threads in multiples of 4.
+func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool,
+	tile func(k8 int, a *[3][]float32, b *[4][]T, c *[12]float32), widen func(T) float32) {
 	work := func(j0, j1 int) {
 		var c [12]float32
 		k8 := k &^ 7
-		for jb := j0; jb < j1; jb += 4 {
-			nb := min(4, j1-jb)
-			var br [4][]float32
-			for j := range br {
-				// Missing columns repeat the first; their sums are dropped.
-				jj := jb + min(j, nb-1)
-				br[j] = b[jj*k : jj*k+k]
-			}
-			for ib := 0; ib < m; ib += 3 {
-				mb := min(3, m-ib)
-				var ar [3][]float32
-				for i := range ar {
-					ii := ib + min(i, mb-1)
-					ar[i] = a[ii*k : ii*k+k]
+		for i0 := 0; i0 < m; i0 += dotRowBlock {
+			i1 := min(m, i0+dotRowBlock)
+			for jb := j0; jb < j1; jb += 4 {
+				nb := min(4, j1-jb)
+				var br [4][]T
+				for j := range br {
+					// Missing columns repeat the last; their sums are dropped.
+					jj := jb + min(j, nb-1)
+					br[j] = b[jj*k : jj*k+k]
 				}
-				if k8 > 0 {
-					dotTile3x4(k8, &ar, &br, &c)
-				} else {
-					c = [12]float32{}
-				}
-				for i := 0; i < mb; i++ {
-					o := out[(ib+i)*n+jb : (ib+i)*n+jb+nb]
-					for j := range o {
-						s := c[i*4+j]
-						x, y := ar[i][k8:], br[j][k8:k]
-						for p := range y {
-							s += x[p] * y[p]
-						}
-						if acc {
-							o[j] += s
-						} else {
-							o[j] = s
+				for ib := i0; ib < i1; ib += 3 {
+					mb := min(3, i1-ib)
+					var ar [3][]float32
+					for i := range ar {
+						ii := ib + min(i, mb-1)
+						ar[i] = a[ii*k : ii*k+k]
+					}
+					if k8 > 0 {
+						tile(k8, &ar, &br, &c)
+					} else {
+						c = [12]float32{}
+					}
+					for i := 0; i < mb; i++ {
+						o := out[(ib+i)*n+jb : (ib+i)*n+jb+nb]
+						for j := range o {
+							s := c[i*4+j]
+							x, y := ar[i][k8:], br[j][k8:k]
+							for p := range y {
+								s += x[p] * widen(y[p])
+							}
+							if acc {
+								o[j] += s
+							} else {
+								o[j] = s
+							}
 						}
 					}
 				}

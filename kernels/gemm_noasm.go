@@ -9,3 +9,5 @@ func microKernel(kc int, ap, bp []float32, ldb int, c []float32, ldc int, add bo
 func dotTile3x4(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
 	dotTile3x4Go(k8, a, b, c)
 }
+
+func packNT16(kc int, src []float32, lds int, dst []float32) int { return 0 }

@@ -1,0 +1,87 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// BF16 is a bfloat16 number: the top half of an IEEE float32 (sign, 8
+// exponent bits, 7 mantissa bits). Weights kept as bf16 halve the memory
+// that batch-1 sampling has to stream.
+type BF16 = uint16
+
+// ToBF16 converts src to bf16 in dst, rounding to nearest with ties to
+// even. NaNs stay NaN (quieted, sign kept); values beyond the largest bf16
+// round to ±Inf. It panics if the lengths differ.
+func ToBF16(dst []BF16, src []float32) {
+	sameLen("ToBF16", len(dst), len(src))
+	for i, f := range src {
+		dst[i] = bf16FromFloat(f)
+	}
+}
+
+func bf16FromFloat(f float32) BF16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		// Truncating could clear every mantissa bit left and turn the NaN
+		// into Inf; setting the quiet bit keeps it a NaN.
+		return BF16(u>>16) | 0x0040
+	}
+	// Adding 0x7fff rounds halves down and everything above up; adding the
+	// kept lowest bit as well turns ties towards even.
+	return BF16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// FromBF16 widens src into dst exactly. It panics if the lengths differ.
+func FromBF16(dst []float32, src []BF16) {
+	sameLen("FromBF16", len(dst), len(src))
+	for i, h := range src {
+		dst[i] = math.Float32frombits(uint32(h) << 16)
+	}
+}
+
+func bf16ToFloat(h BF16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// GemmBF16NT computes out[m,n] = a[m,k] · b[n,k]ᵀ with b stored as bf16,
+// adding to out when accumulate is set; k = 0 clears out unless
+// accumulate. b is widened on the fly inside the kernel, so the product
+// streams half the bytes of a float32 one: the path for sampling with bf16
+// weights. Like Gemm it splits N over threads, never K, so results do not
+// depend on the thread count. It panics if a slice is too short.
+func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: GemmBF16NT: negative shape m=%d k=%d n=%d", m, k, n))
+	}
+	if len(out) < m*n || len(a) < m*k || len(b) < k*n {
+		panic(fmt.Sprintf("kernels: GemmBF16NT: operand too short for m=%d k=%d n=%d: len(out)=%d (need %d), len(a)=%d (need %d), len(b)=%d (need %d)",
+			m, k, n, len(out), m*n, len(a), m*k, len(b), k*n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if !accumulate {
+			clear(out[:m*n])
+		}
+		return
+	}
+	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, dotTile3x4BF16, bf16ToFloat)
+}
+
+// GemmBF16NTRef is the plain reference of GemmBF16NT, generic so that a
+// float64 instance can check it.
+func GemmBF16NTRef[T float32 | float64](out, a []T, b []BF16, m, k, n int, accumulate bool) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s T
+			for p := 0; p < k; p++ {
+				s += a[i*k+p] * T(bf16ToFloat(b[j*k+p]))
+			}
+			if accumulate {
+				out[i*n+j] += s
+			} else {
+				out[i*n+j] = s
+			}
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package kernels
+
+// dotTile3x4BF16Go is the pure-Go twin of the bf16 dot-product tile:
+//
+//	c[i*4+j] = Σ_{p<k8} a[i][p] · float32(b[j][p])   (i < 3, j < 4)
+func dotTile3x4BF16Go(k8 int, a *[3][]float32, b *[4][]BF16, c *[12]float32) {
+	for j := range b {
+		y := b[j][:k8]
+		for i := range a {
+			x := a[i][:k8]
+			var s float32
+			for p := range x {
+				s += x[p] * bf16ToFloat(y[p])
+			}
+			c[i*4+j] = s
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package kernels
+
+func dotTile3x4BF16(k8 int, a *[3][]float32, b *[4][]BF16, c *[12]float32) {
+	dotTile3x4BF16Go(k8, a, b, c)
+}
