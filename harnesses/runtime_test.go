@@ -276,4 +276,5 @@ func TestTrajectoryRecordsTokens(t *testing.T) {
 		t.Fatalf("call text %q harness %q task %q", c.Text, tr.Harness, tr.TaskID)
 	}
 }
+
 var bytesTok tokenizer.Bytes
