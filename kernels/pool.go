@@ -44,18 +44,18 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	per := (blocks + t - 1) / t
+	step := per * grain
+	// The caller runs the first chunk itself: one goroutine fewer to start
+	// and to wait for. Goroutines (not a fixed pool of workers) keep nested
+	// calls, say a Parallel over heads whose fn calls Gemm, deadlock-free.
 	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per * grain {
-		hi := min(lo+per*grain, n)
-		if hi == n && lo == 0 {
-			fn(lo, hi)
-			break
-		}
+	for lo := step; lo < n; lo += step {
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
 			fn(lo, hi)
-		}(lo, hi)
+		}(lo, min(lo+step, n))
 	}
+	fn(0, min(step, n))
 	wg.Wait()
 }

@@ -1,0 +1,39 @@
+package kernels
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestParallelCoversOnce(t *testing.T) {
+	for _, th := range []int{1, 2, 3, 8} {
+		for _, n := range []int{0, 1, 5, 16, 17, 100, 1001} {
+			for _, grain := range []int{0, 1, 4, 16, 200} {
+				withThreads(th, func() {
+					seen := make([]int, n)
+					var mu sync.Mutex
+					chunks := 0
+					Parallel(n, grain, func(lo, hi int) {
+						mu.Lock()
+						defer mu.Unlock()
+						chunks++
+						if g := max(grain, 1); hi != n && (hi-lo)%g != 0 {
+							t.Errorf("threads=%d n=%d grain=%d: chunk [%d,%d) not a multiple of the grain", th, n, grain, lo, hi)
+						}
+						for i := lo; i < hi; i++ {
+							seen[i]++
+						}
+					})
+					if chunks > th {
+						t.Errorf("threads=%d n=%d grain=%d: %d chunks", th, n, grain, chunks)
+					}
+					for i, c := range seen {
+						if c != 1 {
+							t.Fatalf("threads=%d n=%d grain=%d: index %d run %d times", th, n, grain, i, c)
+						}
+					}
+				})
+			}
+		}
+	}
+}
