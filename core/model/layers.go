@@ -34,7 +34,19 @@ type gradScratch struct {
 
 // linear: out (N,outDim) (+)= x (N,in) · Wᵀ with W (outDim,in) in HF layout;
 // it reads the bfloat16 copy wb instead of w when wb is set.
+//
+// With m.rowChunk set (the sampler sets it) the product runs in blocks of
+// at most rowChunk rows, so every row goes through the same small-M GEMM
+// kernel whatever N is: a row's result then does not depend on which other
+// rows share the batch (see rowChunk in sample.go).
 func (m *Model) linear(out, x, w, wb kernels.Tensor, N, in, outDim int, acc bool) {
+	if c := m.rowChunk; c > 0 && N > c {
+		for r := 0; r < N; r += c {
+			n := min(c, N-r)
+			m.linear(out.View(r*outDim, n*outDim), x.View(r*in, n*in), w, wb, n, in, outDim, acc)
+		}
+		return
+	}
 	if !wb.IsZero() {
 		m.be.GemmBF16NT(out, x, wb, N, in, outDim, acc)
 		return

@@ -40,6 +40,8 @@ type Model struct {
 	// version counts parameter changes, so samplers drop caches (bf16
 	// copies, prefix KV) computed from older weights.
 	version uint64
+	// rowChunk > 0 makes linear run in blocks of at most that many rows.
+	rowChunk int
 }
 
 // New builds a model of cfg on backend be with seeded initial parameters:

@@ -1,0 +1,540 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"whale/core/policy"
+	"whale/kernels"
+)
+
+// rowChunk is the largest number of rows one inference GEMM call gets. The
+// float32 GEMM picks its kernel by shape, and kernels for few rows sum in a
+// different order from the packed kernel for many: keeping every call
+// under 16 rows keeps every row on one kernel, so a sequence's logits are
+// bit-identical whatever shares its batch and whether or not its prefix
+// came from the cache. (Measured: a row's NT result is identical for any
+// m < 24 and for any m ≥ 24, but not across.)
+const rowChunk = 16
+
+// maxRows bounds the rows of one prefill forward pass (activation memory).
+const maxRows = 2048
+
+// SamplerOptions configure a Sampler.
+type SamplerOptions struct {
+	// BF16 runs the matrix products on bfloat16 copies of the weights
+	// (half the memory traffic; logits differ from float32 by ~1e-2).
+	BF16 bool
+	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
+	// bytes per element); 0 means 256 MiB, negative disables reuse.
+	PrefixCacheBytes int64
+	// FastPrefill lets prompts run through the large-M GEMM kernel: faster
+	// prefill, but a sequence's log-probabilities then depend in their last
+	// bits on batch composition and on prefix reuse.
+	FastPrefill bool
+}
+
+// Sampler generates completions from a Model with a KV cache per sequence,
+// batched decoding and prefix reuse. It implements policy.Policy. It is not
+// safe for concurrent use, and the Model must not be trained while a
+// Generate call runs (between calls is fine: caches follow the weights).
+type Sampler struct {
+	m       *Model
+	opts    SamplerOptions
+	version uint64 // Model.Version the bf16 copy and prefix cache belong to
+	bfArena kernels.Tensor
+	bw      *weights // bf16 views, or nil
+	cache   *prefixCache
+	sc      *inferScratch
+	stats   SamplerStats
+}
+
+// SamplerStats counts a Sampler's work since it was made.
+type SamplerStats struct {
+	PromptTokens   int64 // prompt tokens of all requests
+	PrefillTokens  int64 // prompt tokens computed by a forward pass
+	ReusedTokens   int64 // prompt tokens whose K and V were copied instead
+	DecodeTokens   int64 // tokens fed during decoding
+	SampledTokens  int64 // tokens returned
+	CachedPrefixes int   // entries now in the prefix cache
+}
+
+// Stats returns the sampler's counters.
+func (s *Sampler) Stats() SamplerStats {
+	st := s.stats
+	st.CachedPrefixes = len(s.cache.entries)
+	return st
+}
+
+var _ policy.Policy = (*Sampler)(nil)
+
+// NewSampler returns a sampler over m.
+func NewSampler(m *Model, opts SamplerOptions) *Sampler {
+	budget := opts.PrefixCacheBytes
+	if budget == 0 {
+		budget = 256 << 20
+	}
+	s := &Sampler{m: m, opts: opts}
+	s.cache = newPrefixCache(m.be, max(budget, 0))
+	s.version = m.Version() - 1 // force a refresh on first use
+	return s
+}
+
+// seqState is one sequence being generated.
+type seqState struct {
+	req    *policy.Request
+	kv     kernels.Tensor // [layer][K|V][cap][KVH·hd]
+	cap    int            // rows of the cache
+	n      int            // tokens whose K and V are in the cache
+	toks   []int32        // prompt then completion
+	logits []float32      // next-token logits after toks[:n]
+	rng    *rand.Rand
+	out    policy.Completion
+	done   bool
+}
+
+// kvRows returns the cache rows [from, from+n) of layer l, K (kind 0) or V
+// (kind 1), inside a cache of capacity cap.
+func (m *Model) kvRows(kv kernels.Tensor, cap, l, kind, from, n int) kernels.Tensor {
+	return kv.View(((2*l+kind)*cap+from)*m.d.Hk, n*m.d.Hk)
+}
+
+func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
+
+// copyKV copies the first n cache rows of every layer from src (capacity
+// srcCap) into dst.
+func (m *Model) copyKV(dst kernels.Tensor, dstCap int, src kernels.Tensor, srcCap, n int) {
+	for l := 0; l < m.d.L; l++ {
+		for kind := 0; kind < 2; kind++ {
+			m.be.Copy(m.kvRows(dst, dstCap, l, kind, 0, n), m.kvRows(src, srcCap, l, kind, 0, n))
+		}
+	}
+}
+
+// inferScratch holds one inference forward pass's activations for R rows
+// and S logit rows.
+type inferScratch struct {
+	R, S   int
+	x      kernels.Tensor // (R,C) residual stream
+	a      layerActs      // per-layer scratch (no saved statistics)
+	last   kernels.Tensor // (S,C) gathered last rows
+	lastn  kernels.Tensor // (S,C) their final norm
+	logits kernels.Tensor // (S,V)
+	arena  kernels.Tensor
+}
+
+func (s *Sampler) scratch(R, S int) *inferScratch {
+	if s.sc != nil && s.sc.R == R && s.sc.S == S {
+		return s.sc
+	}
+	d := s.m.d
+	layout := func(take func(int) kernels.Tensor) *inferScratch {
+		sc := &inferScratch{R: R, S: S, x: take(R * d.C), last: take(S * d.C), lastn: take(S * d.C), logits: take(S * d.V)}
+		sc.a = layerActs{ln1: take(R * d.C), q: take(R * d.Hq), k: take(R * d.Hk), v: take(R * d.Hk),
+			qr: take(R * d.Hq), kr: take(R * d.Hk), att: take(R * d.Hq), ln2: take(R * d.C),
+			g: take(R * d.F), u: take(R * d.F), h: take(R * d.F)}
+		sc.a.qn, sc.a.kn = sc.a.q, sc.a.k
+		if s.m.Config.QKNorm() {
+			sc.a.qn, sc.a.kn = take(R*d.Hq), take(R*d.Hk)
+		}
+		return sc
+	}
+	total := 0
+	layout(func(n int) kernels.Tensor { total += n; return kernels.Tensor{} })
+	var arena kernels.Tensor
+	if s.sc != nil && s.sc.arena.Len() >= total {
+		arena = s.sc.arena
+	} else {
+		if s.sc != nil {
+			s.m.be.Free(s.sc.arena)
+		}
+		s.sc = nil
+		arena = s.m.be.Alloc(total)
+	}
+	off := 0
+	sc := layout(func(n int) kernels.Tensor { t := arena.View(off, n); off += n; return t })
+	sc.arena = arena
+	s.sc = sc
+	return sc
+}
+
+// work asks the forward pass to feed toks[from:to] of a sequence into its
+// cache at positions from..to-1; the sequence's logits are set after
+// toks[:to].
+type work struct {
+	s        *seqState
+	from, to int
+}
+
+// forward runs the inference forward pass over every work item at once:
+// tokens (R) -> K, V appended to each sequence's cache -> logits of each
+// item's last row.
+func (s *Sampler) forward(items []work) {
+	m, d, be := s.m, s.m.d, s.m.be
+	R := 0
+	for _, it := range items {
+		R += it.to - it.from
+	}
+	tokens, pos := make([]int32, 0, R), make([]int32, 0, R)
+	for _, it := range items {
+		tokens = append(tokens, it.s.toks[it.from:it.to]...)
+		for p := it.from; p < it.to; p++ {
+			pos = append(pos, int32(p))
+		}
+	}
+	sc := s.scratch(R, len(items))
+	if !s.opts.FastPrefill {
+		m.rowChunk = rowChunk
+		defer func() { m.rowChunk = 0 }()
+	}
+	be.Embedding(sc.x, m.w.embed, tokens, d.C)
+	spans := make([]kernels.KVSpan, len(items))
+	for l := 0; l < d.L; l++ {
+		w := &m.w.layers[l]
+		var bw *layerWeights
+		if s.bw != nil {
+			bw = &s.bw.layers[l]
+		}
+		m.attnProject(&sc.a, w, bw, sc.x, pos, R)
+		r := 0
+		for i, it := range items {
+			n := it.to - it.from
+			be.Copy(m.kvRows(it.s.kv, it.s.cap, l, 0, it.from, n), sc.a.kr.View(r*d.Hk, n*d.Hk))
+			be.Copy(m.kvRows(it.s.kv, it.s.cap, l, 1, it.from, n), sc.a.v.View(r*d.Hk, n*d.Hk))
+			spans[i] = kernels.KVSpan{K: m.kvRows(it.s.kv, it.s.cap, l, 0, 0, it.to), V: m.kvRows(it.s.kv, it.s.cap, l, 1, 0, it.to),
+				QRow: r, Rows: n, Pos0: it.from}
+			r += n
+		}
+		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
+		m.linear(sc.x, sc.a.att, w.wo, bfOf(bw).wo, R, d.Hq, d.C, true)
+		m.mlpForward(&sc.a, w, bw, sc.x, sc.x, R)
+	}
+	last := sc.x
+	if R != len(items) {
+		last = sc.last
+		r := 0
+		for i, it := range items {
+			r += it.to - it.from
+			be.Copy(sc.last.View(i*d.C, d.C), sc.x.View((r-1)*d.C, d.C))
+		}
+	}
+	S := len(items)
+	be.RMSNorm(sc.lastn, kernels.Tensor{}, last, m.w.norm, S, d.C, m.Config.RMSNormEps)
+	var head kernels.Tensor
+	if s.bw != nil {
+		head = s.bw.lmHead
+	}
+	m.linear(sc.logits, sc.lastn, m.w.lmHead, head, S, d.C, d.V, false)
+	host := make([]float32, S*d.V)
+	be.Store(host, sc.logits)
+	for i, it := range items {
+		it.s.logits = host[i*d.V : (i+1)*d.V : (i+1)*d.V]
+		it.s.n = it.to
+	}
+}
+
+// refresh drops caches made from older weights and rebuilds the bf16 copy.
+func (s *Sampler) refresh() {
+	if s.version == s.m.Version() {
+		return
+	}
+	s.cache.clear()
+	if s.opts.BF16 {
+		if s.bfArena.IsZero() {
+			s.bfArena = s.m.be.AllocBF16(s.m.arena.Len())
+		}
+		s.m.be.ToBF16(s.bfArena, s.m.arena)
+		w := bind(s.m.Config, s.m.params, s.bfArena)
+		s.bw = &w
+	}
+	s.version = s.m.Version()
+}
+
+func (s *Sampler) checkRequest(i int, r *policy.Request) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("model: request %d (key %q): %s", i, r.Key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(r.Prompt) == 0:
+		return bad("empty prompt")
+	case r.MaxNewTokens <= 0:
+		return bad("MaxNewTokens %d must be positive", r.MaxNewTokens)
+	case !(r.Temperature >= 0) || math.IsInf(float64(r.Temperature), 0):
+		return bad("Temperature %v must be finite and ≥ 0", r.Temperature)
+	case r.TopK < 0:
+		return bad("TopK %d is negative", r.TopK)
+	case !(r.TopP >= 0 && r.TopP <= 1):
+		return bad("TopP %v outside [0, 1]", r.TopP)
+	}
+	for j, t := range r.Prompt {
+		if t < 0 || int(t) >= s.m.d.V {
+			return bad("prompt token %d: id %d outside vocabulary of %d", j, t, s.m.d.V)
+		}
+	}
+	return nil
+}
+
+// Generate implements policy.Policy: prompts are prefilled (reusing cached
+// prefixes), then all sequences decode together, one batched forward pass
+// per generated position.
+func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	for i := range reqs {
+		if err := s.checkRequest(i, &reqs[i]); err != nil {
+			return nil, err
+		}
+	}
+	s.refresh()
+	d := s.m.d
+	seqs := make([]*seqState, len(reqs))
+	var live []*seqState
+	for i := range reqs {
+		r := &reqs[i]
+		h := fnv.New64a()
+		h.Write([]byte(r.Key))
+		q := &seqState{req: r, toks: slices.Clip(append([]int32(nil), r.Prompt...)), rng: rand.New(rand.NewPCG(r.Seed, h.Sum64()))}
+		seqs[i] = q
+		if len(r.Prompt) > d.maxPos {
+			q.out.Finish, q.done = policy.FinishContext, true
+			continue
+		}
+		q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, d.maxPos)
+		q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
+		live = append(live, q)
+	}
+	if err := s.prefill(ctx, live); err != nil {
+		return nil, err
+	}
+	for len(live) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("model: generate: %w", err)
+		}
+		var items []work
+		for _, q := range live {
+			tok, lp := sampleToken(q.logits, q.req, q.rng)
+			s.stats.SampledTokens++
+			q.toks = append(q.toks, tok)
+			q.out.Tokens = append(q.out.Tokens, tok)
+			q.out.LogProbs = append(q.out.LogProbs, lp)
+			switch {
+			case slices.Contains(q.req.Stop, tok):
+				q.out.Finish = policy.FinishStop
+			case len(q.out.Tokens) >= q.req.MaxNewTokens:
+				q.out.Finish = policy.FinishLength
+			case q.n >= d.maxPos:
+				q.out.Finish = policy.FinishContext
+			default:
+				items = append(items, work{s: q, from: q.n, to: q.n + 1})
+				continue
+			}
+			q.done = true
+			s.cache.insert(q.toks[:q.n], q.kv, q.cap, q.logits)
+		}
+		live = live[:0]
+		for _, it := range items {
+			live = append(live, it.s)
+		}
+		if len(items) > 0 {
+			s.stats.DecodeTokens += int64(len(items))
+			s.forward(items)
+		}
+	}
+	out := make([]policy.Completion, len(reqs))
+	for i, q := range seqs {
+		out[i] = q.out
+	}
+	return out, nil
+}
+
+// prefill fills every sequence's cache with its prompt and sets its first
+// logits. A prompt identical to an earlier one in the batch copies that
+// one's cache and logits; otherwise the longest prefix shared with the
+// prefix cache or with an earlier prompt of the batch is copied and only
+// the rest is computed. Prompts that depend on an earlier prompt of the
+// batch run in a later wave; each wave is one batched forward pass (split
+// at maxRows rows).
+func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
+	const minShare = 4 // shorter shared prefixes are not worth a later wave
+	type plan struct {
+		dup   *seqState // identical earlier prompt
+		src   *seqState // earlier prompt sharing a prefix
+		start int       // prompt tokens already in the cache
+		wave  int
+	}
+	plans := make([]plan, len(seqs))
+	waveOf := map[*seqState]int{}
+	nw := 0
+	for i, q := range seqs {
+		p := &plans[i]
+		P := len(q.req.Prompt)
+		s.stats.PromptTokens += int64(P)
+		for _, e := range seqs[:i] {
+			if slices.Equal(e.req.Prompt, q.req.Prompt) {
+				p.dup = e
+				break
+			}
+		}
+		if p.dup != nil {
+			continue
+		}
+		if e, n := s.cache.lookup(q.req.Prompt); e != nil {
+			if n == P && len(e.logits) > 0 && len(e.tokens) == P {
+				s.m.copyKV(q.kv, q.cap, e.kv, e.cap, P)
+				q.n, q.logits, p.start = P, e.logits, P
+				p.wave = -1
+				continue
+			}
+			n = min(n, P-1)
+			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, n)
+			q.n, p.start = n, n
+		}
+		best := p.start
+		for _, e := range seqs[:i] {
+			if n := min(commonPrefix(e.req.Prompt, q.req.Prompt), P-1); n > best && n >= minShare {
+				best, p.src = n, e
+			}
+		}
+		if p.src != nil {
+			p.start = best
+			p.wave = waveOf[p.src] + 1
+		}
+		waveOf[q] = p.wave
+		nw = max(nw, p.wave+1)
+	}
+	for w := 0; w < nw; w++ {
+		var items []work
+		rows := 0
+		flush := func() error {
+			if len(items) > 0 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("model: prefill: %w", err)
+				}
+				s.forward(items)
+				items, rows = items[:0], 0
+			}
+			return nil
+		}
+		for i, q := range seqs {
+			p := plans[i]
+			if p.dup != nil || p.wave != w {
+				continue
+			}
+			if p.src != nil {
+				s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
+			}
+			for from := p.start; from < len(q.req.Prompt); {
+				to := min(len(q.req.Prompt), from+maxRows-rows)
+				items = append(items, work{s: q, from: from, to: to})
+				rows += to - from
+				s.stats.PrefillTokens += int64(to - from)
+				from = to
+				if rows >= maxRows {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	for i, q := range seqs {
+		if e := plans[i].dup; e != nil {
+			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
+			q.n, q.logits = e.n, e.logits
+		}
+		s.stats.ReusedTokens += int64(plans[i].start)
+		if plans[i].dup != nil {
+			s.stats.ReusedTokens += int64(q.n)
+		}
+	}
+	return nil
+}
+
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// sampleToken draws the next token from logits under the request's
+// temperature, top-k and top-p, and returns it with its log-probability
+// under the unmodified distribution softmax(logits).
+func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand) (int32, float32) {
+	mx := logits[0]
+	arg := 0
+	for i, v := range logits {
+		if v > mx {
+			mx, arg = v, i
+		}
+	}
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v - mx))
+	}
+	lse := float64(mx) + math.Log(z)
+	logp := func(t int) float32 { return float32(float64(logits[t]) - lse) }
+	if r.Temperature == 0 || r.TopK == 1 {
+		return int32(arg), logp(arg)
+	}
+	inv := 1 / float64(r.Temperature)
+	V := len(logits)
+	k := V
+	if r.TopK > 0 {
+		k = min(r.TopK, V)
+	}
+	nucleus := r.TopP > 0 && r.TopP < 1
+	// cand lists the candidate tokens; sorted by decreasing logit (ties by
+	// id) only when a filter needs the order.
+	cand := make([]int32, V)
+	for i := range cand {
+		cand[i] = int32(i)
+	}
+	if k < V || nucleus {
+		slices.SortFunc(cand, func(a, b int32) int {
+			if logits[a] != logits[b] {
+				if logits[a] > logits[b] {
+					return -1
+				}
+				return 1
+			}
+			return int(a - b)
+		})
+		cand = cand[:k]
+	}
+	w := make([]float64, len(cand))
+	var sum float64
+	for i, t := range cand {
+		w[i] = math.Exp((float64(logits[t]) - float64(mx)) * inv)
+		sum += w[i]
+	}
+	if nucleus {
+		// Keep the smallest prefix whose probability reaches TopP.
+		var c float64
+		for i := range w {
+			c += w[i]
+			if c >= float64(r.TopP)*sum {
+				w, cand, sum = w[:i+1], cand[:i+1], c
+				break
+			}
+		}
+	}
+	u := rng.Float64() * sum
+	var c float64
+	for i, t := range cand {
+		c += w[i]
+		if u < c {
+			return t, logp(int(t))
+		}
+	}
+	t := cand[len(cand)-1]
+	return t, logp(int(t))
+}
