@@ -1,10 +1,8 @@
 package chess
 
 import (
-	"bufio"
 	"encoding/csv"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -26,7 +24,8 @@ func (e *rowError) Error() string { return "field " + e.field + ": " + e.reason 
 
 // ImportLichess reads a lichess puzzle CSV (PuzzleId, FEN, Moves, Rating,
 // RatingDeviation, Popularity, NbPlays, Themes, GameUrl, OpeningTags; the
-// header line is optional, and with it the columns may come in any order)
+// header line is optional, and with it the columns may come in any order;
+// a first line naming both PuzzleId and Moves is the header)
 // and deals every puzzle, whatever its themes, into seeded splits.
 //
 // A puzzle's FEN is the position before the opponent's trigger move
@@ -44,36 +43,23 @@ func (e *rowError) Error() string { return "field " + e.field + ": " + e.reason 
 // and column. Without opts.SkipBad the first one is the error; with it the
 // good rows are used and the bad ones returned.
 func ImportLichess(path string, opts data.ImportOptions) (data.Domain, []data.BadLine, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("chess: import lichess: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var (
 		tasks  []data.Task
-		bad    []data.BadLine
 		cols   map[string]int
 		ncols  int
 		idLine = map[string]int{}
 	)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimRight(sc.Text(), "\r")
+	bad, err := data.ScanLines(path, opts.SkipBad, func(line int, raw []byte) *data.BadLine {
+		text := strings.TrimRight(string(raw), "\r")
 		if line == 1 {
 			text = strings.TrimPrefix(text, "\ufeff")
-		}
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		if line == 1 && strings.HasPrefix(text, "PuzzleId") {
-			cols, ncols, err = lichessHeader(text)
-			if err != nil {
-				return nil, nil, data.BadLine{File: path, Line: line, Field: "header", Reason: err.Error()}
+			if isLichessHeader(text) {
+				var err error
+				if cols, ncols, err = lichessHeader(text); err != nil {
+					return &data.BadLine{Field: "header", Reason: err.Error()}
+				}
+				return nil
 			}
-			continue
 		}
 		t, rerr := parseLichessRow(text, cols, ncols)
 		if rerr == nil {
@@ -84,26 +70,18 @@ func ImportLichess(path string, opts data.ImportOptions) (data.Domain, []data.Ba
 			}
 		}
 		if rerr != nil {
-			b := data.BadLine{File: path, Line: line, Field: rerr.field, Reason: rerr.reason}
-			if !opts.SkipBad {
-				return nil, nil, b
-			}
-			bad = append(bad, b)
-			continue
+			return &data.BadLine{Field: rerr.field, Reason: rerr.reason}
 		}
 		tasks = append(tasks, t)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, bad, fmt.Errorf("chess: import lichess: read %s after line %d: %w", path, line, err)
+		return nil
+	})
+	if err != nil {
+		return nil, bad, fmt.Errorf("chess: import lichess: %w", err)
 	}
 	if len(tasks) == 0 {
 		return nil, bad, fmt.Errorf("chess: import lichess: %s has no usable puzzles", path)
 	}
-	sizes := opts.Sizes
-	if sizes == (data.Sizes{}) {
-		sizes = data.DefaultSizes
-	}
-	splits, err := data.SplitTasks(tasks, opts.Seed, sizes)
+	splits, err := data.SplitTasks(tasks, opts.Seed, data.ImportSizes(opts.Sizes, len(tasks)))
 	if err != nil {
 		return nil, bad, fmt.Errorf("chess: import lichess %s: %w", path, err)
 	}
@@ -112,6 +90,21 @@ func ImportLichess(path string, opts data.ImportOptions) (data.Domain, []data.Ba
 		return nil, bad, fmt.Errorf("chess: import lichess %s: %w", path, err)
 	}
 	return d, bad, nil
+}
+
+// isLichessHeader reports whether a first line names columns rather than
+// holding a puzzle: it has both a PuzzleId and a Moves column.
+func isLichessHeader(text string) bool {
+	rec, err := csv.NewReader(strings.NewReader(text)).Read()
+	if err != nil {
+		return strings.HasPrefix(text, "PuzzleId")
+	}
+	hasID, hasMoves := false, false
+	for _, f := range rec {
+		hasID = hasID || strings.TrimSpace(f) == "PuzzleId"
+		hasMoves = hasMoves || strings.TrimSpace(f) == "Moves"
+	}
+	return hasID && hasMoves || strings.HasPrefix(text, "PuzzleId")
 }
 
 // lichessHeader maps column names to their index.

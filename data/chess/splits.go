@@ -49,17 +49,12 @@ type SplitFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// encodeSplit renders a split as JSON lines, one task per line. encoding/json
-// sorts map keys, so the bytes depend only on the tasks.
+// encodeSplit renders a split as data.WriteTasks does: JSON lines with
+// sorted Hidden keys, so the bytes depend only on the tasks.
 func encodeSplit(tasks []data.Task) ([]byte, error) {
 	var b bytes.Buffer
-	for _, t := range tasks {
-		line, err := json.Marshal(t)
-		if err != nil {
-			return nil, fmt.Errorf("chess: encode task %s: %w", t.ID, err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
+	if err := data.WriteTasks(&b, tasks); err != nil {
+		return nil, fmt.Errorf("chess: %w", err)
 	}
 	return b.Bytes(), nil
 }
