@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 )
 
 // Float is the element type of a CPU backend.
@@ -20,12 +19,12 @@ type CPU[T Float] struct {
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: opDot[float32], axpy: opAxpy[float32]}
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: opGemm[float64], dot: opDot[float64], axpy: opAxpy[float64]}
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64]}
 }
 
 // Name implements Backend.
@@ -136,24 +135,18 @@ func (c *CPU[T]) Copy(dst, src Tensor) {
 func (c *CPU[T]) ToBF16(dst, src Tensor) {
 	d, s := opBF16s(dst), c.s(src)
 	same("ToBF16", len(d), len(s))
+	if f, ok := any(s).([]float32); ok {
+		Parallel(len(d), 1<<14, func(lo, hi int) { ToBF16(d[lo:hi], f[lo:hi]) })
+		return
+	}
 	Parallel(len(d), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			d[i] = opBF16Round(float32(s[i]))
+		f := make([]float32, hi-lo)
+		for i := range f {
+			f[i] = float32(s[lo+i])
 		}
+		ToBF16(d[lo:hi], f)
 	})
 }
-
-// opBF16Round rounds f to the nearest bfloat16, ties to even; NaN stays NaN.
-func opBF16Round(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-func opBF16Value(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // Gemm implements Backend.
 func (c *CPU[T]) Gemm(layout Layout, out, a, b Tensor, m, k, n int, acc bool) {
@@ -171,10 +164,10 @@ func (c *CPU[T]) GemmBF16NT(out, a, b Tensor, m, k, n int, acc bool) {
 	need("GemmBF16NT a", len(x), m*k)
 	need("GemmBF16NT b", len(y), k*n)
 	if of, ok := any(o).([]float32); ok {
-		opGemmBF16NT32(of, any(x).([]float32), y, m, k, n, acc)
+		GemmBF16NT(of, any(x).([]float32), y, m, k, n, acc)
 		return
 	}
-	opGemmBF16NT(o, x, y, m, k, n, acc)
+	GemmBF16NTRef(o, x, y, m, k, n, acc)
 }
 
 var (

@@ -213,14 +213,3 @@ func TestCPUForwardReferences(t *testing.T) {
 		}
 	}
 }
-
-func TestBF16Round(t *testing.T) {
-	for _, c := range []struct {
-		in   float32
-		want uint16
-	}{{1, 0x3f80}, {-2, 0xc000}, {math.Float32frombits(0x3f808000), 0x3f80}, {math.Float32frombits(0x3f818000), 0x3f82}, {math.Float32frombits(0x3f808001), 0x3f81}} {
-		if got := opBF16Round(c.in); got != c.want {
-			t.Errorf("bf16(%#x) = %#x, want %#x", math.Float32bits(c.in), got, c.want)
-		}
-	}
-}
