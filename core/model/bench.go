@@ -1,0 +1,127 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"whale/core/policy"
+	"whale/kernels"
+)
+
+// Speed measurements for `whale bench engine`. They build a model of cfg
+// with seeded random weights on the float32 CPU backend; results are wall
+// clock and depend on whatever else runs on the machine.
+
+// TrainFLOPsPerToken is the conventional training cost of one token:
+// 6·N for the parameter products (forward 2N, backward 4N) plus
+// 12·L·T·d for attention scores and mixing over a context of T, d the
+// attention width (heads·head_dim).
+func TrainFLOPsPerToken(cfg Config, T int) float64 {
+	return 6*float64(cfg.NumParams()) + 12*float64(cfg.NumHiddenLayers*T*cfg.NumAttentionHeads*cfg.Dim())
+}
+
+// WeightBytes is the size of the weights one decoding step streams: every
+// parameter once (a tied head counted once), 2 bytes each in bf16, 4 in
+// float32.
+func WeightBytes(cfg Config, bf16 bool) int64 {
+	if bf16 {
+		return 2 * int64(cfg.NumParams())
+	}
+	return 4 * int64(cfg.NumParams())
+}
+
+func benchModel(cfg Config) (*Model, error) {
+	m, err := New(cfg, kernels.NewCPU(), 1)
+	if err != nil {
+		return nil, fmt.Errorf("model: bench: %w", err)
+	}
+	return m, nil
+}
+
+// BenchTrain runs training steps of B sequences of T+1 tokens (T
+// predictions each, every target counted) for at least minDur after one
+// warm-up step, and returns trained tokens per second and achieved
+// GFLOP/s (TrainFLOPsPerToken).
+func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops float64, err error) {
+	if B <= 0 || T <= 0 || T > cfg.MaxPositionEmbeddings {
+		return 0, 0, fmt.Errorf("model: bench train: B=%d T=%d outside 1..%d positions", B, T, cfg.MaxPositionEmbeddings)
+	}
+	m, err := benchModel(cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	tr, err := NewTrainer(m, DefaultTrainConfig())
+	if err != nil {
+		return 0, 0, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([]Sequence, B)
+	for i := range batch {
+		batch[i] = Sequence{Tokens: make([]int32, T+1), Mask: make([]float32, T+1)}
+		for j := range batch[i].Tokens {
+			batch[i].Tokens[j] = int32(rng.IntN(cfg.VocabSize))
+			batch[i].Mask[j] = 1
+		}
+	}
+	step := func() error {
+		_, err := tr.Step([][]Sequence{batch})
+		return err
+	}
+	if err := step(); err != nil {
+		return 0, 0, err
+	}
+	start, steps := time.Now(), 0
+	for steps < 2 || time.Since(start) < minDur {
+		if err := step(); err != nil {
+			return 0, 0, err
+		}
+		steps++
+	}
+	tokensPerS = float64(steps*B*T) / time.Since(start).Seconds()
+	return tokensPerS, tokensPerS * TrainFLOPsPerToken(cfg, T) / 1e9, nil
+}
+
+// BenchSample generates gen tokens after a random prompt of prompt tokens
+// for batch sequences at once (temperature 1, no stop tokens, no prefix
+// reuse) and returns generated tokens per second, prefill included in the
+// time but not in the count.
+func BenchSample(cfg Config, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
+	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings {
+		return 0, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d)", batch, prompt, gen, cfg.MaxPositionEmbeddings)
+	}
+	m, err := benchModel(cfg)
+	if err != nil {
+		return 0, err
+	}
+	s := NewSampler(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1})
+	rng := rand.New(rand.NewPCG(3, 4))
+	reqs := make([]policy.Request, batch)
+	for i := range reqs {
+		p := make([]int32, prompt)
+		for j := range p {
+			p[j] = int32(rng.IntN(cfg.VocabSize))
+		}
+		reqs[i] = policy.Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: gen, Temperature: 1, Seed: 1}
+	}
+	// Warm-up: one short generation sizes the scratch and the bf16 copy.
+	warm := make([]policy.Request, len(reqs))
+	for i, r := range reqs {
+		r.MaxNewTokens = 2
+		warm[i] = r
+	}
+	if _, err := s.Generate(context.Background(), warm); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	out, err := s.Generate(context.Background(), reqs)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range out {
+		n += len(c.Tokens)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,46 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+// Engine benchmarks (not tests): go test ./core/model -run XXX -bench Engine -benchtime 1x.
+// Each iteration is one full measurement; numbers are reported as metrics.
+
+func benchPreset(b *testing.B, name string) Config {
+	b.Helper()
+	cfg, err := Preset(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg
+}
+
+func BenchmarkEngineTrainBenchSmall(b *testing.B) {
+	cfg := benchPreset(b, "bench-small")
+	for i := 0; i < b.N; i++ {
+		tps, gf, err := BenchTrain(cfg, 8, 128, 3*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(tps, "tokens/s")
+		b.ReportMetric(gf, "GFLOP/s")
+	}
+}
+
+func benchSample(b *testing.B, preset string, batch int, bf16 bool) {
+	cfg := benchPreset(b, preset)
+	for i := 0; i < b.N; i++ {
+		tps, err := BenchSample(cfg, batch, 16, 256, bf16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(tps, "tokens/s")
+		b.ReportMetric(tps*float64(WeightBytes(cfg, bf16))/1e9, "weightGB/s")
+	}
+}
+
+func BenchmarkEngineSampleBenchSmallB1(b *testing.B)  { benchSample(b, "bench-small", 1, false) }
+func BenchmarkEngineSampleBenchSmallB64(b *testing.B) { benchSample(b, "bench-small", 64, false) }
+func BenchmarkEngineSample110MBF16B1(b *testing.B)    { benchSample(b, "110m", 1, true) }
