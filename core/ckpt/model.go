@@ -1,0 +1,125 @@
+package ckpt
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"whale/core/model"
+	"whale/kernels"
+)
+
+// Metadata keys whale writes into a model's safetensors header.
+const (
+	MetaConfig = "config" // the model's HF config.json, as JSON
+	MetaFormat = "format" // "pt", which HF loaders expect
+)
+
+// Tensors returns m's parameters as safetensors tensors in dtype, with HF
+// names and shapes. A tied model has no lm_head.weight (HF writes none).
+func Tensors(m *model.Model, dtype DType) ([]Tensor, error) {
+	var out []Tensor
+	for _, p := range m.Params() {
+		v, err := m.ReadParam(p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("ckpt: read %s: %w", p.Name, err)
+		}
+		out = append(out, Tensor{Name: p.Name, Shape: p.Shape, DType: dtype, Data: v})
+	}
+	return out, nil
+}
+
+// EncodeModel serialises m with its config (and meta, which must not use
+// the reserved keys) as safetensors bytes.
+func EncodeModel(m *model.Model, dtype DType, meta map[string]string) ([]byte, error) {
+	cfg, err := json.Marshal(m.Config)
+	if err != nil {
+		return nil, fmt.Errorf("ckpt: encode config: %w", err)
+	}
+	all := map[string]string{MetaConfig: string(cfg), MetaFormat: "pt"}
+	for k, v := range meta {
+		if _, reserved := all[k]; reserved {
+			return nil, fmt.Errorf("ckpt: metadata key %q is reserved", k)
+		}
+		all[k] = v
+	}
+	ts, err := Tensors(m, dtype)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(ts, all)
+}
+
+// SaveModel writes m to path atomically.
+func SaveModel(path string, m *model.Model, dtype DType, meta map[string]string) error {
+	b, err := EncodeModel(m, dtype, meta)
+	if err != nil {
+		return fmt.Errorf("%w (writing %s)", err, path)
+	}
+	return writeAtomic(path, b)
+}
+
+// LoadModel reads a model written by SaveModel (or any safetensors file
+// whose metadata carries an HF config) onto backend be. Every parameter
+// must be present with its exact shape, and the file may hold no tensor
+// the model lacks (lm_head.weight of a tied model is ignored, as HF does).
+// It returns the file's metadata too.
+func LoadModel(path string, be kernels.Backend) (*model.Model, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ckpt: %w", err)
+	}
+	return DecodeModel(b, path, be)
+}
+
+// DecodeModel is LoadModel over bytes already in memory (an embedded
+// model); name is used in errors.
+func DecodeModel(b []byte, name string, be kernels.Backend) (*model.Model, map[string]string, error) {
+	f, err := Decode(b, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, ok := f.Meta[MetaConfig]
+	if !ok {
+		return nil, nil, fmt.Errorf("ckpt: %s: no %q in the metadata: not a whale model file (for an HF directory use its config.json)", name, MetaConfig)
+	}
+	cfg, err := model.ParseConfig([]byte(raw))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ckpt: %s: metadata %q: %w", name, MetaConfig, err)
+	}
+	m, err := model.New(cfg, be, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ckpt: %s: %w", name, err)
+	}
+	if err := fill(m, f); err != nil {
+		return nil, nil, err
+	}
+	return m, f.Meta, nil
+}
+
+// fill loads every parameter of m from f.
+func fill(m *model.Model, f *File) error {
+	want := map[string]bool{}
+	for _, p := range m.Params() {
+		want[p.Name] = true
+		v, err := f.Float32(p.Name, p.Shape)
+		if err != nil {
+			return err
+		}
+		if err := m.WriteParam(p.Name, v); err != nil {
+			return fmt.Errorf("ckpt: %s: %w", f.Name, err)
+		}
+	}
+	var extra []string
+	for _, n := range f.Names() {
+		if !want[n] && !(n == "lm_head.weight" && m.Config.TieWordEmbeddings) {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("ckpt: %s: tensor %s is not a parameter of this model (%d unexpected tensors)", f.Name, extra[0], len(extra))
+	}
+	return nil
+}
