@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/model"
+	"whale/kernels"
+)
+
+func init() { register(newBenchCmd) }
+
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure this machine's speed",
+	}
+	c.AddCommand(newBenchEngineCmd())
+	return c
+}
+
+type gemmFigure struct {
+	M      int     `json:"m"`
+	K      int     `json:"k"`
+	N      int     `json:"n"`
+	Layout string  `json:"layout"`
+	GFLOPS float64 `json:"gflops"`
+}
+
+type rate struct {
+	TokensPerS float64 `json:"tokens_per_s"`
+	GFLOPS     float64 `json:"gflops,omitempty"`
+	GBPS       float64 `json:"gbps,omitempty"`
+}
+
+type engineBench struct {
+	CPU          string       `json:"cpu"`
+	Threads      int          `json:"threads"`
+	Kernels      string       `json:"kernels"`
+	PeakGFLOPS   float64      `json:"peak_gflops"`
+	Gemm         []gemmFigure `json:"gemm"`
+	Train        rate         `json:"train"`
+	SampleB1     rate         `json:"sample_b1"`
+	SampleB64    rate         `json:"sample_b64"`
+	Sample110MB1 rate         `json:"sample_110m_b1"`
+}
+
+func newBenchEngineCmd() *cobra.Command {
+	var asJSON, quick bool
+	var threads int
+	c := &cobra.Command{
+		Use:   "engine",
+		Short: "FMA peak, GEMM GFLOP/s, training and sampling speed of the CPU engine",
+		Long: `Measures, on this machine: the fp32 FMA peak; GEMM GFLOP/s for the transformer
+shapes (M=1024; K,N in 256, 512, 704, 768; layouts NN, NT, TN); a training step of
+bench-small (B 8, T 128); sampling tokens/s of bench-small at batch 1 and 64 and of
+the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated).
+Progress goes to stderr. Takes about two minutes (--quick: a few seconds, rough).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if threads > 0 {
+				kernels.SetThreads(threads)
+			}
+			r, err := benchEngine(cmd.ErrOrStderr(), quick)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			printEngineBench(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&quick, "quick", false, "shorter measurements (rough figures, for smoke tests)")
+	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	return c
+}
+
+func benchEngine(log io.Writer, quick bool) (engineBench, error) {
+	r := engineBench{CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName()}
+	dur, gen, sizes := 400*time.Millisecond, 256, []int{256, 512, 704, 768}
+	if quick {
+		dur, gen, sizes = 20*time.Millisecond, 16, []int{256}
+	}
+	fmt.Fprintln(log, "bench: FMA peak")
+	r.PeakGFLOPS = kernels.PeakGFLOPS()
+	fmt.Fprintln(log, "bench: GEMM")
+	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
+		for _, k := range sizes {
+			for _, n := range sizes {
+				g := kernels.BenchGemm(layout, 1024, k, n, dur)
+				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g})
+			}
+		}
+	}
+	small, err := model.Preset("bench-small")
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintln(log, "bench: training step, bench-small B 8 T 128")
+	if r.Train.TokensPerS, r.Train.GFLOPS, err = model.BenchTrain(small, 8, 128, 5*dur); err != nil {
+		return r, err
+	}
+	fmt.Fprintln(log, "bench: sampling, bench-small batch 1")
+	if r.SampleB1.TokensPerS, err = model.BenchSample(small, 1, 16, gen, false); err != nil {
+		return r, err
+	}
+	fmt.Fprintln(log, "bench: sampling, bench-small batch 64")
+	if r.SampleB64.TokensPerS, err = model.BenchSample(small, 64, 16, gen, false); err != nil {
+		return r, err
+	}
+	big, err := model.Preset("110m")
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
+	if r.Sample110MB1.TokensPerS, err = model.BenchSample(big, 1, 16, gen, true); err != nil {
+		return r, err
+	}
+	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(model.WeightBytes(big, true)) / 1e9
+	return r, nil
+}
+
+func printEngineBench(w io.Writer, r engineBench) {
+	fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
+	fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s\n", r.PeakGFLOPS)
+	fmt.Fprintln(w, "GEMM (M=1024)   K     N   GFLOP/s")
+	for _, g := range r.Gemm {
+		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f\n", g.Layout, g.K, g.N, g.GFLOPS)
+	}
+	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s\n", r.Train.TokensPerS, r.Train.GFLOPS)
+	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s\n", r.SampleB1.TokensPerS)
+	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s\n", r.SampleB64.TokensPerS)
+	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s)\n", r.Sample110MB1.TokensPerS, r.Sample110MB1.GBPS)
+}
+
+// cpuName reads the processor model on Linux; elsewhere it reports the
+// architecture.
+func cpuName() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				if _, v, ok := strings.Cut(name, ":"); ok {
+					return strings.TrimSpace(v)
+				}
+			}
+		}
+	}
+	return runtime.GOARCH
+}
