@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 )
 
 // Float is the element type of a CPU backend.
@@ -15,16 +16,17 @@ type CPU[T Float] struct {
 	gemm func(layout Layout, out, a, b []T, m, k, n int, acc bool)
 	dot  func(a, b []T) T
 	axpy func(alpha T, x, y []T) // y += alpha·x
+	exp  func(x T) T             // e^x; float32 uses opExp32
 }
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy}
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy, exp: opExp32}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64]}
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64], exp: math.Exp}
 }
 
 // Name implements Backend.

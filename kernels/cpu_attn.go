@@ -17,7 +17,7 @@ func checkHeads(H, KVH, hd int) {
 // returns the row's log-sum-exp. sc is scratch of at least n elements. Both
 // training and cached attention call it, so a row's result depends only on
 // its query and the keys it sees.
-func attnRow[T Float](out, q, k, v []T, ks, n, hd int, scale T, sc []T, dot func(a, b []T) T, axpy func(T, []T, []T)) float64 {
+func attnRow[T Float](out, q, k, v []T, ks, n, hd int, scale T, sc []T, dot func(a, b []T) T, axpy func(T, []T, []T), exp func(T) T) float64 {
 	sc = sc[:n]
 	mx := T(math.Inf(-1))
 	for j := range sc {
@@ -27,7 +27,7 @@ func attnRow[T Float](out, q, k, v []T, ks, n, hd int, scale T, sc []T, dot func
 	}
 	var sum float64
 	for j, s := range sc {
-		p := T(math.Exp(float64(s - mx)))
+		p := exp(s - mx)
 		sc[j] = p
 		sum += float64(p)
 	}
@@ -64,7 +64,7 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 			kh := h / grp
 			row := b*T_ + i
 			base := b*T_*kw + kh*hd
-			ls[u] = T(attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], kk[base:], vs[base:], kw, i+1, hd, scale, sc, c.dot, c.axpy))
+			ls[u] = T(attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], kk[base:], vs[base:], kw, i+1, hd, scale, sc, c.dot, c.axpy, c.exp))
 		}
 	})
 }
@@ -99,11 +99,11 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 					doi := dos[row*qw+h*hd : row*qw+h*hd+hd]
 					dqi := dqs[row*qw+h*hd : row*qw+h*hd+hd]
 					D := c.dot(doi, os[row*qw+h*hd:row*qw+h*hd+hd])
-					l := float64(ls[(b*H+h)*T_+i])
+					l := ls[(b*H+h)*T_+i]
 					for j := 0; j <= i; j++ {
 						kj := kk[base+j*kw : base+j*kw+hd]
 						vj := vs[base+j*kw : base+j*kw+hd]
-						p := T(math.Exp(float64(c.dot(qi, kj)*scale) - l))
+						p := c.exp(c.dot(qi, kj)*scale - l)
 						ds := p * (c.dot(doi, vj) - D) * scale
 						c.axpy(ds, kj, dqi)
 						c.axpy(ds, qi, dks[base+j*kw:base+j*kw+hd])
@@ -144,7 +144,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			r, h := (u-start[s])/H, (u-start[s])%H
 			row := sp.QRow + r
 			kb := (h / grp) * hd
-			attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], ks[s][kb:], vs[s][kb:], kw, sp.Pos0+r+1, hd, scale, sc, c.dot, c.axpy)
+			attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], ks[s][kb:], vs[s][kb:], kw, sp.Pos0+r+1, hd, scale, sc, c.dot, c.axpy, c.exp)
 		}
 	})
 }

@@ -290,7 +290,7 @@ func (c *CPU[T]) RoPEBackward(dx, dout Tensor, pos []int32, rows, heads, hd int,
 	ropeApply(c.s(dx), c.s(dout), pos, rows, heads, hd, theta, -1, true)
 }
 
-func sigmoid[T Float](x T) T { return T(1 / (1 + math.Exp(-float64(x)))) }
+func sigmoid[T Float](x T, exp func(T) T) T { return 1 / (1 + exp(-x)) }
 
 // SwiGLU implements Backend.
 func (c *CPU[T]) SwiGLU(out, gate, up Tensor) {
@@ -299,7 +299,7 @@ func (c *CPU[T]) SwiGLU(out, gate, up Tensor) {
 	same("SwiGLU up", len(o), len(u))
 	Parallel(len(o), 1<<13, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			o[i] = g[i] * sigmoid(g[i]) * u[i]
+			o[i] = g[i] * sigmoid(g[i], c.exp) * u[i]
 		}
 	})
 }
@@ -314,7 +314,7 @@ func (c *CPU[T]) SwiGLUBackward(dgate, dup, dout, gate, up Tensor) {
 	same("SwiGLUBackward up", len(u), n)
 	Parallel(n, 1<<13, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			s := sigmoid(g[i])
+			s := sigmoid(g[i], c.exp)
 			silu := g[i] * s
 			dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
 			du[i] += d[i] * silu
