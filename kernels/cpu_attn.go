@@ -42,7 +42,36 @@ func attnRow[T Float](out, q, k, v []T, ks, n, hd int, scale T, sc []T, dot func
 	return float64(mx) + math.Log(sum)
 }
 
-// Attention implements Backend, parallel over (sequence, head, query row).
+// attnBlock is the number of query rows one block of training attention
+// handles: its scores (attnBlock × T) stay in cache.
+const attnBlock = 64
+
+// attnBuf is one worker's scratch for blocked attention over T positions.
+type attnBuf[T Float] struct {
+	kb, vb, dkb, dvb []T // (T,hd) keys, values of one KV head and their gradients
+	qb, ob, dob, dqb []T // (attnBlock,hd)
+	s, dp            []T // (attnBlock,T) scores / probabilities, their gradient
+	d                []T // (attnBlock) rowsum(dout·out)
+}
+
+func newAttnBuf[T Float](T_, hd int) *attnBuf[T] {
+	bs := min(attnBlock, T_)
+	return &attnBuf[T]{kb: make([]T, T_*hd), vb: make([]T, T_*hd), dkb: make([]T, T_*hd), dvb: make([]T, T_*hd),
+		qb: make([]T, bs*hd), ob: make([]T, bs*hd), dob: make([]T, bs*hd), dqb: make([]T, bs*hd),
+		s: make([]T, bs*T_), dp: make([]T, bs*T_), d: make([]T, bs)}
+}
+
+// gatherRows copies n rows of width hd, stride ld, from src into dst.
+func gatherRows[T Float](dst, src []T, n, hd, ld int) {
+	for r := 0; r < n; r++ {
+		copy(dst[r*hd:r*hd+hd], src[r*ld:r*ld+hd])
+	}
+}
+
+// Attention implements Backend. Work is split over (sequence, KV head);
+// each worker copies its keys and values into contiguous blocks and, per
+// query head and block of attnBlock query rows, computes the scores with
+// one GEMM, the causal softmax in place and the output with another.
 func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, ls, qs, kk, vs := c.s(out), c.s(lse), c.s(q), c.s(k), c.s(v)
@@ -55,23 +84,51 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	grp := H / KVH
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
-	Parallel(B*H*T_, 1+(1<<14)/(1+T_*hd), func(lo, hi int) {
-		sc := make([]T, T_)
+	Parallel(B*KVH, 1, func(lo, hi int) {
+		w := newAttnBuf[T](T_, hd)
 		for u := lo; u < hi; u++ {
-			i := u % T_
-			h := (u / T_) % H
-			b := u / (T_ * H)
-			kh := h / grp
-			row := b*T_ + i
-			base := b*T_*kw + kh*hd
-			ls[u] = T(attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], kk[base:], vs[base:], kw, i+1, hd, scale, sc, c.dot, c.axpy, c.exp))
+			b, kh := u/KVH, u%KVH
+			gatherRows(w.kb, kk[b*T_*kw+kh*hd:], T_, hd, kw)
+			gatherRows(w.vb, vs[b*T_*kw+kh*hd:], T_, hd, kw)
+			for h := kh * grp; h < kh*grp+grp; h++ {
+				for i0 := 0; i0 < T_; i0 += attnBlock {
+					nb := min(attnBlock, T_-i0)
+					n := i0 + nb // keys the block can see
+					gatherRows(w.qb, qs[(b*T_+i0)*qw+h*hd:], nb, hd, qw)
+					c.gemm(NT, w.s[:nb*n], w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
+					for r := 0; r < nb; r++ {
+						i := i0 + r
+						row := w.s[r*n : r*n+n]
+						mx := T(math.Inf(-1))
+						for j := 0; j <= i; j++ {
+							row[j] *= scale
+							mx = max(mx, row[j])
+						}
+						var sum float64
+						for j := 0; j <= i; j++ {
+							row[j] = c.exp(row[j] - mx)
+							sum += float64(row[j])
+						}
+						inv := T(1 / sum)
+						for j := 0; j <= i; j++ {
+							row[j] *= inv
+						}
+						clear(row[i+1:])
+						ls[(b*H+h)*T_+i] = T(float64(mx) + math.Log(sum))
+					}
+					c.gemm(NN, w.ob[:nb*hd], w.s[:nb*n], w.vb[:n*hd], nb, n, hd, false)
+					for r := 0; r < nb; r++ {
+						copy(o[(b*T_+i0+r)*qw+h*hd:(b*T_+i0+r)*qw+h*hd+hd], w.ob[r*hd:r*hd+hd])
+					}
+				}
+			}
 		}
 	})
 }
 
-// AttentionBackward implements Backend, parallel over (sequence, KV head):
-// each worker owns the dk and dv rows of its KV head and the dq rows of the
-// query heads that read it, and adds into them in a fixed order.
+// AttentionBackward implements Backend, blocked like Attention. Each
+// worker owns the dk and dv rows of its (sequence, KV head) and the dq rows
+// of the query heads that read it, and adds into them in a fixed order.
 func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	dqs, dks, dvs, dos, os, ls := c.s(dq), c.s(dk), c.s(dv), c.s(dout), c.s(out), c.s(lse)
@@ -89,26 +146,57 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
+		w := newAttnBuf[T](T_, hd)
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
-			base := b*T_*kw + kh*hd
+			kbase := b*T_*kw + kh*hd
+			gatherRows(w.kb, kk[kbase:], T_, hd, kw)
+			gatherRows(w.vb, vs[kbase:], T_, hd, kw)
+			clear(w.dkb)
+			clear(w.dvb)
 			for h := kh * grp; h < kh*grp+grp; h++ {
-				for i := 0; i < T_; i++ {
-					row := b*T_ + i
-					qi := qs[row*qw+h*hd : row*qw+h*hd+hd]
-					doi := dos[row*qw+h*hd : row*qw+h*hd+hd]
-					dqi := dqs[row*qw+h*hd : row*qw+h*hd+hd]
-					D := c.dot(doi, os[row*qw+h*hd:row*qw+h*hd+hd])
-					l := ls[(b*H+h)*T_+i]
-					for j := 0; j <= i; j++ {
-						kj := kk[base+j*kw : base+j*kw+hd]
-						vj := vs[base+j*kw : base+j*kw+hd]
-						p := c.exp(c.dot(qi, kj)*scale - l)
-						ds := p * (c.dot(doi, vj) - D) * scale
-						c.axpy(ds, kj, dqi)
-						c.axpy(ds, qi, dks[base+j*kw:base+j*kw+hd])
-						c.axpy(p, doi, dvs[base+j*kw:base+j*kw+hd])
+				for i0 := 0; i0 < T_; i0 += attnBlock {
+					nb := min(attnBlock, T_-i0)
+					n := i0 + nb
+					qbase := (b*T_+i0)*qw + h*hd
+					gatherRows(w.qb, qs[qbase:], nb, hd, qw)
+					gatherRows(w.dob, dos[qbase:], nb, hd, qw)
+					gatherRows(w.ob, os[qbase:], nb, hd, qw)
+					for r := 0; r < nb; r++ {
+						w.d[r] = c.dot(w.dob[r*hd:r*hd+hd], w.ob[r*hd:r*hd+hd])
 					}
+					s, dp := w.s[:nb*n], w.dp[:nb*n]
+					c.gemm(NT, s, w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
+					c.gemm(NT, dp, w.dob[:nb*hd], w.vb[:n*hd], nb, hd, n, false)
+					for r := 0; r < nb; r++ {
+						i := i0 + r
+						l := ls[(b*H+h)*T_+i]
+						srow, drow := s[r*n:r*n+n], dp[r*n:r*n+n]
+						for j := 0; j <= i; j++ {
+							p := c.exp(srow[j]*scale - l)
+							srow[j] = p                              // P
+							drow[j] = p * (drow[j] - w.d[r]) * scale // dS
+						}
+						clear(srow[i+1:])
+						clear(drow[i+1:])
+					}
+					c.gemm(NN, w.dqb[:nb*hd], dp, w.kb[:n*hd], nb, n, hd, false)
+					for r := 0; r < nb; r++ {
+						d := dqs[qbase+r*qw : qbase+r*qw+hd]
+						for e, x := range w.dqb[r*hd : r*hd+hd] {
+							d[e] += x
+						}
+					}
+					c.gemm(TN, w.dkb[:n*hd], dp, w.qb[:nb*hd], n, nb, hd, true)
+					c.gemm(TN, w.dvb[:n*hd], s, w.dob[:nb*hd], n, nb, hd, true)
+				}
+			}
+			for r := 0; r < T_; r++ {
+				dkr := dks[kbase+r*kw : kbase+r*kw+hd]
+				dvr := dvs[kbase+r*kw : kbase+r*kw+hd]
+				for e := 0; e < hd; e++ {
+					dkr[e] += w.dkb[r*hd+e]
+					dvr[e] += w.dvb[r*hd+e]
 				}
 			}
 		}
