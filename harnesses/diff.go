@@ -122,12 +122,12 @@ func diffLines(a, b []string) []diffOp {
 				ops = append(ops, diffOp{' ', ma[i], pre + i, pre + j})
 				i++
 				j++
-			case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-				ops = append(ops, diffOp{'+', mb[j], pre + i, pre + j})
-				j++
-			default:
+			case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 				ops = append(ops, diffOp{'-', ma[i], pre + i, pre + j})
 				i++
+			default:
+				ops = append(ops, diffOp{'+', mb[j], pre + i, pre + j})
+				j++
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package harnesses
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -89,7 +90,16 @@ func (f fakeTool) Call(args string) (string, error) {
 		}
 		return strconv.Itoa(x + y), nil
 	case "search":
-		return "Alpha: first passage about " + args + ".\n\nBeta: second passage.\n\nGamma: third passage.", nil
+		var q struct {
+			Query string `json:"query"`
+		}
+		if strings.HasPrefix(args, "{") {
+			if err := json.Unmarshal([]byte(args), &q); err != nil {
+				return "", err
+			}
+			args = q.Query
+		}
+		return "[1] Alpha\nfirst passage about " + args + ".\n[2] Beta\nsecond passage.\n[3] Gamma\nthird passage.", nil
 	}
 	return "", fmt.Errorf("no tool %s", f.name)
 }

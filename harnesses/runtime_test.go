@@ -212,11 +212,11 @@ func TestScriptedHarnessIssuedSearch(t *testing.T) {
 	if tr.Reward != 1 {
 		t.Fatalf("reward %v failure %q error %q", tr.Reward, tr.Failure, tr.Error)
 	}
-	if len(tr.Tools) != 1 || !tr.Tools[0].ByHarness || tr.Tools[0].Args != "Who founded city number 1?" {
+	if len(tr.Tools) != 1 || !tr.Tools[0].ByHarness || tr.Tools[0].Args != `{"k":1,"query":"Who founded city number 1?"}` {
 		t.Fatalf("want one harness search of the unchanged question; got %+v", tr.Tools)
 	}
 	p := bytesTok.Decode(pol.Requests[0].Prompt)
-	if !strings.Contains(p, "Alpha: first passage") || strings.Contains(p, "Beta:") {
+	if !strings.Contains(p, "Alpha\nfirst passage about Who founded city number 1?") || strings.Contains(p, "Beta") {
 		t.Fatalf("first prompt should hold exactly one passage:\n%s", p)
 	}
 }
