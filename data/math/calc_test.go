@@ -135,3 +135,19 @@ func FuzzEval(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkEval(b *testing.B) {
+	for b.Loop() {
+		if _, err := Eval("(12.5 * 4 + 3^4) / 7 - 1,234 % 5"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGenerate(b *testing.B) {
+	for b.Loop() {
+		if _, err := Generate(1, 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

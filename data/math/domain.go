@@ -26,7 +26,11 @@ func New(seed uint64) (*Domain, error) { return NewSized(seed, data.DefaultSizes
 // NewSized generates sizes.Total() distinct problems from seed and deals
 // them into splits with data.SplitTasks.
 func NewSized(seed uint64, sizes data.Sizes) (*Domain, error) {
-	splits, err := data.SplitTasks(Generate(seed, sizes.Total()), seed, sizes)
+	tasks, err := Generate(seed, sizes.Total())
+	if err != nil {
+		return nil, err
+	}
+	splits, err := data.SplitTasks(tasks, seed, sizes)
 	if err != nil {
 		return nil, fmt.Errorf("math: split generated tasks: %w", err)
 	}

@@ -60,14 +60,15 @@ func capitalize(s string) string {
 
 // Generate returns n distinct word problems (distinct problem text)
 // generated from seed, with levels 1 to 5 (the number of operations) in
-// about equal shares. The same seed always gives the same tasks.
-func Generate(seed uint64, n int) []data.Task {
+// about equal shares. The same seed always gives the same tasks. It fails
+// only when n is beyond what the templates can make distinct.
+func Generate(seed uint64, n int) ([]data.Task, error) {
 	r := rand.New(rand.NewPCG(seed, 0x6d617468)) // "math"
 	seen := make(map[string]bool, n)
 	tasks := make([]data.Task, 0, n)
 	for attempts := 0; len(tasks) < n; attempts++ {
 		if attempts > 50*n+1000 {
-			panic(fmt.Sprintf("math: generator cannot find %d distinct problems", n)) // the template space is far larger
+			return nil, fmt.Errorf("math: generate: found only %d distinct problems of the %d asked for", len(tasks), n)
 		}
 		level := 1 + len(tasks)%5
 		t, ok := generateOne(r, level)
@@ -78,7 +79,7 @@ func Generate(seed uint64, n int) []data.Task {
 		t.ID = fmt.Sprintf("math-%d-%05d", seed, len(tasks))
 		tasks = append(tasks, t)
 	}
-	return tasks
+	return tasks, nil
 }
 
 // family writes one problem with exactly level operations into b and

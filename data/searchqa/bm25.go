@@ -27,6 +27,7 @@ type Index struct {
 	postings map[string][]posting
 	docLen   []float64
 	avgLen   float64
+	norm     []float64 // k1 (1 - b + b len/avgLen), per document
 }
 
 type posting struct {
@@ -65,6 +66,10 @@ func NewIndex(docs []Doc) *Index {
 	if len(docs) > 0 {
 		ix.avgLen = total / float64(len(docs))
 	}
+	ix.norm = make([]float64, len(docs))
+	for i, l := range ix.docLen {
+		ix.norm[i] = bm25K1 * (1 - bm25B + bm25B*l/max(ix.avgLen, 1))
+	}
 	return ix
 }
 
@@ -81,6 +86,9 @@ const maxQueryTerms = 32
 // broken by corpus order, and scores are summed in query-term order, so
 // results are the same on every machine.
 func (ix *Index) Search(query string, k int) []Hit {
+	if k <= 0 {
+		return nil
+	}
 	terms := Terms(query)
 	seen := map[string]bool{}
 	uniq := terms[:0:0]
@@ -90,7 +98,8 @@ func (ix *Index) Search(query string, k int) []Hit {
 			uniq = append(uniq, t)
 		}
 	}
-	scores := map[int32]float64{}
+	scores := make([]float64, len(ix.docs))
+	var touched []int32
 	n := float64(len(ix.docs))
 	for _, t := range uniq {
 		ps := ix.postings[t]
@@ -101,22 +110,28 @@ func (ix *Index) Search(query string, k int) []Hit {
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		for _, p := range ps {
 			tf := float64(p.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*ix.docLen[p.doc]/ix.avgLen)
-			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			scores[p.doc] += idf * tf * (bm25K1 + 1) / (tf + ix.norm[p.doc])
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
-	for d, s := range scores {
-		hits = append(hits, Hit{Doc: int(d), Score: s})
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	// Keep the k best in a small sorted slice: better score first, then
+	// lower document index.
+	better := func(a, b Hit) bool { return a.Score > b.Score || a.Score == b.Score && a.Doc < b.Doc }
+	hits := make([]Hit, 0, k+1)
+	for _, d := range touched {
+		h := Hit{Doc: int(d), Score: scores[d]}
+		if len(hits) == k && !better(h, hits[k-1]) {
+			continue
 		}
-		return hits[i].Doc < hits[j].Doc
-	})
-	if len(hits) > k {
-		hits = hits[:k]
+		i := sort.Search(len(hits), func(i int) bool { return better(h, hits[i]) })
+		hits = append(hits, Hit{})
+		copy(hits[i+1:], hits[i:])
+		hits[i] = h
+		if len(hits) > k {
+			hits = hits[:k]
+		}
 	}
 	return hits
 }

@@ -355,3 +355,17 @@ func FuzzAnswerKey(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSearch(b *testing.B) {
+	d, err := NewSized(1, small)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts, _ := d.Tasks(data.SplitTrain)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		d.index.Search(ts[i%len(ts)].Problem, 3)
+		i++
+	}
+}
