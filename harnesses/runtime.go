@@ -228,7 +228,11 @@ type runner struct {
 func (h *Harness) systemPrompt() string {
 	var b strings.Builder
 	for _, name := range h.Tools {
-		fmt.Fprintf(&b, "- %s: %s\n", name, h.Env.ToolDescs[name])
+		desc := h.Env.ToolDescs[name]
+		if !strings.HasPrefix(desc, name+":") {
+			desc = name + ": " + desc
+		}
+		fmt.Fprintf(&b, "- %s\n", desc)
 	}
 	return strings.ReplaceAll(h.SystemPrompt, "{tools}", strings.TrimRight(b.String(), "\n"))
 }

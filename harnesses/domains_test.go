@@ -1,0 +1,61 @@
+package harnesses
+
+import (
+	"context"
+	"testing"
+
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+)
+
+// The built-in h0 of each real domain, driven by the oracle, scores 1.0 on
+// 200 validation tasks, and the random policy scores near 0.
+func TestBuiltinsOnRealDomains(t *testing.T) {
+	tok := tokenizer.Bytes{}
+	for _, name := range domains.Names() {
+		t.Run(name, func(t *testing.T) {
+			d, err := domains.Open(name, 1)
+			if err != nil {
+				t.Fatalf("open %s: %v", name, err)
+			}
+			h := loadBuiltin(t, d)
+			tasks, err := d.Tasks(data.SplitVal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tasks) > 200 {
+				tasks = tasks[:200]
+			}
+			if len(tasks) < 200 {
+				t.Logf("%s has only %d val tasks", name, len(tasks))
+			}
+			ts, err := Run(context.Background(), h, d, tasks, NewOracle(d, tok), tok, RunOptions{Seed: 1, MaxNewTokens: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := meanReward(ts); got != 1 {
+				for _, tr := range ts {
+					if tr.Reward != 1 {
+						t.Logf("task %s failure %q error %q transcript %+v", tr.TaskID, tr.Failure, tr.Error, tr.Messages)
+						break
+					}
+				}
+				t.Fatalf("oracle mean reward %v on %d tasks, want 1; failures %v", got, len(ts), failures(ts))
+			}
+			rs, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 1, MaxNewTokens: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := meanReward(rs); got > 0.02 {
+				t.Fatalf("random mean reward %v, want near 0; failures %v", got, failures(rs))
+			}
+			for _, tr := range rs {
+				if tr.Failure == FailHarness {
+					t.Fatalf("h0 failed on random text: %s", tr.Error)
+				}
+			}
+			t.Logf("%s: oracle 1.0 on %d tasks; random %.3f, failures %v", name, len(ts), meanReward(rs), failures(rs))
+		})
+	}
+}
