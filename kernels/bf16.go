@@ -40,6 +40,8 @@ func FromBF16(dst []float32, src []BF16) {
 	}
 }
 
+var bf16Tiles = dotTileKernels[BF16]{dotTile3x4BF16, dotTile1x8BF16, bf16ToFloat}
+
 func bf16ToFloat(h BF16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // GemmBF16NT computes out[m,n] = a[m,k] · b[n,k]ᵀ with b stored as bf16,
@@ -65,7 +67,7 @@ func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 		}
 		return
 	}
-	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, dotTile3x4BF16, bf16ToFloat)
+	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, &bf16Tiles)
 }
 
 // GemmBF16NTRef is the plain reference of GemmBF16NT, generic so that a

@@ -28,3 +28,36 @@ func dotTile3x4BF16(k8 int, a *[3][]float32, b *[4][]BF16, c *[12]float32) {
 	_, _, _, _ = b[0][k8-1], b[1][k8-1], b[2][k8-1], b[3][k8-1]
 	dotTile3x4BF16AVX2(k8, &a[0][0], &a[1][0], &a[2][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &c[0])
 }
+
+// dotTile1x8BF16AVX2 computes one row of a against eight rows of B. In Go:
+//
+//	for j := 0; j < 8; j++ {
+//		var s float32
+//		for p := 0; p < k8; p++ {
+//			s += a[p] * math.Float32frombits(uint32(b_j[p])<<16)
+//		}
+//		c[j] = s
+//	}
+//
+// k8 is a positive multiple of 8. Lanes and their reduction are those of
+// dotTile3x4BF16AVX2, so both give a row the same bits. next only steers
+// prefetches (which never fault) and may point anywhere.
+//
+//go:noescape
+func dotTile1x8BF16AVX2(k8 int, a *float32, b0, b1, b2, b3, b4, b5, b6, b7 *BF16, next *BF16, c *float32)
+
+func dotTile1x8BF16(k8 int, a []float32, b *[8][]BF16, next []BF16, c *[8]float32) {
+	if !useAsm {
+		dotTile1x8BF16Go(k8, a, b, c)
+		return
+	}
+	_ = a[k8-1]
+	for j := range b {
+		_ = b[j][k8-1]
+	}
+	pf := &b[7][0]
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	dotTile1x8BF16AVX2(k8, &a[0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &b[6][0], &b[7][0], pf, &c[0])
+}

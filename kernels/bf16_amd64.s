@@ -2,8 +2,12 @@
 
 // func dotTile3x4BF16AVX2(k8 int, a0, a1, a2 *float32, b0, b1, b2, b3 *BF16, c *float32)
 //
-// Accumulators: row i, column j in Y(4+4i+j); the same shape as
-// dotTile3x4AVX2 but B is read as 8 bf16 (16 bytes) per row and trip.
+// Accumulators: row i, column j in Y(4+4i+j). Each trip loads 8 elements
+// of the three A rows once and of each B row once: 7 loads for 12 FMAs.
+// R13 walks the four B rows that follow b3 by one more tile (B rows are
+// contiguous in the callers), 64 bytes a trip, so that they arrive
+// before they are needed: a tile's rows are too short a stream for the
+// hardware prefetcher to ramp up on.
 TEXT ·dotTile3x4BF16AVX2(SB), NOSPLIT, $0-72
 	MOVQ k8+0(FP), CX
 	MOVQ a0+8(FP), SI
@@ -13,7 +17,10 @@ TEXT ·dotTile3x4BF16AVX2(SB), NOSPLIT, $0-72
 	MOVQ b1+40(FP), R10
 	MOVQ b2+48(FP), R11
 	MOVQ b3+56(FP), R12
-	MOVQ c+64(FP), DX
+	MOVQ R12, AX
+	SUBQ R11, AX
+	LEAQ (AX)(AX*4), AX
+	LEAQ (R12)(AX*1), R13
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -28,7 +35,8 @@ TEXT ·dotTile3x4BF16AVX2(SB), NOSPLIT, $0-72
 	VXORPS Y15, Y15, Y15
 	XORQ AX, AX
 
-bt34loop:
+dotTile3x4BF16AVX2loop:
+	PREFETCHT0 0(R13)
 	VMOVUPS (SI)(AX*4), Y0
 	VMOVUPS (R8)(AX*4), Y1
 	VMOVUPS (R9)(AX*4), Y2
@@ -52,11 +60,14 @@ bt34loop:
 	VFMADD231PS Y3, Y0, Y7
 	VFMADD231PS Y3, Y1, Y11
 	VFMADD231PS Y3, Y2, Y15
+	ADDQ $64, R13
 	ADDQ $8, AX
 	CMPQ AX, CX
-	JLT  bt34loop
+	JLT  dotTile3x4BF16AVX2loop
 
-	// Horizontal sums as in dotTile3x4AVX2.
+	// Each sum is ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) of its lanes,
+	// whatever its position: the 1×8 tile reduces the same way.
+	MOVQ c+64(FP), DX
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
@@ -75,5 +86,81 @@ bt34loop:
 	VEXTRACTF128 $1, Y12, X0
 	VADDPS X0, X12, X12
 	VMOVUPS X12, 32(DX)
+	VZEROUPPER
+	RET
+
+// func dotTile1x8BF16AVX2(k8 int, a *float32, b0, b1, b2, b3, b4, b5, b6, b7 *BF16, next *BF16, c *float32)
+//
+// Accumulators: column j in Y(8+j). Each trip loads 8 elements of a once
+// and of each B row once: 9 loads for 8 FMAs, no wasted lanes. DX walks the
+// region from next, 128 bytes a trip: the next tile's eight rows.
+TEXT ·dotTile1x8BF16AVX2(SB), NOSPLIT, $0-96
+	MOVQ k8+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+16(FP), DI
+	MOVQ b1+24(FP), R8
+	MOVQ b2+32(FP), R9
+	MOVQ b3+40(FP), R10
+	MOVQ b4+48(FP), R11
+	MOVQ b5+56(FP), R12
+	MOVQ b6+64(FP), R13
+	MOVQ b7+72(FP), BX
+	MOVQ next+80(FP), DX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+	XORQ AX, AX
+
+dotTile1x8BF16AVX2loop:
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	VMOVUPS (SI)(AX*4), Y0
+	VPMOVZXWD (DI)(AX*2), Y1
+	VPSLLD $16, Y1, Y1
+	VFMADD231PS Y1, Y0, Y8
+	VPMOVZXWD (R8)(AX*2), Y2
+	VPSLLD $16, Y2, Y2
+	VFMADD231PS Y2, Y0, Y9
+	VPMOVZXWD (R9)(AX*2), Y3
+	VPSLLD $16, Y3, Y3
+	VFMADD231PS Y3, Y0, Y10
+	VPMOVZXWD (R10)(AX*2), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS Y4, Y0, Y11
+	VPMOVZXWD (R11)(AX*2), Y5
+	VPSLLD $16, Y5, Y5
+	VFMADD231PS Y5, Y0, Y12
+	VPMOVZXWD (R12)(AX*2), Y6
+	VPSLLD $16, Y6, Y6
+	VFMADD231PS Y6, Y0, Y13
+	VPMOVZXWD (R13)(AX*2), Y7
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS Y7, Y0, Y14
+	VPMOVZXWD (BX)(AX*2), Y1
+	VPSLLD $16, Y1, Y1
+	VFMADD231PS Y1, Y0, Y15
+	ADDQ $128, DX
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT  dotTile1x8BF16AVX2loop
+
+	MOVQ c+88(FP), DX
+	VHADDPS Y9, Y8, Y8
+	VHADDPS Y11, Y10, Y10
+	VHADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVUPS X8, 0(DX)
+	VHADDPS Y13, Y12, Y12
+	VHADDPS Y15, Y14, Y14
+	VHADDPS Y14, Y12, Y12
+	VEXTRACTF128 $1, Y12, X0
+	VADDPS X0, X12, X12
+	VMOVUPS X12, 16(DX)
 	VZEROUPPER
 	RET

@@ -87,3 +87,36 @@ func packNT16(kc int, src []float32, lds int, dst []float32) int {
 	packNT16AVX2(kc8, &src[0], lds, &dst[0])
 	return kc8
 }
+
+// dotTile1x8AVX2 computes one row of a against eight rows of B. In Go:
+//
+//	for j := 0; j < 8; j++ {
+//		var s float32
+//		for p := 0; p < k8; p++ {
+//			s += a[p] * b_j[p]
+//		}
+//		c[j] = s
+//	}
+//
+// k8 is a positive multiple of 8. Lanes and their reduction are those of
+// dotTile3x4AVX2, so both give a row the same bits. next only steers
+// prefetches (which never fault) and may point anywhere.
+//
+//go:noescape
+func dotTile1x8AVX2(k8 int, a *float32, b0, b1, b2, b3, b4, b5, b6, b7 *float32, next *float32, c *float32)
+
+func dotTile1x8(k8 int, a []float32, b *[8][]float32, next []float32, c *[8]float32) {
+	if !useAsm {
+		dotTile1x8Go(k8, a, b, c)
+		return
+	}
+	_ = a[k8-1]
+	for j := range b {
+		_ = b[j][k8-1]
+	}
+	pf := &b[7][0]
+	if len(next) > 0 {
+		pf = &next[0]
+	}
+	dotTile1x8AVX2(k8, &a[0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &b[6][0], &b[7][0], pf, &c[0])
+}

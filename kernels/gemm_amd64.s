@@ -207,10 +207,14 @@ k6set:
 	VZEROUPPER
 	RET
 
-// func dotTile3x4AVX2(k8 int, a0, a1, a2, b0, b1, b2, b3 *float32, c *float32)
+// func dotTile3x4AVX2(k8 int, a0, a1, a2 *float32, b0, b1, b2, b3 *float32, c *float32)
 //
-// Accumulators: row i, column j in Y(4+4i+j). Each trip loads 8 floats of
-// the three A rows once and of each B row once: 7 loads for 12 FMAs.
+// Accumulators: row i, column j in Y(4+4i+j). Each trip loads 8 elements
+// of the three A rows once and of each B row once: 7 loads for 12 FMAs.
+// R13 walks the four B rows that follow b3 by one more tile (B rows are
+// contiguous in the callers), 128 bytes a trip, so that they arrive
+// before they are needed: a tile's rows are too short a stream for the
+// hardware prefetcher to ramp up on.
 TEXT ·dotTile3x4AVX2(SB), NOSPLIT, $0-72
 	MOVQ k8+0(FP), CX
 	MOVQ a0+8(FP), SI
@@ -220,7 +224,10 @@ TEXT ·dotTile3x4AVX2(SB), NOSPLIT, $0-72
 	MOVQ b1+40(FP), R10
 	MOVQ b2+48(FP), R11
 	MOVQ b3+56(FP), R12
-	MOVQ c+64(FP), DX
+	MOVQ R12, AX
+	SUBQ R11, AX
+	LEAQ (AX)(AX*4), AX
+	LEAQ (R12)(AX*1), R13
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -235,7 +242,9 @@ TEXT ·dotTile3x4AVX2(SB), NOSPLIT, $0-72
 	VXORPS Y15, Y15, Y15
 	XORQ AX, AX
 
-dt34loop:
+dotTile3x4AVX2loop:
+	PREFETCHT0 0(R13)
+	PREFETCHT0 64(R13)
 	VMOVUPS (SI)(AX*4), Y0
 	VMOVUPS (R8)(AX*4), Y1
 	VMOVUPS (R9)(AX*4), Y2
@@ -255,34 +264,94 @@ dt34loop:
 	VFMADD231PS Y3, Y0, Y7
 	VFMADD231PS Y3, Y1, Y11
 	VFMADD231PS Y3, Y2, Y15
+	ADDQ $128, R13
 	ADDQ $8, AX
 	CMPQ AX, CX
-	JLT  dt34loop
+	JLT  dotTile3x4AVX2loop
 
-	// c[0..3] = horizontal sums of Y4..Y7, each as
-	// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) whatever its position.
+	// Each sum is ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) of its lanes,
+	// whatever its position: the 1×8 tile reduces the same way.
+	MOVQ c+64(FP), DX
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X0
 	VADDPS X0, X4, X4
 	VMOVUPS X4, 0(DX)
-	// c[4..7] = horizontal sums of Y8..Y11, each as
-	// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) whatever its position.
 	VHADDPS Y9, Y8, Y8
 	VHADDPS Y11, Y10, Y10
 	VHADDPS Y10, Y8, Y8
 	VEXTRACTF128 $1, Y8, X0
 	VADDPS X0, X8, X8
 	VMOVUPS X8, 16(DX)
-	// c[8..11] = horizontal sums of Y12..Y15, each as
-	// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) whatever its position.
 	VHADDPS Y13, Y12, Y12
 	VHADDPS Y15, Y14, Y14
 	VHADDPS Y14, Y12, Y12
 	VEXTRACTF128 $1, Y12, X0
 	VADDPS X0, X12, X12
 	VMOVUPS X12, 32(DX)
+	VZEROUPPER
+	RET
+
+// func dotTile1x8AVX2(k8 int, a *float32, b0, b1, b2, b3, b4, b5, b6, b7 *float32, next *float32, c *float32)
+//
+// Accumulators: column j in Y(8+j). Each trip loads 8 elements of a once
+// and of each B row once: 9 loads for 8 FMAs, no wasted lanes. DX walks the
+// region from next, 256 bytes a trip: the next tile's eight rows.
+TEXT ·dotTile1x8AVX2(SB), NOSPLIT, $0-96
+	MOVQ k8+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b0+16(FP), DI
+	MOVQ b1+24(FP), R8
+	MOVQ b2+32(FP), R9
+	MOVQ b3+40(FP), R10
+	MOVQ b4+48(FP), R11
+	MOVQ b5+56(FP), R12
+	MOVQ b6+64(FP), R13
+	MOVQ b7+72(FP), BX
+	MOVQ next+80(FP), DX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+	XORQ AX, AX
+
+dotTile1x8AVX2loop:
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	VMOVUPS (SI)(AX*4), Y0
+	VFMADD231PS (DI)(AX*4), Y0, Y8
+	VFMADD231PS (R8)(AX*4), Y0, Y9
+	VFMADD231PS (R9)(AX*4), Y0, Y10
+	VFMADD231PS (R10)(AX*4), Y0, Y11
+	VFMADD231PS (R11)(AX*4), Y0, Y12
+	VFMADD231PS (R12)(AX*4), Y0, Y13
+	VFMADD231PS (R13)(AX*4), Y0, Y14
+	VFMADD231PS (BX)(AX*4), Y0, Y15
+	ADDQ $256, DX
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT  dotTile1x8AVX2loop
+
+	MOVQ c+88(FP), DX
+	VHADDPS Y9, Y8, Y8
+	VHADDPS Y11, Y10, Y10
+	VHADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X0
+	VADDPS X0, X8, X8
+	VMOVUPS X8, 0(DX)
+	VHADDPS Y13, Y12, Y12
+	VHADDPS Y15, Y14, Y14
+	VHADDPS Y14, Y12, Y12
+	VEXTRACTF128 $1, Y12, X0
+	VADDPS X0, X12, X12
+	VMOVUPS X12, 16(DX)
 	VZEROUPPER
 	RET
 

@@ -227,56 +227,93 @@ func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
 // gemmSmallNT computes out = a·bᵀ for few rows of a with dot-product
 // tiles: nothing is packed.
 func gemmSmallNT(out, a, b []float32, m, k, n int, acc bool) {
-	dotTilesNT(out, a, b, m, k, n, acc, dotTile3x4, func(x float32) float32 { return x })
+	dotTilesNT(out, a, b, m, k, n, acc, &f32Tiles)
 }
 
 // dotRowBlock is how many rows of a one pass over B serves: 48 rows of
 // k = 768 floats (147 KB) stay in L2 while B streams through once per pass.
 const dotRowBlock = 48
 
-// dotTilesNT computes out = a·bᵀ as 3×4 tiles of dot products, b of float32
-// or bf16 elements: B is read once per block of rows, the rows of a stay in
-// cache. The first k&^7 products of a tile come from the kernel, the rest
-// are added in order in Go. It splits N over threads in multiples of 4.
-func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool,
-	tile func(k8 int, a *[3][]float32, b *[4][]T, c *[12]float32), widen func(T) float32) {
+// dotTileKernels are the tile kernels for one element type of B. Both
+// tiles sum each dot product in the same 8 lanes and reduce the lanes the
+// same way, so a row gets the same bits whichever tile computes it.
+type dotTileKernels[T float32 | uint16] struct {
+	// t34 computes 3 rows of a against 4 rows of B over k8 columns.
+	t34 func(k8 int, a *[3][]float32, b *[4][]T, c *[12]float32)
+	// t18 computes 1 row of a against 8 rows of B; next is where the
+	// following tile's rows start (a prefetch hint, may be empty).
+	t18   func(k8 int, a []float32, b *[8][]T, next []T, c *[8]float32)
+	widen func(T) float32
+}
+
+var f32Tiles = dotTileKernels[float32]{dotTile3x4, dotTile1x8, func(x float32) float32 { return x }}
+
+// dotTilesNT computes out = a·bᵀ from dot-product tiles, b of float32 or
+// bf16 elements: B is read once per block of rows while the rows of a stay
+// in cache. Groups of three rows use 3×4 tiles and a single row left over
+// (the whole of batch-1 decoding) uses 1×8 tiles, which waste no lanes. The
+// first k&^7 products of a sum come from a kernel, the rest are added in
+// order in Go. N is split over threads in multiples of 8.
+func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool, kern *dotTileKernels[T]) {
+	k8 := k &^ 7
+	finish := func(o *float32, s float32, x []float32, y []T) {
+		for p := range y {
+			s += x[p] * kern.widen(y[p])
+		}
+		if acc {
+			*o += s
+		} else {
+			*o = s
+		}
+	}
 	work := func(j0, j1 int) {
-		var c [12]float32
-		k8 := k &^ 7
+		var c12 [12]float32
+		var c8 [8]float32
 		for i0 := 0; i0 < m; i0 += dotRowBlock {
 			i1 := min(m, i0+dotRowBlock)
-			for jb := j0; jb < j1; jb += 4 {
-				nb := min(4, j1-jb)
-				var br [4][]T
+			for jb := j0; jb < j1; jb += 8 {
+				nb := min(8, j1-jb)
+				var br [8][]T
 				for j := range br {
 					// Missing columns repeat the last; their sums are dropped.
 					jj := jb + min(j, nb-1)
 					br[j] = b[jj*k : jj*k+k]
 				}
+				var next []T
+				if e := (jb + 8) * k; e < len(b) {
+					next = b[e:]
+				}
 				for ib := i0; ib < i1; ib += 3 {
 					mb := min(3, i1-ib)
+					if mb == 1 {
+						x := a[ib*k : ib*k+k]
+						if k8 > 0 {
+							kern.t18(k8, x, &br, next, &c8)
+						} else {
+							c8 = [8]float32{}
+						}
+						o := out[ib*n+jb : ib*n+jb+nb]
+						for j := range o {
+							finish(&o[j], c8[j], x[k8:], br[j][k8:])
+						}
+						continue
+					}
 					var ar [3][]float32
 					for i := range ar {
 						ii := ib + min(i, mb-1)
 						ar[i] = a[ii*k : ii*k+k]
 					}
-					if k8 > 0 {
-						tile(k8, &ar, &br, &c)
-					} else {
-						c = [12]float32{}
-					}
-					for i := 0; i < mb; i++ {
-						o := out[(ib+i)*n+jb : (ib+i)*n+jb+nb]
-						for j := range o {
-							s := c[i*4+j]
-							x, y := ar[i][k8:], br[j][k8:k]
-							for p := range y {
-								s += x[p] * widen(y[p])
-							}
-							if acc {
-								o[j] += s
-							} else {
-								o[j] = s
+					for h := 0; h < nb; h += 4 {
+						if k8 > 0 {
+							kern.t34(k8, &ar, (*[4][]T)(br[h:h+4]), &c12)
+						} else {
+							c12 = [12]float32{}
+						}
+						w := min(4, nb-h)
+						for i := 0; i < mb; i++ {
+							o := out[(ib+i)*n+jb+h : (ib+i)*n+jb+h+w]
+							for j := range o {
+								finish(&o[j], c12[i*4+j], ar[i][k8:], br[h+j][k8:])
 							}
 						}
 					}
@@ -288,5 +325,5 @@ func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bo
 		work(0, n)
 		return
 	}
-	Parallel(n, 4, work)
+	Parallel(n, 8, work)
 }

@@ -45,3 +45,18 @@ func dotTile3x4Go(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
 		}
 	}
 }
+
+// dotTile1x8Go is the pure-Go twin of the 1×8 dot-product tile:
+//
+//	c[j] = Σ_{p<k8} a[p] · b[j][p]   (j < 8)
+func dotTile1x8Go(k8 int, a []float32, b *[8][]float32, c *[8]float32) {
+	x := a[:k8]
+	for j := range b {
+		y := b[j][:k8]
+		var s float32
+		for p := range x {
+			s += x[p] * y[p]
+		}
+		c[j] = s
+	}
+}

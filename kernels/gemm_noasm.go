@@ -11,3 +11,7 @@ func dotTile3x4(k8 int, a *[3][]float32, b *[4][]float32, c *[12]float32) {
 }
 
 func packNT16(kc int, src []float32, lds int, dst []float32) int { return 0 }
+
+func dotTile1x8(k8 int, a []float32, b *[8][]float32, next []float32, c *[8]float32) {
+	dotTile1x8Go(k8, a, b, c)
+}
