@@ -39,11 +39,13 @@ func (t Tensor) View(off, n int) Tensor {
 
 // KVSpan describes the queries of one sequence in AttentionKV: query rows
 // QRow..QRow+Rows-1 of q sit at positions Pos0..Pos0+Rows-1 of the sequence
-// and attend causally to rows 0..Pos0+r of the sequence's key and value
-// caches K and V (each (capacity, KVH*hd), rows 0..Pos0+Rows-1 filled).
+// and attend causally to positions 0..Pos0+r of the sequence's key and
+// value caches K and V. A cache is head-major, (KVH, Cap, hd): head h's
+// position p is at element (h·Cap + p)·hd, so each head's keys are one
+// contiguous block (see CacheWrite).
 type KVSpan struct {
-	K, V             Tensor
-	QRow, Rows, Pos0 int
+	K, V                  Tensor
+	Cap, QRow, Rows, Pos0 int
 }
 
 // AdamW holds the hyper-parameters of one AdamW update. Step is the 1-based
@@ -140,8 +142,13 @@ type Backend interface {
 	// inputs and outputs; it recomputes the probabilities from lse.
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B, T, H, KVH, hd int)
 	// AttentionKV is causal attention of query rows against per-sequence
-	// key/value caches (prefill and decoding): out (rows of q, H*hd).
+	// key/value caches (prefill and decoding): out (rows of q, H*hd). A
+	// row's result depends only on its query and the cache rows it sees,
+	// never on the other rows or spans of the call.
 	AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int)
+	// CacheWrite stores rows (rows, KVH*hd) of keys or values into a
+	// head-major cache (KVH, cap, hd) at positions pos0..pos0+rows-1.
+	CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int)
 
 	// SwiGLU: out = silu(gate)·up elementwise.
 	SwiGLU(out, gate, up Tensor)

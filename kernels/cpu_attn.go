@@ -12,36 +12,6 @@ func checkHeads(H, KVH, hd int) {
 	}
 }
 
-// attnRow computes one query row's causal attention over n keys: out (hd) =
-// softmax(scale·q·Kᵀ)·V where key j is k[j*ks : j*ks+hd] (likewise v). It
-// returns the row's log-sum-exp. sc is scratch of at least n elements. Both
-// training and cached attention call it, so a row's result depends only on
-// its query and the keys it sees.
-func attnRow[T Float](out, q, k, v []T, ks, n, hd int, scale T, sc []T, dot func(a, b []T) T, axpy func(T, []T, []T), exp func(T) T) float64 {
-	sc = sc[:n]
-	mx := T(math.Inf(-1))
-	for j := range sc {
-		s := dot(q, k[j*ks:j*ks+hd]) * scale
-		sc[j] = s
-		mx = max(mx, s)
-	}
-	var sum float64
-	for j, s := range sc {
-		p := exp(s - mx)
-		sc[j] = p
-		sum += float64(p)
-	}
-	clear(out[:hd])
-	for j, p := range sc {
-		axpy(p, v[j*ks:j*ks+hd], out[:hd])
-	}
-	inv := T(1 / sum)
-	for i := range out[:hd] {
-		out[i] *= inv
-	}
-	return float64(mx) + math.Log(sum)
-}
-
 // attnBlock is the number of query rows one block of training attention
 // handles: its scores (attnBlock × T) stay in cache.
 const attnBlock = 64
@@ -203,13 +173,17 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	})
 }
 
-// AttentionKV implements Backend, parallel over (span, query row, head).
+// AttentionKV implements Backend, parallel over (span, query row, KV
+// head). A unit computes the scores of the group of query heads sharing a
+// KV head with one GEMM against that head's contiguous keys, and their
+// outputs with another; its shapes depend only on the row's position, so
+// a row's result does not depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
 	grp := H / KVH
 	scale := T(1 / math.Sqrt(float64(hd)))
-	qw, kw := H*hd, KVH*hd
+	qw := H * hd
 	start := make([]int, len(spans)+1) // first unit of each span
 	ks := make([][]T, len(spans))
 	vs := make([][]T, len(spans))
@@ -217,22 +191,61 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	for i, sp := range spans {
 		ks[i], vs[i] = c.s(sp.K), c.s(sp.V)
 		n := sp.Pos0 + sp.Rows
-		need("AttentionKV K", len(ks[i]), n*kw)
-		need("AttentionKV V", len(vs[i]), n*kw)
+		if n > sp.Cap {
+			panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d", i, n, sp.Cap))
+		}
+		need("AttentionKV K", len(ks[i]), KVH*sp.Cap*hd)
+		need("AttentionKV V", len(vs[i]), KVH*sp.Cap*hd)
 		need("AttentionKV q", len(qs), (sp.QRow+sp.Rows)*qw)
 		need("AttentionKV out", len(o), (sp.QRow+sp.Rows)*qw)
 		maxN = max(maxN, n)
-		start[i+1] = start[i] + sp.Rows*H
+		start[i+1] = start[i] + sp.Rows*KVH
 	}
-	Parallel(start[len(spans)], 1+(1<<13)/(1+maxN*hd), func(lo, hi int) {
-		sc := make([]T, maxN)
+	Parallel(start[len(spans)], 1+(1<<13)/(1+maxN*hd*grp), func(lo, hi int) {
+		sc := make([]T, grp*maxN)
 		for u := lo; u < hi; u++ {
 			s := sort.SearchInts(start, u+1) - 1
 			sp := spans[s]
-			r, h := (u-start[s])/H, (u-start[s])%H
-			row := sp.QRow + r
-			kb := (h / grp) * hd
-			attnRow(o[row*qw+h*hd:], qs[row*qw+h*hd:row*qw+h*hd+hd], ks[s][kb:], vs[s][kb:], kw, sp.Pos0+r+1, hd, scale, sc, c.dot, c.axpy, c.exp)
+			r, kh := (u-start[s])/KVH, (u-start[s])%KVH
+			row, n := sp.QRow+r, sp.Pos0+r+1
+			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
+			kb := ks[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
+			vb := vs[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
+			p := sc[:grp*n]
+			c.gemm(NT, p, qg, kb, grp, hd, n, false)
+			for g := 0; g < grp; g++ {
+				pr := p[g*n : g*n+n]
+				mx := T(math.Inf(-1))
+				for j := range pr {
+					pr[j] *= scale
+					mx = max(mx, pr[j])
+				}
+				var sum float64
+				for j := range pr {
+					pr[j] = c.exp(pr[j] - mx)
+					sum += float64(pr[j])
+				}
+				inv := T(1 / sum)
+				for j := range pr {
+					pr[j] *= inv
+				}
+			}
+			c.gemm(NN, o[row*qw+kh*grp*hd:row*qw+(kh+1)*grp*hd], p, vb, grp, n, hd, false)
 		}
 	})
+}
+
+// CacheWrite implements Backend.
+func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
+	d, s := c.s(cache), c.s(src)
+	need("CacheWrite cache", len(d), KVH*cap*hd)
+	need("CacheWrite src", len(s), rows*KVH*hd)
+	if pos0 < 0 || pos0+rows > cap {
+		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
+	}
+	for r := 0; r < rows; r++ {
+		for h := 0; h < KVH; h++ {
+			copy(d[(h*cap+pos0+r)*hd:(h*cap+pos0+r+1)*hd], s[(r*KVH+h)*hd:(r*KVH+h+1)*hd])
+		}
+	}
 }

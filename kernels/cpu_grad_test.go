@@ -191,7 +191,10 @@ func TestCPUForwardReferences(t *testing.T) {
 	kv := be.Alloc(N * H * hd)
 	var spans []KVSpan
 	for b := 0; b < B; b++ {
-		spans = append(spans, KVSpan{K: k.View(b*T*KVH*hd, T*KVH*hd), V: v.View(b*T*KVH*hd, T*KVH*hd), QRow: b * T, Rows: T, Pos0: 0})
+		kc, vc := be.Alloc(KVH*(T+3)*hd), be.Alloc(KVH*(T+3)*hd)
+		be.CacheWrite(kc, k.View(b*T*KVH*hd, T*KVH*hd), 0, T, KVH, hd, T+3)
+		be.CacheWrite(vc, v.View(b*T*KVH*hd, T*KVH*hd), 0, T, KVH, hd, T+3)
+		spans = append(spans, KVSpan{K: kc, V: vc, Cap: T + 3, QRow: b * T, Rows: T, Pos0: 0})
 	}
 	be.AttentionKV(kv, q, spans, H, KVH, hd)
 	if e := relErr(host64(be, kv), want); e > 1e-12 {

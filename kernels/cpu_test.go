@@ -175,6 +175,24 @@ func opCases() []opCase {
 				return []Tensor{out, lse, dq, dk, dv}
 			})
 		}
+		add(fmt.Sprintf("AttentionKV/R%dH%dKV%dhd%d", rows, H, KVH, hd), func(e *opEnv) []Tensor {
+			// Two sequences: one prefilling rows at positions 2.., one decoding
+			// a single row at position rows+1.
+			cap := rows + 5
+			var spans []KVSpan
+			var caches []Tensor
+			for s, sp := range [][2]int{{2, rows}, {rows + 1, 1}} {
+				kc, vc := e.be.Alloc(KVH*cap*hd), e.be.Alloc(KVH*cap*hd)
+				n := sp[0] + sp[1]
+				e.be.CacheWrite(kc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+				e.be.CacheWrite(vc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+				spans = append(spans, KVSpan{K: kc, V: vc, Cap: cap, QRow: s * rows, Rows: sp[1], Pos0: sp[0]})
+				caches = append(caches, kc, vc)
+			}
+			q, out := e.in((rows+1)*H*hd), e.be.Alloc((rows+1)*H*hd)
+			e.be.AttentionKV(out, q, spans, H, KVH, hd)
+			return append(caches, out)
+		})
 	}
 	return cs
 }
@@ -230,6 +248,31 @@ func TestCPUOpsThreadInvariant(t *testing.T) {
 						t.Fatalf("%s output %d element %d: %d threads give %v, 1 thread %v", c.name, i, j, n, got[i][j], want[i][j])
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestAttentionKVRowInvariant: a row's result is bit-identical whether it
+// is computed alone or with other rows and spans (the sampler relies on it
+// for batch-independent sampling and exact prefix reuse).
+func TestAttentionKVRowInvariant(t *testing.T) {
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(8, 8))}
+	H, KVH, hd, n, cap := 8, 2, 32, 40, 48
+	kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+	be.CacheWrite(kc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+	be.CacheWrite(vc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+	q := e.in(n * H * hd)
+	all := be.Alloc(n * H * hd)
+	be.AttentionKV(all, q, []KVSpan{{K: kc, V: vc, Cap: cap, QRow: 0, Rows: n, Pos0: 0}}, H, KVH, hd)
+	want := host64(be, all)
+	for r := 0; r < n; r += 7 {
+		one := be.Alloc(H * hd)
+		be.AttentionKV(one, q.View(r*H*hd, H*hd), []KVSpan{{K: kc, V: vc, Cap: cap, QRow: 0, Rows: 1, Pos0: r}}, H, KVH, hd)
+		for j, v := range host64(be, one) {
+			if v != want[r*H*hd+j] {
+				t.Fatalf("row %d alone differs from the same row in a batch at element %d", r, j)
 			}
 		}
 	}

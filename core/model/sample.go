@@ -87,7 +87,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 // seqState is one sequence being generated.
 type seqState struct {
 	req    *policy.Request
-	kv     kernels.Tensor // [layer][K|V][cap][KVH·hd]
+	kv     kernels.Tensor // [layer][K|V][KVH][cap][hd]
 	cap    int            // rows of the cache
 	n      int            // tokens whose K and V are in the cache
 	toks   []int32        // prompt then completion
@@ -97,21 +97,20 @@ type seqState struct {
 	done   bool
 }
 
-// kvRows returns the cache rows [from, from+n) of layer l, K (kind 0) or V
-// (kind 1), inside a cache of capacity cap.
-func (m *Model) kvRows(kv kernels.Tensor, cap, l, kind, from, n int) kernels.Tensor {
-	return kv.View(((2*l+kind)*cap+from)*m.d.Hk, n*m.d.Hk)
+// kvLayer returns the head-major (KVH, cap, hd) cache of layer l, keys
+// (kind 0) or values (kind 1), inside a sequence cache of capacity cap.
+func (m *Model) kvLayer(kv kernels.Tensor, cap, l, kind int) kernels.Tensor {
+	return kv.View((2*l+kind)*cap*m.d.Hk, cap*m.d.Hk)
 }
 
 func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
 
-// copyKV copies the first n cache rows of every layer from src (capacity
-// srcCap) into dst.
+// copyKV copies the first n positions of every layer and head from src
+// (capacity srcCap) into dst.
 func (m *Model) copyKV(dst kernels.Tensor, dstCap int, src kernels.Tensor, srcCap, n int) {
-	for l := 0; l < m.d.L; l++ {
-		for kind := 0; kind < 2; kind++ {
-			m.be.Copy(m.kvRows(dst, dstCap, l, kind, 0, n), m.kvRows(src, srcCap, l, kind, 0, n))
-		}
+	hd := m.d.hd
+	for blk := 0; blk < 2*m.d.L*m.d.KVH; blk++ {
+		m.be.Copy(dst.View(blk*dstCap*hd, n*hd), src.View(blk*srcCap*hd, n*hd))
 	}
 }
 
@@ -203,10 +202,10 @@ func (s *Sampler) forward(items []work) {
 		r := 0
 		for i, it := range items {
 			n := it.to - it.from
-			be.Copy(m.kvRows(it.s.kv, it.s.cap, l, 0, it.from, n), sc.a.kr.View(r*d.Hk, n*d.Hk))
-			be.Copy(m.kvRows(it.s.kv, it.s.cap, l, 1, it.from, n), sc.a.v.View(r*d.Hk, n*d.Hk))
-			spans[i] = kernels.KVSpan{K: m.kvRows(it.s.kv, it.s.cap, l, 0, 0, it.to), V: m.kvRows(it.s.kv, it.s.cap, l, 1, 0, it.to),
-				QRow: r, Rows: n, Pos0: it.from}
+			kc, vc := m.kvLayer(it.s.kv, it.s.cap, l, 0), m.kvLayer(it.s.kv, it.s.cap, l, 1)
+			be.CacheWrite(kc, sc.a.kr.View(r*d.Hk, n*d.Hk), it.from, n, d.KVH, d.hd, it.s.cap)
+			be.CacheWrite(vc, sc.a.v.View(r*d.Hk, n*d.Hk), it.from, n, d.KVH, d.hd, it.s.cap)
+			spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: it.s.cap, QRow: r, Rows: n, Pos0: it.from}
 			r += n
 		}
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
