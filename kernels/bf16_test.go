@@ -240,3 +240,42 @@ func BenchmarkGemmBF16NT(b *testing.B) {
 		})
 	}
 }
+
+// TestDotTilesRowBits checks the claim that 3×4 and 1×8 tiles give a row the
+// same bits: every row of a small NT product equals that row computed alone
+// (m = 1, the 1×8 tile) for both bf16 and float32 B.
+func TestDotTilesRowBits(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 22))
+		for _, s := range [][3]int{{5, 77, 19}, {7, 256, 40}, {23, 9, 8}} {
+			m, k, n := s[0], s[1], s[2]
+			a := make([]float32, m*k)
+			randFill(r, a)
+			bh := make([]BF16, k*n)
+			randBF16(r, bh)
+			bf := make([]float32, k*n)
+			randFill(r, bf)
+			all := make([]float32, m*n)
+			one := make([]float32, n)
+			for _, half := range []bool{true, false} {
+				if half {
+					GemmBF16NT(all, a, bh, m, k, n, false)
+				} else {
+					Gemm(NT, all, a, bf, m, k, n, false)
+				}
+				for i := range m {
+					if half {
+						GemmBF16NT(one, a[i*k:(i+1)*k], bh, 1, k, n, false)
+					} else {
+						Gemm(NT, one, a[i*k:(i+1)*k], bf, 1, k, n, false)
+					}
+					for j := range one {
+						if math.Float32bits(one[j]) != math.Float32bits(all[i*n+j]) {
+							t.Fatalf("bf16=%v m=%d k=%d n=%d: row %d col %d = %v alone, %v in the batch", half, m, k, n, i, j, one[j], all[i*n+j])
+						}
+					}
+				}
+			}
+		}
+	})
+}
