@@ -5,26 +5,41 @@ package kernels
 //	acc[i][j] = Σ_{p<kc} ap[p*6+i] · bp[p*ldb+j]   (i < 6, j < 16)
 //	c[i*ldc+j] = acc[i][j], or c[i*ldc+j] += acc[i][j] when add
 func kern6x16Go(kc int, ap, bp []float32, ldb int, c []float32, ldc int, add bool) {
-	var acc [gemmMR][gemmNR]float32
-	for p := 0; p < kc; p++ {
-		b := (*[gemmNR]float32)(bp[p*ldb:])
-		a := (*[gemmMR]float32)(ap[p*gemmMR:])
-		for i := range a {
-			ai := a[i]
-			r := &acc[i]
-			for j := range r {
-				r[j] += ai * b[j]
+	ap = ap[:kc*gemmMR]
+	// Go keeps scalars, not arrays, in registers: the tile is done as 2×4
+	// blocks of eight scalar accumulators, each a full pass over p.
+	for i := 0; i < gemmMR; i += 2 {
+		for j := 0; j < gemmNR; j += 4 {
+			var s00, s01, s02, s03, s10, s11, s12, s13 float32
+			for p := 0; p < kc; p++ {
+				a := ap[p*gemmMR+i : p*gemmMR+i+2]
+				b := bp[p*ldb+j : p*ldb+j+4]
+				a0, a1 := a[0], a[1]
+				b0, b1, b2, b3 := b[0], b[1], b[2], b[3]
+				s00 += a0 * b0
+				s01 += a0 * b1
+				s02 += a0 * b2
+				s03 += a0 * b3
+				s10 += a1 * b0
+				s11 += a1 * b1
+				s12 += a1 * b2
+				s13 += a1 * b3
 			}
-		}
-	}
-	for i := range acc {
-		row := (*[gemmNR]float32)(c[i*ldc:])
-		if add {
-			for j := range row {
-				row[j] += acc[i][j]
+			r0 := c[i*ldc+j : i*ldc+j+4]
+			r1 := c[(i+1)*ldc+j : (i+1)*ldc+j+4]
+			if add {
+				r0[0] += s00
+				r0[1] += s01
+				r0[2] += s02
+				r0[3] += s03
+				r1[0] += s10
+				r1[1] += s11
+				r1[2] += s12
+				r1[3] += s13
+			} else {
+				r0[0], r0[1], r0[2], r0[3] = s00, s01, s02, s03
+				r1[0], r1[1], r1[2], r1[3] = s10, s11, s12, s13
 			}
-		} else {
-			*row = acc[i]
 		}
 	}
 }
