@@ -87,7 +87,7 @@ func Generate(seed uint64, n int) ([]data.Task, error) {
 // (a remainder, a negative count); the caller then draws again.
 type family func(b *builder, level int) (string, bool)
 
-var families = []family{inventory, shopping, wages, travel, recipe, garden, ages}
+var families = []family{inventory, shopping, wages, travel, recipe, garden, ages, venue, scores}
 
 func generateOne(r *rand.Rand, level int) (data.Task, bool) {
 	b := &builder{r: r}
@@ -400,7 +400,7 @@ func travel(b *builder, level int) (string, bool) {
 	speed := b.between(4, 16) * 5
 	hours := b.between(1, 6)
 	vehicle := b.pick([]string{"car", "van", "truck", "camper"})
-	s := []string{fmt.Sprintf("%s drives a %s at %d %s per hour for %d hours.", p.name, vehicle, speed, unit, hours)}
+	s := []string{fmt.Sprintf("%s drives a %s at %d %s per hour for %s.", p.name, vehicle, speed, unit, count(hours, "an hour", "hours"))}
 	d := b.op("distance of the first part", fmt.Sprintf("%d * %d", speed, hours))
 	ask := fmt.Sprintf("How many %s does %s drive?", unit, p.name)
 	if level >= 2 {
@@ -432,7 +432,7 @@ func travel(b *builder, level int) (string, bool) {
 	}
 	if level >= 5 {
 		n := []int{2, 4, 5}[b.r.IntN(3)]
-		s = append(s, fmt.Sprintf("%s and %d friends share the fuel cost equally.", p.name, n-1))
+		s = append(s, fmt.Sprintf("%s and %s share the fuel cost equally.", p.name, count(n-1, "a friend", "friends")))
 		d = b.op("each person's share", fmt.Sprintf("%s / %d", f(d), n))
 		ask = "How much does each person pay, in dollars?"
 	}
@@ -474,7 +474,7 @@ func recipe(b *builder, level int) (string, bool) {
 	}
 	if level >= 5 {
 		n := []int{2, 4, 5}[b.r.IntN(3)]
-		s = append(s, fmt.Sprintf("%s splits the cost equally with %d friends.", p.name, n-1))
+		s = append(s, fmt.Sprintf("%s splits the cost equally with %s.", p.name, count(n-1, "a friend", "friends")))
 		v = b.op("each person's share", fmt.Sprintf("%s / %d", f(v), n))
 		ask = "How much does each person pay, in dollars?"
 	}
@@ -548,7 +548,7 @@ func garden(b *builder, level int) (string, bool) {
 		}
 		if level >= 5 {
 			n := []int{2, 4, 5}[b.r.IntN(3)]
-			s = append(s, fmt.Sprintf("%s shares the cost equally with %d neighbors.", p.name, n-1))
+			s = append(s, fmt.Sprintf("%s shares the cost equally with %s.", p.name, count(n-1, "a neighbor", "neighbors")))
 			b.op("each share", fmt.Sprintf("%s / %d", f(v), n))
 			ask = "How much does each person pay, in dollars?"
 		}
@@ -592,4 +592,92 @@ func ages(b *builder, level int) (string, bool) {
 	}
 	s = append(s, ask)
 	return sentences(s), true
+}
+
+var venues = []struct{ place, row, seat, event string }{
+	{"theater", "rows", "seats", "play"}, {"stadium", "sections", "seats", "match"},
+	{"concert hall", "rows", "chairs", "concert"}, {"school gym", "rows", "chairs", "talent show"},
+	{"cinema", "rows", "seats", "film premiere"},
+}
+
+func venue(b *builder, level int) (string, bool) {
+	v := venues[b.r.IntN(len(venues))]
+	p, _ := b.people2()
+	rows, per := b.between(4, 30), b.between(6, 40)
+	s := []string{fmt.Sprintf("A %s has %d %s with %d %s in each.", v.place, rows, v.row, per, v.seat)}
+	n := b.op(fmt.Sprintf("%s in the %s", v.seat, v.place), fmt.Sprintf("%d * %d", rows, per))
+	ask := fmt.Sprintf("How many %s does the %s have?", v.seat, v.place)
+	if level >= 2 {
+		nf, _ := n.Float64()
+		empty := b.between(1, max(1, int(nf)/3))
+		s = append(s, fmt.Sprintf("At the %s, %d %s stay empty and every other one is taken.", v.event, empty, v.seat))
+		n = b.op("people at the "+v.event, fmt.Sprintf("%s - %d", f(n), empty))
+		ask = fmt.Sprintf("How many people come to the %s?", v.event)
+	}
+	if level >= 3 {
+		price := b.money(3, 25)
+		s = append(s, fmt.Sprintf("Each ticket costs %s.", dollars(price)))
+		n = b.op("ticket money", fmt.Sprintf("%s * %s", f(n), f(price)))
+		ask = "How much money do the tickets bring in, in dollars?"
+	}
+	if level >= 4 {
+		nf, _ := n.Float64()
+		cost := b.between(1, max(1, int(nf)/2))
+		s = append(s, fmt.Sprintf("%s, who runs the %s, pays %s for staff that night.", p.name, v.place, dollars(big.NewRat(int64(cost), 1))))
+		n = b.op("money left after paying staff", fmt.Sprintf("%s - %d", f(n), cost))
+		ask = fmt.Sprintf("How much money is left for %s, in dollars?", p.name)
+	}
+	if level >= 5 {
+		k := []int{2, 4, 5}[b.r.IntN(3)]
+		s = append(s, fmt.Sprintf("%s shares what is left equally with %s.", p.name, count(k-1, "a partner", "partners")))
+		b.op("each share", fmt.Sprintf("%s / %d", f(n), k))
+		ask = "How much does each of them get, in dollars?"
+	}
+	s = append(s, ask)
+	return sentences(s), true
+}
+
+var contests = []struct{ game, games, verb, unit string }{
+	{"basketball game", "basketball games", "scores", "points"}, {"spelling bee round", "spelling bee rounds", "spells", "words"},
+	{"bowling game", "bowling games", "knocks down", "pins"}, {"quiz", "quizzes", "scores", "points"},
+	{"swimming practice", "swimming practices", "swims", "laps"}, {"week", "weeks", "reads", "pages"},
+}
+
+// scores adds up or averages a list of results: a total of 2 or 3 for
+// levels 1 and 2, the average of 3, 4 or 5 for levels 3 to 5 (the average
+// may be a decimal).
+func scores(b *builder, level int) (string, bool) {
+	p, _ := b.people2()
+	c := contests[b.r.IntN(len(contests))]
+	n := map[int]int{1: 2, 2: 3, 3: 3, 4: 4, 5: 5}[level]
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprint(b.between(5, 60))
+	}
+	ordinals := []string{"first", "second", "third", "fourth", "fifth"}
+	var parts []string
+	for i, v := range vals {
+		parts = append(parts, fmt.Sprintf("%s %s in the %s", v, c.unit, ordinals[i]))
+	}
+	s := []string{fmt.Sprintf("In %d %s, %s %s %s.", n, c.games, p.name, c.verb, joinAnd(parts))}
+	sum := vals[0]
+	for i := 1; i < n; i++ {
+		v := b.op(fmt.Sprintf("%s after the %s", c.unit, ordinals[i]), fmt.Sprintf("%s + %s", sum, vals[i]))
+		sum = f(v)
+	}
+	ask := fmt.Sprintf("How many %s is that in all?", c.unit)
+	if level >= 3 {
+		b.op(fmt.Sprintf("average %s", c.unit), fmt.Sprintf("%s / %d", sum, n))
+		ask = fmt.Sprintf("What is %s's average number of %s per %s?", p.name, c.unit, c.game)
+	}
+	s = append(s, ask)
+	return sentences(s), true
+}
+
+// count writes one ("a friend") for 1 and "3 friends" for more.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

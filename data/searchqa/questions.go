@@ -98,7 +98,7 @@ func (w *world) questions(r *rand.Rand) (single, double []question) {
 		}
 		if p.employer >= 0 {
 			c := w.companies[p.employer]
-			one(ask(p.name(), "Which company does %s work for?", "Who is the employer of %s?"), c.name, nil, d)
+			one(ask(p.name(), "Which company does %s work for?", "Who is the employer of %s?"), c.name, companyAliases(c.name), d)
 			y, a := year(c.founded)
 			two(ask(p.name(), "In what year was the company that %s works for founded?", "When was the employer of %s founded?"),
 				y, a, d, w.companyDoc(p.employer))
@@ -130,6 +130,14 @@ func (w *world) questions(r *rand.Rand) (single, double []question) {
 
 func riverAliases(name string) []string {
 	return []string{strings.TrimSuffix(name, " River")}
+}
+
+// companyAliases accepts a company's name without its form ("Oskan" for
+// "Oskan Systems"): the first word of a company's name is unique in the
+// world.
+func companyAliases(name string) []string {
+	root, _, _ := strings.Cut(name, " ")
+	return []string{root}
 }
 
 func kmAliases(n int) []string {
