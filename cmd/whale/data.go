@@ -302,6 +302,9 @@ func printCheck(w io.Writer, r checkReport) {
 	switch r.Source.Kind {
 	case "file":
 		from = fmt.Sprintf("%s (%s, split seed %d)", r.Source.Path, r.Source.Format, r.Source.Seed)
+		if r.Source.Format == domains.FormatSplits {
+			from = fmt.Sprintf("%s (splits as written)", r.Source.Path)
+		}
 	case "generated":
 		from = fmt.Sprintf("generated, seed %d", r.Source.Seed)
 	case "builtin":
