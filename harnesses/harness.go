@@ -50,6 +50,8 @@ const (
 var (
 	requiredFuncs = map[string]int{"format_observation": 2, "parse_action": 1, "is_valid_action": 2}
 	optionalFuncs = map[string]int{"format_tool_result": 3, "next_step": 1, "compact_history": 2}
+	signatures = map[string]string{"format_observation": "(obs, state)", "parse_action": "(text)", "is_valid_action": "(obs, action)",
+		"format_tool_result": "(name, result, state)", "next_step": "(state)", "compact_history": "(messages, state)"}
 	contractNames = []string{"SYSTEM_PROMPT", "USER_PROMPT", "FORMAT_RETRY_BUDGET", "INVALID_RETRY_BUDGET", "MAX_TURNS", "TOOLS", "CONTEXT_TOKENS",
 		"format_observation", "parse_action", "is_valid_action", "format_tool_result", "next_step", "compact_history",
 		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE"}
@@ -157,6 +159,9 @@ func (h *Harness) validate(t *topLevel) []Issue {
 	}
 	missing := func(name, what string) {
 		msg := fmt.Sprintf("missing %s %s", what, name)
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = name[:i]
+		}
 		if near := nearName(name, h.globals); near != "" {
 			msg += fmt.Sprintf(" (did you mean %s, defined at line %d?)", near, t.pos[near].Line)
 		}
@@ -242,7 +247,7 @@ func (h *Harness) validate(t *topLevel) []Issue {
 		v, ok := h.globals[name]
 		if !ok {
 			if required {
-				missing(name, fmt.Sprintf("function (%d parameters)", arity))
+				missing(name+signatures[name], "function")
 			}
 			return
 		}
@@ -252,7 +257,7 @@ func (h *Harness) validate(t *topLevel) []Issue {
 			return
 		}
 		if fn.NumParams() != arity && !(fn.HasVarargs() && fn.NumParams()-1 <= arity) {
-			issues = append(issues, issueAt(h.File, fn.Position(), "contract", "%s (bound to %s) must take %d parameters, it takes %d", name, fn.Name(), arity, fn.NumParams()))
+			issues = append(issues, issueAt(h.File, fn.Position(), "contract", "%s (bound to %s) must take %d parameters %s, it takes %d", name, fn.Name(), arity, signatures[name], fn.NumParams()))
 			return
 		}
 		h.fns[name] = fn

@@ -74,7 +74,7 @@ func TestHostileAtLoad(t *testing.T) {
 		{"builtin over huge range", minimal + "X = max(range(1000 * 1000 * 1000))  # HERE\n", "sandbox limit"},
 		{"list of huge range", minimal + "X = list(range(1000 * 1000 * 1000))  # HERE\n", "sandbox limit"},
 		{"huge int", minimal + "def _square():\n    x = 7\n    for i in range(20):\n        x = x * x  # HERE\n    return x\nX = _square()\n", "over the sandbox limit"},
-		{"missing function", strings.Replace(minimal, "def parse_action(text):", "def other(text):", 1), "missing function (1 parameters) parse_action"},
+		{"missing function", strings.Replace(minimal, "def parse_action(text):", "def other(text):", 1), "missing function parse_action(text)"},
 		{"mistyped name", strings.Replace(minimal, "def parse_action(text):", "def parse_actoin(text):", 1), "did you mean parse_actoin"},
 		{"mistyped constant", strings.Replace(minimal, "MAX_TURNS = 3", "MAX_TURN = 3", 1), "did you mean MAX_TURN"},
 		{"wrong type", strings.Replace(minimal, "MAX_TURNS = 3", "MAX_TURNS = \"3\"  # HERE", 1), "MAX_TURNS must be an int"},

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/policy"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/harnesses"
+)
+
+func init() { register(newHarnessCmd) }
+
+func newHarnessCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "harness",
+		Short: "Check, run and compare Starlark harnesses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	c.AddCommand(newHarnessCheckCmd(), newHarnessRunCmd(), newHarnessDiffCmd())
+	return c
+}
+
+// readHarnessSource returns the source of FILE, or of the built-in harness of
+// that name (h0) for domain when no such file exists.
+func readHarnessSource(arg, domain string) (name, src string, err error) {
+	b, ferr := os.ReadFile(arg)
+	if ferr == nil {
+		return arg, string(b), nil
+	}
+	if !errors.Is(ferr, os.ErrNotExist) || strings.ContainsAny(arg, "/.") {
+		return "", "", fmt.Errorf("read harness %s: %w", arg, ferr)
+	}
+	if domain == "" {
+		return "", "", usageError{fmt.Errorf("%s is not a file; naming a built-in harness needs --domain", arg)}
+	}
+	src, err = harnesses.Builtin(domain, arg)
+	if err != nil {
+		return "", "", fmt.Errorf("%s is neither a file nor a built-in harness: %w", arg, err)
+	}
+	return domain + "/" + arg + ".star", src, nil
+}
+
+func openHarnessDomain(name string, seed uint64) (data.Domain, error) {
+	if name == "" {
+		return nil, usageError{fmt.Errorf("--domain is required (one of %s)", strings.Join(domains.Names(), ", "))}
+	}
+	if !harnessContains(domains.Names(), name) {
+		return nil, usageError{fmt.Errorf("unknown --domain %q (want one of %s)", name, strings.Join(domains.Names(), ", "))}
+	}
+	d, err := domains.Open(name, seed)
+	if err != nil {
+		return nil, fmt.Errorf("open domain %s: %w", name, err)
+	}
+	return d, nil
+}
+
+func harnessContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// harnessCheckReport is `harness check --json` output.
+type harnessCheckReport struct {
+	File   string                `json:"file"`
+	Domain string                `json:"domain"`
+	Valid  bool                  `json:"valid"`
+	Hash   string                `json:"hash,omitempty"`
+	Issues []harnesses.Issue     `json:"issues,omitempty"`
+	Knobs  []harnesses.Knob      `json:"knobs,omitempty"`
+	Space  []harnesses.Dimension `json:"search_space,omitempty"`
+}
+
+func newHarnessCheckCmd() *cobra.Command {
+	var domain string
+	var seed uint64
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "check FILE|h0 --domain D",
+		Short: "Validate a harness against a domain; print its knobs and search space",
+		Long: "Parses, lints, runs the top level of and validates a harness (contract names and types, budgets in range,\n" +
+			"tools the domain offers). A valid harness prints its hash, knobs and search space; an invalid one\n" +
+			"prints file:line:col messages and exits with status 1.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := openHarnessDomain(domain, seed)
+			if err != nil {
+				return err
+			}
+			name, src, err := readHarnessSource(args[0], domain)
+			if err != nil {
+				return err
+			}
+			rep := harnessCheckReport{File: name, Domain: domain}
+			h, err := harnesses.Load(name, src, harnesses.EnvOf(d))
+			var le *harnesses.LoadError
+			switch {
+			case errors.As(err, &le):
+				rep.Issues = le.Issues
+			case err != nil:
+				return err
+			default:
+				rep.Valid, rep.Hash, rep.Knobs, rep.Space = true, h.Hash, h.Knobs(), h.SearchSpace()
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := printJSON(out, rep); err != nil {
+					return err
+				}
+			} else if rep.Valid {
+				printHarnessCheck(out, rep)
+			}
+			if !rep.Valid {
+				return fmt.Errorf("%s is not a valid %s harness (%d issues):\n%w", name, domain, len(le.Issues), le)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	c.Flags().Uint64Var(&seed, "seed", 1, "seed of the domain")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func printHarnessCheck(w io.Writer, rep harnessCheckReport) {
+	fmt.Fprintf(w, "%s: valid %s harness\nhash %s\n\nknobs:\n", rep.File, rep.Domain, rep.Hash)
+	for _, k := range rep.Knobs {
+		fmt.Fprintf(w, "  %-22s = %s\n", k.Name, harnessOneLine(k.Source))
+	}
+	fmt.Fprintf(w, "\nsearch space (%d knobs):\n", len(rep.Space))
+	for _, d := range rep.Space {
+		kind := "value"
+		if d.Fragment {
+			kind = "fragment"
+		}
+		choices := make([]string, len(d.Choices))
+		for i, c := range d.Choices {
+			choices[i] = harnessOneLine(c)
+			if c == d.Current {
+				choices[i] = "*" + choices[i]
+			}
+		}
+		fmt.Fprintf(w, "  %-22s %-8s %s\n", d.Knob, kind, strings.Join(choices, " | "))
+	}
+}
+
+func harnessOneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > 70 {
+		s = s[:67] + "..."
+	}
+	return s
+}
+
+// harnessRunReport is `harness run --json` output.
+type harnessRunReport struct {
+	File     string         `json:"file"`
+	Hash     string         `json:"hash"`
+	Domain   string         `json:"domain"`
+	Split    string         `json:"split"`
+	Policy   string         `json:"policy"`
+	Tasks    int            `json:"tasks"`
+	Rollouts int            `json:"rollouts"`
+	Calls    int            `json:"policy_calls"`
+	Mean     float64        `json:"mean_reward"`
+	Failures map[string]int `json:"failures"`
+	// Errors holds the first harness errors (file:line:col), if any.
+	Errors []string `json:"harness_errors,omitempty"`
+}
+
+func newHarnessRunCmd() *cobra.Command {
+	var domain, split, pol string
+	var n, k, maxNew int
+	var seed uint64
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "run FILE|h0 --domain D --policy oracle|random",
+		Short: "Run a harness on a domain's tasks with a checking policy; print mean reward and failures",
+		Long: "Runs N tasks of a split through the harness with a checking policy: oracle answers the gold action\n" +
+			"in the built-in format (a correct harness scores 1.0), random emits random text with the tags\n" +
+			"harnesses parse (a sound harness scores near 0). Prints the mean reward and counts by failure kind.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 {
+				return usageError{fmt.Errorf("--n must be at least 1, got %d", n)}
+			}
+			if k < 1 {
+				return usageError{fmt.Errorf("--k must be at least 1, got %d", k)}
+			}
+			if !harnessContains(data.Splits, split) {
+				return usageError{fmt.Errorf("unknown --split %q (want one of %s)", split, strings.Join(data.Splits, ", "))}
+			}
+			d, err := openHarnessDomain(domain, seed)
+			if err != nil {
+				return err
+			}
+			tok := tokenizer.Bytes{}
+			var p policy.Policy
+			switch pol {
+			case "oracle":
+				p = harnesses.NewOracle(d, tok)
+			case "random":
+				p = harnesses.NewRandom(tok)
+			default:
+				return usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
+			}
+			name, src, err := readHarnessSource(args[0], domain)
+			if err != nil {
+				return err
+			}
+			h, err := harnesses.Load(name, src, harnesses.EnvOf(d))
+			if err != nil {
+				return err
+			}
+			tasks, err := d.Tasks(split)
+			if err != nil {
+				return err
+			}
+			if len(tasks) > n {
+				tasks = tasks[:n]
+			}
+			ts, err := harnesses.Run(context.Background(), h, d, tasks, p, tok, harnesses.RunOptions{Seed: seed, K: k, MaxNewTokens: maxNew, KeyPrefix: split + "/"})
+			if err != nil {
+				return err
+			}
+			rep := harnessRunReport{File: name, Hash: h.Hash, Domain: domain, Split: split, Policy: pol, Tasks: len(tasks), Rollouts: len(ts), Failures: map[string]int{}}
+			sum := 0.0
+			for _, tr := range ts {
+				sum += tr.Reward
+				rep.Calls += len(tr.Calls)
+				if tr.Failure != data.FailNone {
+					rep.Failures[string(tr.Failure)]++
+				}
+				if tr.Error != "" && len(rep.Errors) < 5 {
+					rep.Errors = append(rep.Errors, tr.TaskID+": "+tr.Error)
+				}
+			}
+			if len(ts) > 0 {
+				rep.Mean = sum / float64(len(ts))
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, rep)
+			}
+			fmt.Fprintf(out, "%s (%s) on %s/%s with the %s policy\n", rep.File, rep.Hash[:12], domain, split, pol)
+			fmt.Fprintf(out, "tasks %d, rollouts %d, policy calls %d\nmean reward %.4f\n", rep.Tasks, rep.Rollouts, rep.Calls, rep.Mean)
+			kinds := make([]string, 0, len(rep.Failures))
+			for kind := range rep.Failures {
+				kinds = append(kinds, kind)
+			}
+			sort.Strings(kinds)
+			for _, kind := range kinds {
+				fmt.Fprintf(out, "  %-14s %d\n", kind, rep.Failures[kind])
+			}
+			for _, e := range rep.Errors {
+				fmt.Fprintf(out, "harness error: %s\n", e)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	f.StringVar(&pol, "policy", "oracle", "checking policy: oracle or random")
+	f.StringVar(&split, "split", data.SplitVal, "split to draw tasks from: "+strings.Join(data.Splits, ", "))
+	f.IntVar(&n, "n", 200, "number of tasks (the first N of the split)")
+	f.IntVar(&k, "k", 1, "samples per task")
+	f.IntVar(&maxNew, "max-new-tokens", 256, "completion length bound")
+	f.Uint64Var(&seed, "seed", 1, "seed of the domain and of the policy's requests")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func newHarnessDiffCmd() *cobra.Command {
+	var domain string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Line diff of two harnesses' normalised sources, with their hashes",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			na, a, err := readHarnessSource(args[0], domain)
+			if err != nil {
+				return err
+			}
+			nb, b, err := readHarnessSource(args[1], domain)
+			if err != nil {
+				return err
+			}
+			d := harnesses.Diff(na, a, nb, b)
+			ha, hb := harnesses.Hash(a), harnesses.Hash(b)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"a": na, "b": nb, "hash_a": ha, "hash_b": hb, "same": ha == hb, "diff": d})
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), d)
+			return err
+		},
+	}
+	c.Flags().StringVar(&domain, "domain", "", "domain of built-in harnesses named instead of files (h0)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
