@@ -50,7 +50,7 @@ const (
 var (
 	requiredFuncs = map[string]int{"format_observation": 2, "parse_action": 1, "is_valid_action": 2}
 	optionalFuncs = map[string]int{"format_tool_result": 3, "next_step": 1, "compact_history": 2}
-	signatures = map[string]string{"format_observation": "(obs, state)", "parse_action": "(text)", "is_valid_action": "(obs, action)",
+	signatures    = map[string]string{"format_observation": "(obs, state)", "parse_action": "(text)", "is_valid_action": "(obs, action)",
 		"format_tool_result": "(name, result, state)", "next_step": "(state)", "compact_history": "(messages, state)"}
 	contractNames = []string{"SYSTEM_PROMPT", "USER_PROMPT", "FORMAT_RETRY_BUDGET", "INVALID_RETRY_BUDGET", "MAX_TURNS", "TOOLS", "CONTEXT_TOKENS",
 		"format_observation", "parse_action", "is_valid_action", "format_tool_result", "next_step", "compact_history",
