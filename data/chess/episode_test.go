@@ -276,8 +276,12 @@ func mustMove(t *testing.T, p *Position, s string) Move {
 // TestSearchAgainstBruteForce compares the ordered, budgeted search with
 // plain minimax on positions from seeded self-play, mates and non-mates.
 func TestSearchAgainstBruteForce(t *testing.T) {
+	want := 60
+	if testing.Short() {
+		want = 16
+	}
 	var positions []*Position
-	for g := 0; len(positions) < 60 && g < 40; g++ {
+	for g := 0; len(positions) < want && g < 40; g++ {
 		f := playGame(77, g)
 		for _, p := range f.pos {
 			if p != nil {
@@ -311,7 +315,7 @@ func TestSearchAgainstBruteForce(t *testing.T) {
 			}
 		}
 	}
-	if mates < 20 {
+	if mates < want/3 {
 		t.Errorf("only %d mates among %d positions", mates, len(positions))
 	}
 }

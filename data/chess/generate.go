@@ -35,10 +35,28 @@ const (
 // pieceValue in centipawns, for the self-play policy.
 var pieceValue = [7]int{0, 100, 300, 320, 500, 900, 0}
 
-// findings are the first mate-in-1 and mate-in-2 positions of one game.
+// findings are the first mate-in-1 and mate-in-2 positions of one game,
+// and their puzzles, indexed by mate distance; nil when none.
 type findings struct {
 	game int
-	pos  [3]*Position // indexed by mate distance; nil when none
+	pos  [3]*Position
+	key  [3]string
+	task [3]*data.Task
+}
+
+// playAndSolve plays a game and builds the tasks of its findings.
+func playAndSolve(seed uint64, game int) findings {
+	f := playGame(seed, game)
+	for d, p := range f.pos {
+		if p == nil {
+			continue
+		}
+		f.key[d] = p.key()
+		if t, err := puzzleTask(seed, game, p, d); err == nil {
+			f.task[d] = &t
+		}
+	}
+	return f
 }
 
 // playGame plays one seeded self-play game with a noisy one-ply greedy
@@ -141,17 +159,21 @@ func Generate(seed uint64, sizes data.Sizes, progress func(done, total int)) (ma
 	got := [3][]data.Task{}
 	seen := map[string]bool{}
 	workers := max(1, runtime.GOMAXPROCS(0))
-	for first := 0; len(got[1]) < want[1] || len(got[2]) < want[2]; first += genBatch {
+	for first := 0; len(got[1]) < want[1] || len(got[2]) < want[2]; {
 		if first > 1000*total+10000 {
 			return nil, fmt.Errorf("chess: generate: %d games gave only %d+%d of %d+%d puzzles", first, len(got[1]), len(got[2]), want[1], want[2])
 		}
-		batch := make([]findings, genBatch)
+		// The batch size changes which games are played beyond the last
+		// one used, never which puzzles are taken: collection is in game
+		// order.
+		need := want[1] - len(got[1]) + want[2] - len(got[2])
+		batch := make([]findings, min(genBatch, max(workers, need)))
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for range workers {
 			wg.Go(func() {
 				for i := range next {
-					batch[i] = playGame(seed, first+i)
+					batch[i] = playAndSolve(seed, first+i)
 				}
 			})
 		}
@@ -160,20 +182,17 @@ func Generate(seed uint64, sizes data.Sizes, progress func(done, total int)) (ma
 		}
 		close(next)
 		wg.Wait()
+		first += len(batch)
 		for _, f := range batch {
 			for d := 1; d <= 2; d++ {
-				p := f.pos[d]
-				if p == nil || len(got[d]) >= want[d] || seen[p.key()] {
+				// A nil task is a line the budget could not finish: the
+				// next game will do.
+				t := f.task[d]
+				if t == nil || len(got[d]) >= want[d] || seen[f.key[d]] {
 					continue
 				}
-				t, err := puzzleTask(seed, f.game, p, d)
-				if err != nil {
-					// A line the budget could not finish: skip it, the
-					// next game will do.
-					continue
-				}
-				seen[p.key()] = true
-				got[d] = append(got[d], t)
+				seen[f.key[d]] = true
+				got[d] = append(got[d], *t)
 			}
 		}
 		if progress != nil {
