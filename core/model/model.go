@@ -140,7 +140,8 @@ type acts struct {
 	layers []layerActs
 	lnf    kernels.Tensor // (N,C)
 	rstdf  kernels.Tensor // (N)
-	logits kernels.Tensor // (N,V); holds dlogits after the loss
+	hc     int            // rows per chunk of the output head
+	logits kernels.Tensor // (hc,V) one chunk of logits; dlogits after the loss
 	losses kernels.Tensor // (N)
 	dres   kernels.Tensor // (N,C) residual-stream gradient
 	s      gradScratch
@@ -164,7 +165,8 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 		}
 		a.layers = append(a.layers, la)
 	}
-	a.lnf, a.rstdf, a.logits, a.losses, a.dres = take(N*d.C), take(N), take(N*d.V), take(N), take(N*d.C)
+	a.hc = headChunk(N, d.V)
+	a.lnf, a.rstdf, a.logits, a.losses, a.dres = take(N*d.C), take(N), take(a.hc*d.V), take(N), take(N*d.C)
 	a.s = gradScratch{dln: take(N * d.C), dh: take(N * d.F), dg: take(N * d.F), du: take(N * d.F),
 		datt: take(N * d.Hq), dqr: take(N * d.Hq), dqn: take(N * d.Hq), dq: take(N * d.Hq),
 		dkr: take(N * d.Hk), dkn: take(N * d.Hk), dk: take(N * d.Hk), dv: take(N * d.Hk)}
@@ -198,8 +200,18 @@ func (m *Model) ensureGrads() {
 	}
 }
 
-// forward: tokens (B,T) at positions pos -> logits (B,T,V) in a.logits.
-func (m *Model) forward(a *acts, tokens, pos []int32, B, T int) {
+// headChunk is how many rows of logits the output head materialises at
+// once: all N when small, else enough for about 8M logits (32 MB), so a
+// 32k vocabulary does not need N·V floats.
+func headChunk(N, V int) int { return max(1, min(N, headLogits/V)) }
+
+// headLogits is the logits budget of headChunk (a variable so tests can
+// force several chunks).
+var headLogits = 8 << 20
+
+// trunk: tokens (B,T) at positions pos -> final normed hidden states
+// a.lnf (B,T,C).
+func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
 	d, be, N := m.d, m.be, B*T
 	be.Embedding(a.res[0], m.w.embed, tokens, d.C)
 	for l := 0; l < d.L; l++ {
@@ -209,15 +221,28 @@ func (m *Model) forward(a *acts, tokens, pos []int32, B, T int) {
 		m.mlpForward(&la, &m.w.layers[l], nil, la.x2, a.res[l+1], N)
 	}
 	be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
-	m.linear(a.logits, a.lnf, m.w.lmHead, kernels.Tensor{}, N, d.C, d.V, false)
 }
 
-// backward: from dlogits (B,T,V) in a.logits, adds every parameter's
-// gradient into m.gw.
+// head: lnf rows [r0, r0+n) -> logits (n,V) in a.logits.
+func (m *Model) head(a *acts, r0, n int) kernels.Tensor {
+	d := m.d
+	lg := a.logits.View(0, n*d.V)
+	m.linear(lg, a.lnf.View(r0*d.C, n*d.C), m.w.lmHead, kernels.Tensor{}, n, d.C, d.V, false)
+	return lg
+}
+
+// headBackward: dlogits (n,V) of rows [r0, r0+n) -> s.dln rows (n,C) and
+// the head's weight gradient.
+func (m *Model) headBackward(a *acts, dl kernels.Tensor, r0, n int) {
+	d := m.d
+	m.be.Gemm(kernels.NN, a.s.dln.View(r0*d.C, n*d.C), dl, m.w.lmHead, n, d.V, d.C, false)
+	m.be.Gemm(kernels.TN, m.gw.lmHead, dl, a.lnf.View(r0*d.C, n*d.C), d.V, n, d.C, true)
+}
+
+// backward: from s.dln (B,T,C) = ∂L/∂lnf, adds every parameter's gradient
+// into m.gw.
 func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 	d, be, N, s := m.d, m.be, B*T, &a.s
-	be.Gemm(kernels.NN, s.dln, a.logits, m.w.lmHead, N, d.V, d.C, false)
-	be.Gemm(kernels.TN, m.gw.lmHead, a.logits, a.lnf, d.V, N, d.C, true)
 	be.Fill(a.dres, 0)
 	be.RMSNormBackward(a.dres, m.gw.norm, s.dln, a.res[d.L], m.w.norm, a.rstdf, N, d.C)
 	for l := d.L - 1; l >= 0; l-- {
@@ -299,21 +324,30 @@ func (m *Model) pack(seqs []Sequence, scale float64) packed {
 // weighted per-token losses.
 func (m *Model) lossGrad(p packed, grad bool) float64 {
 	a := m.ensureActs(p.B, p.T)
-	N := p.B * p.T
-	m.forward(a, p.tokens, p.pos, p.B, p.T)
-	dl := kernels.Tensor{}
+	N, V := p.B*p.T, m.d.V
+	m.trunk(a, p.tokens, p.pos, p.B, p.T)
 	if grad {
-		dl = a.logits
+		m.ensureGrads()
 	}
-	m.be.CrossEntropy(a.losses, dl, a.logits, p.targets, p.weight, N, m.d.V)
+	for r0 := 0; r0 < N; r0 += a.hc {
+		n := min(a.hc, N-r0)
+		lg := m.head(a, r0, n)
+		dl := kernels.Tensor{}
+		if grad {
+			dl = lg
+		}
+		m.be.CrossEntropy(a.losses.View(r0, n), dl, lg, p.targets[r0:r0+n], p.weight[r0:r0+n], n, V)
+		if grad {
+			m.headBackward(a, dl, r0, n)
+		}
+	}
 	l := make([]float64, N)
 	m.be.Store64(l, a.losses)
 	var s float64
 	for _, v := range l {
-		s += float64(v)
+		s += v
 	}
 	if grad {
-		m.ensureGrads()
 		m.backward(a, p.tokens, p.pos, p.B, p.T)
 	}
 	return s
@@ -342,8 +376,12 @@ func (m *Model) Logits(tokens []int32) ([]float32, error) {
 	}
 	p := m.pack([]Sequence{seq}, 0)
 	a := m.ensureActs(1, p.T)
-	m.forward(a, p.tokens, p.pos, 1, p.T)
-	out := make([]float32, len(tokens)*m.d.V)
-	m.be.Store(out, a.logits)
+	m.trunk(a, p.tokens, p.pos, 1, p.T)
+	V := m.d.V
+	out := make([]float32, len(tokens)*V)
+	for r0 := 0; r0 < len(tokens); r0 += a.hc {
+		n := min(a.hc, len(tokens)-r0)
+		m.be.Store(out[r0*V:(r0+n)*V], m.head(a, r0, n))
+	}
 	return out, nil
 }
