@@ -383,3 +383,13 @@ func (h *Harness) call(name string, args ...starlark.Value) (starlark.Value, err
 }
 
 func (h *Harness) has(name string) bool { return h.fns[name] != nil }
+
+// where is "file:line:col" of the definition bound to a contract name, for
+// run-time errors about what that function returned.
+func (h *Harness) where(name string) string {
+	if fn := h.fns[name]; fn != nil {
+		p := fn.Position()
+		return fmt.Sprintf("%s:%d:%d", h.File, p.Line, p.Col)
+	}
+	return h.File
+}

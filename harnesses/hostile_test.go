@@ -131,7 +131,7 @@ func TestHostileInCalls(t *testing.T) {
 		{"recursion", strings.Replace(minimal, parse, "def _deep(n):\n    return _deep(n + 1)  # HERE\n\n"+parse+"\n    _deep(0)", 1), "recursive"},
 		{"giant string", strings.Replace(minimal, parse, parse+"\n    s = text\n    for i in range(64):\n        s += s  # HERE", 1), "over the sandbox limit"},
 		{"state bloat", strings.Replace(minimal, "def format_observation(obs, state):", "def format_observation(obs, state):\n    state[\"junk\"] = [\"x\" * 1000 * 1000] * 3", 1), "episode state"},
-		{"wrong return type", strings.Replace(minimal, "def is_valid_action(obs, action):\n    return True", "def is_valid_action(obs, action):\n    return \"yes\"", 1), "must return True or False"},
+		{"wrong return type", strings.Replace(minimal, "def is_valid_action(obs, action):\n    return True", "def is_valid_action(obs, action):  # HERE\n    return \"yes\"", 1), "must return True or False"},
 		{"bad action kind", strings.Replace(minimal, `{"kind": "answer", "text": m[1]}`, `{"kind": "solve", "text": m[1]}`, 1), `kind "solve"`},
 		{"runtime error", strings.Replace(minimal, "    return obs[\"text\"]", "    return obs[\"nope\"]  # HERE", 1), "format_observation"},
 		{"harness answers", strings.Replace(minimal, "def is_valid_action", "def next_step(state):\n    return {\"kind\": \"tool\", \"tool\": \"calc\", \"args\": \"1+1\"} if False else {\"kind\": \"answer\", \"text\": \"13\"}\n\ndef is_valid_action", 1), "only tool calls"},

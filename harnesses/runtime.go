@@ -280,7 +280,7 @@ func (rt *runner) hook(r *rollout, name string, args ...starlark.Value) (starlar
 		return nil, err
 	}
 	if n := sizeOf(r.state, MaxValueBytes); n > MaxValueBytes {
-		return nil, fmt.Errorf("%s: runtime: after %s the episode state holds about %d bytes, over the limit of %d", rt.h.File, name, n, MaxValueBytes)
+		return nil, fmt.Errorf("%s: runtime: after %s the episode state holds about %d bytes, over the limit of %d", rt.h.where(name), name, n, MaxValueBytes)
 	}
 	return v, nil
 }
@@ -301,7 +301,7 @@ func (rt *runner) advance(r *rollout) {
 			}
 			s, ok := v.(starlark.String)
 			if !ok {
-				r.harnessError(fmt.Errorf("%s: runtime: format_observation must return a string, not %s", h.File, v.Type()))
+				r.harnessError(fmt.Errorf("%s: runtime: format_observation must return a string, not %s", h.where("format_observation"), v.Type()))
 				return
 			}
 			msg := strings.ReplaceAll(h.UserPrompt, "{observation}", string(s))
@@ -347,7 +347,7 @@ func (rt *runner) readRoute(r *rollout, v starlark.Value) (*data.Action, error) 
 	}
 	d, ok := v.(*starlark.Dict)
 	if !ok {
-		return nil, fmt.Errorf("%s: runtime: next_step must return None or a dict, not %s", h.File, v.Type())
+		return nil, fmt.Errorf("%s: runtime: next_step must return None or a dict, not %s", h.where("next_step"), v.Type())
 	}
 	get := func(k string) (string, bool) {
 		x, found, _ := d.Get(starlark.String(k))
@@ -366,21 +366,21 @@ func (rt *runner) readRoute(r *rollout, v starlark.Value) (*data.Action, error) 
 		switch data.ActionKind(req) {
 		case data.ActAnswer, data.ActMove, data.ActTool:
 		default:
-			return nil, fmt.Errorf("%s: runtime: next_step require=%q; want answer, move or tool", h.File, req)
+			return nil, fmt.Errorf("%s: runtime: next_step require=%q; want answer, move or tool", h.where("next_step"), req)
 		}
 		r.require = data.ActionKind(req)
 		r.requireMsg, _ = get("message")
 		return nil, nil
 	}
-	act, err := toAction(h.File, "next_step", v)
+	act, err := toAction(h.where("next_step"), "next_step", v)
 	if err != nil {
 		return nil, err
 	}
 	if act == nil || act.Kind != data.ActTool {
-		return nil, fmt.Errorf("%s: runtime: next_step may issue only tool calls, not answers or moves (a harness presents, it does not solve)", h.File)
+		return nil, fmt.Errorf("%s: runtime: next_step may issue only tool calls, not answers or moves (a harness presents, it does not solve)", h.where("next_step"))
 	}
 	if !contains(h.Tools, act.Tool) {
-		return nil, fmt.Errorf("%s: runtime: next_step called tool %q, which is not in TOOLS %v", h.File, act.Tool, h.Tools)
+		return nil, fmt.Errorf("%s: runtime: next_step called tool %q, which is not in TOOLS %v", h.where("next_step"), act.Tool, h.Tools)
 	}
 	return act, nil
 }
@@ -445,7 +445,7 @@ func (rt *runner) prepare(r *rollout) {
 			r.harnessError(err)
 			return
 		}
-		msgs, err = toMessages(rt.h.File, v)
+		msgs, err = toMessages(rt.h.where("compact_history"), v)
 		if err != nil {
 			r.harnessError(err)
 			return
@@ -608,7 +608,7 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 		r.harnessError(err)
 		return
 	}
-	act, err := toAction(h.File, "parse_action", v)
+	act, err := toAction(h.where("parse_action"), "parse_action", v)
 	if err != nil {
 		rec.Outcome = string(FailHarness)
 		r.harnessError(err)
@@ -649,7 +649,7 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 	}
 	if act.Kind != data.ActTool && !Extracted(act.Text, call.Text) {
 		rec.Outcome = string(FailHarness)
-		r.harnessError(fmt.Errorf("%s: anti-cheat: parse_action submitted %s %q, which does not occur in the completion (after lower-casing and dropping punctuation and spaces): a harness may extract an answer, never invent one", h.File, act.Kind, act.Text))
+		r.harnessError(fmt.Errorf("%s: anti-cheat: parse_action submitted %s %q, which does not occur in the completion (after lower-casing and dropping punctuation and spaces): a harness may extract an answer, never invent one", h.where("parse_action"), act.Kind, act.Text))
 		return
 	}
 	rec.Outcome = string(act.Kind)
@@ -710,7 +710,7 @@ func (rt *runner) validate(r *rollout, v starlark.Value, act *data.Action) (bool
 	}
 	b, isBool := ok.(starlark.Bool)
 	if !isBool {
-		return false, "", fmt.Errorf("%s: runtime: is_valid_action must return True or False, not %s", h.File, ok.Type())
+		return false, "", fmt.Errorf("%s: runtime: is_valid_action must return True or False, not %s", h.where("is_valid_action"), ok.Type())
 	}
 	return bool(b), reason, nil
 }
@@ -734,7 +734,7 @@ func (rt *runner) toolStep(r *rollout, act data.Action, byHarness bool) {
 		}
 		s, ok := v.(starlark.String)
 		if !ok {
-			r.harnessError(fmt.Errorf("%s: runtime: format_tool_result must return a string, not %s", rt.h.File, v.Type()))
+			r.harnessError(fmt.Errorf("%s: runtime: format_tool_result must return a string, not %s", rt.h.where("format_tool_result"), v.Type()))
 			return
 		}
 		shown = string(s)
