@@ -30,8 +30,8 @@ func (l Layout) String() string {
 // Gemm computes out = a·b in the given layout, adding to out when
 // accumulate is set and overwriting it otherwise. An empty product (k = 0)
 // is zero, so out is cleared unless accumulate is set; m = 0 or n = 0 does
-// nothing. It panics if a slice is too short for its shape or the layout is
-// unknown (programmer errors).
+// nothing. out must not overlap a or b. It panics if a slice is too short
+// for its shape or the layout is unknown (programmer errors).
 //
 // The work is split over Threads() goroutines along M or N only, never K,
 // and which kernel runs depends on the shape alone, so every output element

@@ -175,26 +175,37 @@ func FuzzAdd(f *testing.F) {
 	fuzzVec(f, func(t *testing.T, r *rand.Rand, n int) { testAdd(t, r, n, n%2 == 0) })
 }
 
-func BenchmarkVector(b *testing.B) {
+// benchVec runs fn over vectors of the model's widths, reporting the bytes
+// it reads and writes per call.
+func benchVec(b *testing.B, bytesPerElem int, fn func(x, y, z []float32)) {
 	for _, n := range []int{768, 2048, 32000} {
 		r := rand.New(rand.NewPCG(1, 1))
 		x, y, z := make([]float32, n), make([]float32, n), make([]float32, n)
 		randFill(r, x)
 		randFill(r, y)
-		run := func(name string, bytes int, fn func()) {
-			b.Run(fmt.Sprintf("%s/n%d", name, n), func(b *testing.B) {
-				b.SetBytes(int64(bytes))
-				for range b.N {
-					fn()
-				}
-			})
-		}
-		var sink float32
-		run("Dot", 8*n, func() { sink += Dot(x, y) })
-		run("SumSq", 4*n, func() { sink += SumSq(x) })
-		run("Axpy", 12*n, func() { Axpy(1e-3, x, y) })
-		run("Scale", 8*n, func() { Scale(1, z) })
-		run("Add", 12*n, func() { Add(z, x, y) })
-		_ = sink
+		b.Run(fmt.Sprintf("n%d", n), func(b *testing.B) {
+			b.SetBytes(int64(bytesPerElem * n))
+			for range b.N {
+				fn(x, y, z)
+			}
+		})
 	}
+}
+
+var vecSink float32
+
+func BenchmarkDot(b *testing.B) {
+	benchVec(b, 8, func(x, y, _ []float32) { vecSink += Dot(x, y) })
+}
+func BenchmarkSumSq(b *testing.B) {
+	benchVec(b, 4, func(x, _, _ []float32) { vecSink += SumSq(x) })
+}
+func BenchmarkAxpy(b *testing.B) {
+	benchVec(b, 12, func(x, y, _ []float32) { Axpy(1e-3, x, y) })
+}
+func BenchmarkScale(b *testing.B) {
+	benchVec(b, 8, func(_, _, z []float32) { Scale(1, z) })
+}
+func BenchmarkAdd(b *testing.B) {
+	benchVec(b, 12, func(x, y, z []float32) { Add(z, x, y) })
 }
