@@ -50,6 +50,7 @@ type Sampler struct {
 	bw      *weights // bf16 views, or nil
 	cache   *prefixCache
 	sc      *inferScratch
+	ss      sampleScratch
 	stats   SamplerStats
 }
 
@@ -313,7 +314,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 		}
 		var items []work
 		for _, q := range live {
-			tok, lp := sampleToken(q.logits, q.req, q.rng)
+			tok, lp := sampleToken(q.logits, q.req, q.rng, &s.ss)
 			s.stats.SampledTokens++
 			q.toks = append(q.toks, tok)
 			q.out.Tokens = append(q.out.Tokens, tok)
@@ -464,10 +465,16 @@ func commonPrefix(a, b []int32) int {
 	return n
 }
 
+// sampleScratch is reused by sampleToken across tokens.
+type sampleScratch struct {
+	cand []int32
+	w    []float64
+}
+
 // sampleToken draws the next token from logits under the request's
 // temperature, top-k and top-p, and returns it with its log-probability
 // under the unmodified distribution softmax(logits).
-func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand) (int32, float32) {
+func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand, sc *sampleScratch) (int32, float32) {
 	mx := logits[0]
 	arg := 0
 	for i, v := range logits {
@@ -491,12 +498,13 @@ func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand) (int32, fl
 		k = min(r.TopK, V)
 	}
 	nucleus := r.TopP > 0 && r.TopP < 1
-	// cand lists the candidate tokens; sorted by decreasing logit (ties by
+	// cand lists the candidate tokens, sorted by decreasing logit (ties by
 	// id) only when a filter needs the order.
-	cand := make([]int32, V)
-	for i := range cand {
-		cand[i] = int32(i)
+	cand := sc.cand[:0]
+	for i := 0; i < V; i++ {
+		cand = append(cand, int32(i))
 	}
+	sc.cand = cand
 	if k < V || nucleus {
 		slices.SortFunc(cand, func(a, b int32) int {
 			if logits[a] != logits[b] {
@@ -509,12 +517,14 @@ func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand) (int32, fl
 		})
 		cand = cand[:k]
 	}
-	w := make([]float64, len(cand))
+	w := sc.w[:0]
 	var sum float64
-	for i, t := range cand {
-		w[i] = math.Exp((float64(logits[t]) - float64(mx)) * inv)
-		sum += w[i]
+	for _, t := range cand {
+		x := math.Exp((float64(logits[t]) - float64(mx)) * inv)
+		w = append(w, x)
+		sum += x
 	}
+	sc.w = w
 	if nucleus {
 		// Keep the smallest prefix whose probability reaches TopP.
 		var c float64

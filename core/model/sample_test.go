@@ -326,3 +326,20 @@ func TestBF16Sampling(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplingIndependentOfBatchMedium repeats the batch-independence check
+// on a model whose decode batch crosses the GEMM's kernel switch.
+func TestSamplingIndependentOfBatchMedium(t *testing.T) {
+	m, err := New(mediumConfig(), kernels.NewCPU(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 3)
+	reqs := mixedRequests(m.d.V)
+	batch := generate(t, NewSampler(m, SamplerOptions{}), reqs...)
+	for i, r := range reqs {
+		if alone := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]; !sameCompletion(alone, batch[i]) {
+			t.Fatalf("request %d: alone %v, in batch %v", i, alone.LogProbs, batch[i].LogProbs)
+		}
+	}
+}

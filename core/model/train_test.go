@@ -248,3 +248,39 @@ func TestTrainInputErrors(t *testing.T) {
 		}
 	}
 }
+
+// mediumConfig is large enough that the float32 GEMMs split work across
+// threads and switch kernels by shape, which the tiny preset never does.
+func mediumConfig() Config {
+	return Config{ModelType: "qwen3", VocabSize: 96, HiddenSize: 64, IntermediateSize: 160, NumHiddenLayers: 2,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 16, RMSNormEps: 1e-6, RopeTheta: 1e4,
+		MaxPositionEmbeddings: 96, HiddenAct: "silu"}
+}
+
+func TestTrainingThreadInvariantMedium(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	run := func(threads int) []float32 {
+		kernels.SetThreads(threads)
+		m, err := New(mediumConfig(), kernels.NewCPU(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, _ := NewTrainer(m, DefaultTrainConfig())
+		rng := rand.New(rand.NewPCG(1, 1))
+		var b []Sequence
+		for i := 0; i < 4; i++ {
+			q := Sequence{Tokens: randPrompt(rng, 40+5*i, 96), Mask: slices.Repeat([]float32{1}, 40+5*i)}
+			b = append(b, q)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := tr.Step([][]Sequence{b}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m.ParamValues()
+	}
+	a, b := run(1), run(2)
+	if i := bitsEqual(a, b); i >= 0 {
+		t.Fatalf("1 and 2 threads differ at parameter %d: %v vs %v", i, a[i], b[i])
+	}
+}
