@@ -38,6 +38,10 @@ func (e *rowError) Error() string { return "field " + e.field + ": " + e.reason 
 // puzzles must be solved with the listed moves, lichess's only-moves rule,
 // except that a move that mates always wins.
 //
+// A task's Level is its number of solver moves (the mate depth for a mate
+// puzzle), its ID "lichess-" and the PuzzleId, and its Problem names the
+// opponent's trigger move.
+//
 // A malformed row (wrong field count, bad FEN, an illegal or unparseable
 // move, a non-numeric rating, ...) is a data.BadLine naming the file, line
 // and column. Without opts.SkipBad the first one is the error; with it the
