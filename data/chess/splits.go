@@ -114,10 +114,15 @@ func WriteSplits(dir string, splits map[string][]data.Task) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("chess: write splits: %w", err)
 	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+	// The manifest goes last, so an interrupted write leaves files that
+	// fail the hash check rather than a manifest vouching for missing ones.
+	for _, sf := range m.Files {
+		if err := os.WriteFile(filepath.Join(dir, sf.File), files[sf.File], 0o644); err != nil {
 			return fmt.Errorf("chess: write splits: %w", err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), files[ManifestFile], 0o644); err != nil {
+		return fmt.Errorf("chess: write splits: %w", err)
 	}
 	return nil
 }
