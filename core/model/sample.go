@@ -32,9 +32,10 @@ type SamplerOptions struct {
 	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
 	// bytes per element); 0 means 256 MiB, negative disables reuse.
 	PrefixCacheBytes int64
-	// FastPrefill lets prompts run through the large-M GEMM kernel: faster
-	// prefill, but a sequence's log-probabilities then depend in their last
-	// bits on batch composition and on prefix reuse.
+	// FastPrefill runs inference GEMMs whole instead of in blocks of
+	// rowChunk rows: faster prefill and large-batch decoding, but a
+	// sequence's log-probabilities then depend in their last bits on batch
+	// composition and on prefix reuse (tokens almost never change).
 	FastPrefill bool
 }
 
@@ -385,6 +386,7 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 				s.m.copyKV(q.kv, q.cap, e.kv, e.cap, P)
 				q.n, q.logits, p.start = P, e.logits, P
 				p.wave = -1
+				waveOf[q] = -1
 				continue
 			}
 			n = min(n, P-1)
@@ -392,7 +394,10 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 			q.n, p.start = n, n
 		}
 		best := p.start
-		for _, e := range seqs[:i] {
+		for j, e := range seqs[:i] {
+			if plans[j].dup != nil {
+				continue // filled only after every wave
+			}
 			if n := min(commonPrefix(e.req.Prompt, q.req.Prompt), P-1); n > best && n >= minShare {
 				best, p.src = n, e
 			}

@@ -343,3 +343,38 @@ func TestSamplingIndependentOfBatchMedium(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCacheEvictsLRU: under a budget of two entries the least
+// recently used is evicted, an entry is replaced by its own continuation,
+// and reuse of what remains stays exact.
+func TestPrefixCacheEvictsLRU(t *testing.T) {
+	m := sampleModel(t)
+	req := func(p []int32) policy.Request {
+		return policy.Request{Key: "k", Prompt: p, MaxNewTokens: 4, Temperature: 1, Seed: 3}
+	}
+	a, b, c := []int32{1, 2, 3, 4, 5, 6}, []int32{2, 2, 3, 4, 5, 6}, []int32{3, 2, 3, 4, 5, 6}
+	s := NewSampler(m, SamplerOptions{PrefixCacheBytes: int64(2*m.kvLen(len(a)+8)*4 + 1)})
+	turn := func(p []int32, c policy.Completion) []int32 { return append(append(slices.Clone(p), c.Tokens...), 7) }
+	ca := generate(t, s, req(a))[0]
+	generate(t, s, req(b))
+	a2 := turn(a, ca)
+	ca2 := generate(t, s, req(a2))[0] // replaces a's entry by its continuation
+	generate(t, s, req(c))            // evicts b's, the least recently used
+	if n := s.Stats().CachedPrefixes; n != 2 {
+		t.Fatalf("%d cached prefixes under a budget of 2", n)
+	}
+	for _, e := range s.cache.entries {
+		if e.tokens[0] == 2 {
+			t.Fatal("the least recently used entry survived")
+		}
+	}
+	a3 := turn(a2, ca2)
+	before := s.Stats().PrefillTokens
+	got := generate(t, s, req(a3))[0]
+	if d := s.Stats().PrefillTokens - before; d > 2 {
+		t.Fatalf("the third turn computed %d prompt tokens, want ≤ 2", d)
+	}
+	if want := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), req(a3))[0]; !sameCompletion(got, want) {
+		t.Fatal("reuse after eviction changed the completion")
+	}
+}
