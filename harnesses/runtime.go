@@ -33,6 +33,10 @@ type RunOptions struct {
 	// BatchSize bounds the requests of one Generate call; 0 means all
 	// pending requests in one call.
 	BatchSize int
+	// EpisodeTokens, if positive, bounds the completion tokens of one
+	// rollout over all its calls; a rollout that reaches it before it is
+	// done ends as truncated.
+	EpisodeTokens int
 	// KeyPrefix is prepended to request keys (e.g. "val/") so that keys
 	// stay unique across splits and phases.
 	KeyPrefix string
@@ -136,7 +140,9 @@ type rollout struct {
 	// requireMsg is next_step's message for a demanded kind.
 	requireMsg string
 	toolCalls  int
-	done       bool
+	// tokens counts completion tokens over all calls.
+	tokens int
+	done   bool
 	// pending is the prompt waiting for the policy.
 	pending *Call
 	system  string
@@ -601,6 +607,12 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 	r.traj.Calls = append(r.traj.Calls, *call)
 	rec := &r.traj.Calls[len(r.traj.Calls)-1]
 	r.say("assistant", call.Text)
+	r.tokens += len(c.Tokens)
+	defer func() {
+		if !r.done && rt.opts.EpisodeTokens > 0 && r.tokens >= rt.opts.EpisodeTokens {
+			r.finish(0, data.FailTruncated)
+		}
+	}()
 
 	v, err := rt.hook(r, "parse_action", starlark.String(call.Text))
 	if err != nil {
@@ -721,7 +733,7 @@ func (rt *runner) toolStep(r *rollout, act data.Action, byHarness bool) {
 	r.traj.Turns++
 	r.toolCalls++
 	result := res.ToolResult
-	failed := res.Failure == data.FailToolError
+	failed := res.Failure != data.FailNone
 	if failed && result == "" {
 		result = "error: " + res.Feedback
 	}

@@ -278,3 +278,21 @@ func TestTrajectoryRecordsTokens(t *testing.T) {
 }
 
 var bytesTok tokenizer.Bytes
+
+func TestEpisodeTokenBudget(t *testing.T) {
+	d := &fakeDomain{name: "math", turns: 3}
+	h, err := Load("h0.star", builtinSrc(t, "math"), EnvOf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenizer.Bytes{}
+	task := d.make(2)[1]
+	pol := &Scripted{Tok: tok, Replies: map[string][]Reply{task.ID + "#0": {{Text: "<tool>calc: 4 + 9</tool> and some more words"}, {Text: "<answer>13</answer>"}}}}
+	ts, err := Run(context.Background(), h, d, []data.Task{task}, pol, tok, RunOptions{EpisodeTokens: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts[0].Failure != data.FailTruncated || len(ts[0].Calls) != 1 {
+		t.Fatalf("failure %q after %d calls, want truncated after 1", ts[0].Failure, len(ts[0].Calls))
+	}
+}

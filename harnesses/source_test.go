@@ -3,6 +3,8 @@ package harnesses
 import (
 	"strings"
 	"testing"
+
+	"go.starlark.net/starlark"
 )
 
 func TestNormalizeAndHash(t *testing.T) {
@@ -178,6 +180,43 @@ func FuzzLoad(f *testing.F) {
 		}
 		if h.Hash != Hash(src) {
 			t.Fatal("hash of a loaded harness differs from Hash of its source")
+		}
+	})
+}
+
+// FuzzBuiltinParsers feeds arbitrary completions to every parser fragment
+// of the built-in harnesses: each must return None or a well-formed
+// action, never fail.
+func FuzzBuiltinParsers(f *testing.F) {
+	f.Add("<answer>42</answer>")
+	f.Add("<tool>calc: 1+2</tool><answer>")
+	f.Add("<move>e2e4</move> or [e7e5]")
+	f.Add("\\boxed{3/4} the answer is Paris.")
+	var hs []*Harness
+	var parsers [][]string
+	for _, d := range fakeDomains() {
+		h := loadBuiltin(f, d)
+		hs = append(hs, h)
+		for _, dim := range h.SearchSpace() {
+			if dim.Knob == "parse_action" {
+				parsers = append(parsers, dim.Choices)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for i, h := range hs {
+			for _, name := range parsers[i] {
+				fn := h.globals[name]
+				th, stop := newThread("fuzz", CallSteps)
+				v, err := starlark.Call(th, fn, starlark.Tuple{starlark.String(text)}, nil)
+				stop()
+				if err != nil {
+					t.Fatalf("%s %s(%q): %v", h.Env.Domain, name, text, err)
+				}
+				if _, err := toAction("fuzz", name, v); err != nil {
+					t.Fatalf("%s %s(%q): %v", h.Env.Domain, name, text, err)
+				}
+			}
 		}
 	})
 }
