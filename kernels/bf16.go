@@ -48,8 +48,10 @@ func bf16ToFloat(h BF16) float32 { return math.Float32frombits(uint32(h) << 16) 
 // adding to out when accumulate is set; k = 0 clears out unless
 // accumulate. b is widened on the fly inside the kernel, so the product
 // streams half the bytes of a float32 one: the path for sampling with bf16
-// weights. Like Gemm it splits N over threads, never K, so results do not
-// depend on the thread count. It panics if a slice is too short.
+// weights. With 24 rows or more B is instead widened into the packed
+// panels of Gemm's micro-kernel (prefill). Like Gemm it splits N or M over
+// threads, never K, so results do not depend on the thread count. It
+// panics if a slice is too short.
 func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 	if m < 0 || k < 0 || n < 0 {
 		panic(fmt.Sprintf("kernels: GemmBF16NT: negative shape m=%d k=%d n=%d", m, k, n))
@@ -65,6 +67,14 @@ func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 		if !accumulate {
 			clear(out[:m*n])
 		}
+		return
+	}
+	if m >= smallMNT {
+		// Enough rows to pay for widening B once into packed panels and
+		// running the GEMM micro-kernel.
+		g := newGemmJob(NT, out[:m*n], a[:m*k], nil, m, k, n, accumulate)
+		g.bh = b[:k*n]
+		g.runParallel()
 		return
 	}
 	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, &bf16Tiles)

@@ -61,3 +61,27 @@ func dotTile1x8BF16(k8 int, a []float32, b *[8][]BF16, next []BF16, c *[8]float3
 	}
 	dotTile1x8BF16AVX2(k8, &a[0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &b[6][0], &b[7][0], pf, &c[0])
 }
+
+// packNT16BF16AVX2 is packNT16AVX2 for bf16 rows, widening as it packs:
+//
+//	for p := 0; p < kc8; p++ {
+//		for j := 0; j < 16; j++ {
+//			dst[p*16+j] = math.Float32frombits(uint32(src[j*lds+p]) << 16)
+//		}
+//	}
+//
+// kc8 is a multiple of 8.
+//
+//go:noescape
+func packNT16BF16AVX2(kc8 int, src *BF16, lds int, dst *float32)
+
+func packNT16BF16(kc int, src []BF16, lds int, dst []float32) int {
+	kc8 := kc &^ 7
+	if !useAsm || kc8 == 0 {
+		return 0
+	}
+	_ = src[15*lds+kc8-1]
+	_ = dst[kc8*gemmNR-1]
+	packNT16BF16AVX2(kc8, &src[0], lds, &dst[0])
+	return kc8
+}

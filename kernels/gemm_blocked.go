@@ -52,6 +52,9 @@ type gemmJob struct {
 	// B in place: with few rows of A each panel is used once or twice, so
 	// packing it would double the memory traffic for nothing.
 	directB bool
+	// bh, when set, replaces b: an NT product whose B is bf16, widened
+	// while it is packed.
+	bh []BF16
 }
 
 // gemm runs a product whose shapes are checked and non-empty. The path and
@@ -61,9 +64,18 @@ func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 		gemmSmallNT(out, a, b, m, k, n, acc)
 		return
 	}
+	newGemmJob(layout, out, a, b, m, k, n, acc).runParallel()
+}
+
+func newGemmJob(layout Layout, out, a, b []float32, m, k, n int, acc bool) *gemmJob {
 	kb := (k + gemmKC - 1) / gemmKC
-	g := &gemmJob{layout: layout, out: out, a: a, b: b, m: m, k: k, n: n, kc: (k + kb - 1) / kb, acc: acc,
+	return &gemmJob{layout: layout, out: out, a: a, b: b, m: m, k: k, n: n, kc: (k + kb - 1) / kb, acc: acc,
 		directB: layout != NT && m <= directBMaxM}
+}
+
+// runParallel splits the product over threads along N or M.
+func (g *gemmJob) runParallel() {
+	m, k, n := g.m, g.k, g.n
 	t := Threads()
 	mt := (m + gemmMR - 1) / gemmMR
 	nt := (n + gemmNR - 1) / gemmNR
@@ -147,15 +159,29 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 		dst := bp[jr*kc : jr*kc+kc*gemmNR]
 		if g.layout == NT {
 			// b is [n,k]: column j of the panel is a contiguous row of b.
-			p0 := 0
-			if w == gemmNR {
-				p0 = packNT16(kc, g.b[(jc+jr)*k+pc:], k, dst)
-			}
-			for j := 0; j < w; j++ {
-				src := g.b[(jc+jr+j)*k+pc:]
-				src = src[p0:kc]
-				for p, v := range src {
-					dst[(p0+p)*gemmNR+j] = v
+			if g.bh != nil {
+				p0 := 0
+				if w == gemmNR {
+					p0 = packNT16BF16(kc, g.bh[(jc+jr)*k+pc:], k, dst)
+				}
+				for j := 0; j < w; j++ {
+					src := g.bh[(jc+jr+j)*k+pc:]
+					src = src[p0:kc]
+					for p, v := range src {
+						dst[(p0+p)*gemmNR+j] = bf16ToFloat(v)
+					}
+				}
+			} else {
+				p0 := 0
+				if w == gemmNR {
+					p0 = packNT16(kc, g.b[(jc+jr)*k+pc:], k, dst)
+				}
+				for j := 0; j < w; j++ {
+					src := g.b[(jc+jr+j)*k+pc:]
+					src = src[p0:kc]
+					for p, v := range src {
+						dst[(p0+p)*gemmNR+j] = v
+					}
 				}
 			}
 			if w < gemmNR {
