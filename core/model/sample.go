@@ -37,6 +37,9 @@ type SamplerOptions struct {
 	// sequence's log-probabilities then depend in their last bits on batch
 	// composition and on prefix reuse (tokens almost never change).
 	FastPrefill bool
+	// MaxBatch bounds the sequences decoding at once (and so the KV caches
+	// alive); further requests wait for a free slot. 0 means 64.
+	MaxBatch int
 }
 
 // Sampler generates completions from a Model with a KV cache per sequence,
@@ -290,8 +293,12 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 	}
 	s.refresh()
 	d := s.m.d
+	maxBatch := s.opts.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = 64
+	}
 	seqs := make([]*seqState, len(reqs))
-	var live []*seqState
+	var pending, live []*seqState
 	for i := range reqs {
 		r := &reqs[i]
 		h := fnv.New64a()
@@ -303,15 +310,24 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 			continue
 		}
 		q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, d.maxPos)
-		q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
-		live = append(live, q)
+		pending = append(pending, q)
 	}
-	if err := s.prefill(ctx, live); err != nil {
-		return nil, err
-	}
-	for len(live) > 0 {
+	for len(pending) > 0 || len(live) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("model: generate: %w", err)
+		}
+		// Continuous batching: admit waiting requests into free slots; their
+		// caches exist only while they run.
+		if free := maxBatch - len(live); free > 0 && len(pending) > 0 {
+			adm := pending[:min(free, len(pending))]
+			pending = pending[len(adm):]
+			for _, q := range adm {
+				q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
+			}
+			if err := s.prefill(ctx, adm); err != nil {
+				return nil, err
+			}
+			live = append(live, adm...)
 		}
 		var items []work
 		for _, q := range live {
@@ -333,6 +349,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 			}
 			q.done = true
 			s.cache.insert(q.toks[:q.n], q.kv, q.cap, q.logits)
+			q.kv = kernels.Tensor{}
 		}
 		live = live[:0]
 		for _, it := range items {

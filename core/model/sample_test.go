@@ -190,7 +190,13 @@ func TestSamplingIndependentOfBatch(t *testing.T) {
 	rev := slices.Clone(reqs)
 	slices.Reverse(rev)
 	revOut := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), rev...)
+	// Continuous batching: at most 3 sequences at once, admitted as others
+	// finish.
+	small := generate(t, NewSampler(m, SamplerOptions{MaxBatch: 3}), reqs...)
 	for i := range reqs {
+		if !sameCompletion(alone[i], small[i]) {
+			t.Fatalf("request %d: alone %v, with MaxBatch 3 %v", i, alone[i].Tokens, small[i].Tokens)
+		}
 		if !sameCompletion(alone[i], batch[i]) || !sameCompletion(alone[i], revOut[len(reqs)-1-i]) {
 			t.Fatalf("request %d: alone %v %v, in batch %v %v", i, alone[i].Tokens, alone[i].LogProbs, batch[i].Tokens, batch[i].LogProbs)
 		}
