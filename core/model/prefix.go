@@ -75,7 +75,8 @@ func (c *prefixCache) insert(tokens []int32, kv kernels.Tensor, cap int, logits 
 		}
 		return false
 	})
-	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, cap: cap, logits: logits, bytes: bytes, lastUse: c.clock})
+	// Clone the logits: the caller's slice is part of a whole batch's.
+	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, cap: cap, logits: slices.Clone(logits), bytes: bytes, lastUse: c.clock})
 	c.used += bytes
 	for c.used > c.budget {
 		oldest := 0
