@@ -269,10 +269,15 @@ type packed struct {
 	tokens, targets []int32
 	pos             []int32
 	weight          []float32 // mask · scale per row
+	rowLoss         []float64 // per-row weighted loss, set by lossGrad
 }
 
 // maskSum returns Σ Mask[1:] over seqs after validating them.
-func (m *Model) maskSum(seqs []Sequence) (float64, error) {
+func (m *Model) maskSum(seqs []Sequence) (float64, error) { return m.checkSeqs(seqs, false) }
+
+// checkSeqs validates seqs and returns Σ Mask[1:]; signed allows negative
+// weights (policy-gradient objectives).
+func (m *Model) checkSeqs(seqs []Sequence, signed bool) (float64, error) {
 	var s float64
 	for i, q := range seqs {
 		if len(q.Mask) != len(q.Tokens) {
@@ -287,7 +292,7 @@ func (m *Model) maskSum(seqs []Sequence) (float64, error) {
 			}
 		}
 		for t, w := range q.Mask {
-			if !(w >= 0) || math.IsInf(float64(w), 0) {
+			if w != w || math.IsInf(float64(w), 0) || (w < 0 && !signed) {
 				return 0, fmt.Errorf("model: sequence %d mask %d: weight %v must be finite and ≥ 0", i, t, w)
 			}
 			if t > 0 {
@@ -298,8 +303,8 @@ func (m *Model) maskSum(seqs []Sequence) (float64, error) {
 	return s, nil
 }
 
-func (m *Model) pack(seqs []Sequence, scale float64) packed {
-	p := packed{B: len(seqs)}
+func (m *Model) pack(seqs []Sequence, scale float64) *packed {
+	p := &packed{B: len(seqs)}
 	for _, q := range seqs {
 		p.T = max(p.T, len(q.Tokens)-1)
 	}
@@ -322,7 +327,7 @@ func (m *Model) pack(seqs []Sequence, scale float64) packed {
 // lossGrad runs the forward pass and the loss on a packed batch and, when
 // grad is set, the backward pass (adding into m.gw). It returns Σ of the
 // weighted per-token losses.
-func (m *Model) lossGrad(p packed, grad bool) float64 {
+func (m *Model) lossGrad(p *packed, grad bool) float64 {
 	a := m.ensureActs(p.B, p.T)
 	N, V := p.B*p.T, m.d.V
 	m.trunk(a, p.tokens, p.pos, p.B, p.T)
@@ -343,6 +348,7 @@ func (m *Model) lossGrad(p packed, grad bool) float64 {
 	}
 	l := make([]float64, N)
 	m.be.Store64(l, a.losses)
+	p.rowLoss = l
 	var s float64
 	for _, v := range l {
 		s += v
@@ -351,6 +357,27 @@ func (m *Model) lossGrad(p packed, grad bool) float64 {
 		m.backward(a, p.tokens, p.pos, p.B, p.T)
 	}
 	return s
+}
+
+// SequenceLogProbs returns, for each sequence, Σ_t Mask[t]·log p(Tokens[t]
+// | Tokens[:t]) under the model (forward only): with a 0/1 mask, the
+// log-probability of the masked tokens, as DPO and importance ratios need.
+func (m *Model) SequenceLogProbs(seqs []Sequence) ([]float64, error) {
+	if _, err := m.maskSum(seqs); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(seqs))
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	p := m.pack(seqs, 1)
+	m.lossGrad(p, false)
+	for b := range seqs {
+		for t := 0; t < p.T; t++ {
+			out[b] -= p.rowLoss[b*p.T+t]
+		}
+	}
+	return out, nil
 }
 
 // Loss returns the token-normalised cross-entropy of seqs (Σ mask·loss /

@@ -97,7 +97,7 @@ type StepStats struct {
 	Loss     float64 // token-normalised loss over the whole step
 	GradNorm float64 // global gradient norm before clipping
 	LR       float64
-	Tokens   float64 // Σ mask over the step's targets
+	Tokens   float64 // the normaliser: Σ mask (Step) or norm (StepWeighted)
 }
 
 // Step takes one optimizer step on micro, a list of micro-batches that
@@ -113,6 +113,24 @@ func (t *Trainer) Step(micro [][]Sequence) (StepStats, error) {
 	return t.apply(loss, tokens)
 }
 
+// StepWeighted takes one optimizer step on the objective
+// Σ Mask[t]·(−log p(Tokens[t])) / norm over all micro-batches, where masks
+// may be negative: per-token advantages of a policy-gradient update
+// (GRPO), or per-sequence coefficients of DPO computed from a forward
+// pass. norm must be positive (e.g. the number of completion tokens).
+func (t *Trainer) StepWeighted(micro [][]Sequence, norm float64) (StepStats, error) {
+	if !(norm > 0) || math.IsInf(norm, 0) {
+		return StepStats{}, fmt.Errorf("model: weighted step: norm %v must be positive and finite", norm)
+	}
+	for i, mb := range micro {
+		if _, err := t.m.checkSeqs(mb, true); err != nil {
+			return StepStats{}, fmt.Errorf("micro-batch %d: %w", i, err)
+		}
+	}
+	loss := t.backwardAll(micro, norm)
+	return t.apply(loss, norm)
+}
+
 // accumulate zeroes the gradients and adds those of every micro-batch.
 func (t *Trainer) accumulate(micro [][]Sequence) (loss, total float64, err error) {
 	m := t.m
@@ -126,13 +144,20 @@ func (t *Trainer) accumulate(micro [][]Sequence) (loss, total float64, err error
 	if total == 0 {
 		return 0, 0, errors.New("model: train step: no target has a non-zero mask")
 	}
+	return t.backwardAll(micro, total), total, nil
+}
+
+// backwardAll zeroes the gradients and adds those of every micro-batch
+// with token weights mask/norm, returning the summed loss.
+func (t *Trainer) backwardAll(micro [][]Sequence, norm float64) (loss float64) {
+	m := t.m
 	m.be.Fill(m.grad, 0)
 	for _, mb := range micro {
 		if len(mb) > 0 {
-			loss += m.lossGrad(m.pack(mb, 1/total), true)
+			loss += m.lossGrad(m.pack(mb, 1/norm), true)
 		}
 	}
-	return loss, total, nil
+	return loss
 }
 
 // apply checks the loss and gradients, clips and updates.

@@ -284,3 +284,59 @@ func TestTrainingThreadInvariantMedium(t *testing.T) {
 		t.Fatalf("1 and 2 threads differ at parameter %d: %v vs %v", i, a[i], b[i])
 	}
 }
+
+func TestSequenceLogProbs(t *testing.T) {
+	m := sampleModel(t)
+	b := fixedBatch(m.d.V)
+	got, err := m.SequenceLogProbs(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range b {
+		full, _ := m.Logits(q.Tokens[:len(q.Tokens)-1])
+		var want float64
+		for p := 1; p < len(q.Tokens); p++ {
+			want += float64(q.Mask[p]) * logSoftmax(full[(p-1)*m.d.V:p*m.d.V], q.Tokens[p])
+		}
+		// float32 forward, sums of ~10 log-probs of order 3.
+		if math.Abs(got[i]-want) > 1e-4 {
+			t.Errorf("sequence %d: log-prob %v, want %v", i, got[i], want)
+		}
+	}
+}
+
+func TestStepWeighted(t *testing.T) {
+	b := fixedBatch(19)
+	m1, m2 := tinyModel(t, kernels.NewCPU(), 4), tinyModel(t, kernels.NewCPU(), 4)
+	t1, _ := NewTrainer(m1, DefaultTrainConfig())
+	t2, _ := NewTrainer(m2, DefaultTrainConfig())
+	total, _ := m1.maskSum(b)
+	if _, err := t1.Step([][]Sequence{b}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.StepWeighted([][]Sequence{b}, total); err != nil {
+		t.Fatal(err)
+	}
+	if i := bitsEqual(m1.ParamValues(), m2.ParamValues()); i >= 0 {
+		t.Fatalf("StepWeighted with norm Σ mask differs from Step at parameter %d", i)
+	}
+	// A negative weight pushes the sequence's probability down.
+	neg := []Sequence{{Tokens: b[0].Tokens, Mask: slices.Clone(b[0].Mask)}}
+	for i := range neg[0].Mask {
+		neg[0].Mask[i] = -neg[0].Mask[i]
+	}
+	before, _ := m2.SequenceLogProbs(b[:1])
+	cfg := DefaultTrainConfig()
+	cfg.Schedule = ConstantLR(1e-2)
+	t3, _ := NewTrainer(m2, cfg)
+	if _, err := t3.StepWeighted([][]Sequence{neg}, 5); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := m2.SequenceLogProbs(b[:1])
+	if !(after[0] < before[0]) {
+		t.Fatalf("negative weights raised the log-prob from %v to %v", before[0], after[0])
+	}
+	if _, err := t3.StepWeighted([][]Sequence{neg}, 0); err == nil {
+		t.Fatal("norm 0 accepted")
+	}
+}
