@@ -19,8 +19,10 @@ const (
 	// CallSteps bounds each call of a harness function.
 	CallSteps = 1_000_000
 	// MaxString bounds the length in bytes of any string the sandbox's
-	// checked operators and builtins produce.
-	MaxString = 1 << 20
+	// checked operators and builtins produce. Prompts are rendered by the
+	// runtime, not built by harnesses, so this is far above what a
+	// harness needs.
+	MaxString = 256 << 10
 	// MaxElems bounds the length of any list, tuple or dict the checked
 	// operators and builtins produce, and of any iteration a builtin does.
 	MaxElems = 1 << 16
@@ -110,12 +112,25 @@ var augmented = map[syntax.Token]string{
 	syntax.PLUS_EQ:    guardPrefix + "iadd",
 	syntax.STAR_EQ:    guardPrefix + "imul",
 	syntax.PERCENT_EQ: guardPrefix + "mod",
+	syntax.LTLT_EQ:    guardPrefix + "lshift",
 }
 
+// binaryGuards are operators whose cost or result size depends on their
+// operands: sizes are checked, and work on strings and sequences is
+// charged as steps (comparisons and "in" scan their operands).
 var binaryGuards = map[syntax.Token]string{
 	syntax.PLUS:    guardPrefix + "add",
 	syntax.STAR:    guardPrefix + "mul",
 	syntax.PERCENT: guardPrefix + "mod",
+	syntax.LTLT:    guardPrefix + "lshift",
+	syntax.IN:      guardPrefix + "in",
+	syntax.NOT_IN:  guardPrefix + "not_in",
+	syntax.EQL:     guardPrefix + "eq",
+	syntax.NEQ:     guardPrefix + "ne",
+	syntax.LT:      guardPrefix + "lt",
+	syntax.LE:      guardPrefix + "le",
+	syntax.GT:      guardPrefix + "gt",
+	syntax.GE:      guardPrefix + "ge",
 }
 
 // rwTarget rewrites the sub-expressions of an assignment target, which
@@ -190,11 +205,12 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 			e.Args[i] = rwExpr(a)
 		}
 	case *syntax.DotExpr:
+		// Every attribute goes through the checked accessor: it charges
+		// methods of strings and sequences by the receiver's length and
+		// wraps the methods that can multiply sizes.
 		e.X = rwExpr(e.X)
-		if guardedMethods[e.Name.Name] {
-			lit := &syntax.Literal{Token: syntax.STRING, TokenPos: e.NamePos, Raw: fmt.Sprintf("%q", e.Name.Name), Value: e.Name.Name}
-			return guardCall(e.Dot, guardPrefix+"attr", e.X, lit)
-		}
+		lit := &syntax.Literal{Token: syntax.STRING, TokenPos: e.NamePos, Raw: fmt.Sprintf("%q", e.Name.Name), Value: e.Name.Name}
+		return guardCall(e.Dot, guardPrefix+"attr", e.X, lit)
 	case *syntax.ParenExpr:
 		e.X = rwExpr(e.X)
 	case *syntax.UnaryExpr:
@@ -203,7 +219,7 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 		e.X = rwExpr(e.X)
 		e.Y = rwExpr(e.Y)
 	case *syntax.SliceExpr:
-		e.X = rwExpr(e.X)
+		e.X = guardCall(e.Lbrack, guardPrefix+"charge", rwExpr(e.X))
 		e.Lo = rwExpr(e.Lo)
 		e.Hi = rwExpr(e.Hi)
 		e.Step = rwExpr(e.Step)
@@ -243,8 +259,58 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 // that builtins cannot do unbounded work for one interpreter step.
 func charge(thread *starlark.Thread, n int) {
 	if n > 0 {
-		thread.Steps += uint64(n)/16 + 1
+		thread.Steps += uint64(n)/64 + 1
 	}
+}
+
+// cost is the length of a string or sequence, the work an operation that
+// scans it does; other values cost nothing extra.
+func cost(v starlark.Value) int {
+	switch v := v.(type) {
+	case starlark.String:
+		return len(v)
+	case starlark.Bytes:
+		return len(v)
+	case *starlark.List:
+		return v.Len() * 8
+	case starlark.Tuple:
+		return len(v) * 8
+	case *starlark.Dict:
+		return v.Len() * 8
+	}
+	return 0
+}
+
+func checkedCharge(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	charge(thread, cost(args[0]))
+	return args[0], nil
+}
+
+func checkedCompare(op syntax.Token) func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	return func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		x, y := args[0], args[1]
+		charge(thread, cost(x)+cost(y))
+		if op == syntax.IN || op == syntax.NOT_IN {
+			return starlark.Binary(op, x, y)
+		}
+		ok, err := starlark.Compare(op, x, y)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Bool(ok), nil
+	}
+}
+
+func checkedLshift(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	x, y := args[0], args[1]
+	if xi, ok := x.(starlark.Int); ok {
+		if yi, ok := y.(starlark.Int); ok {
+			if n, ok := yi.Int64(); ok && n > 0 && int64(xi.BigInt().BitLen())+n > MaxIntBits {
+				return nil, sizeErr("integer (bits)", xi.BigInt().BitLen()+int(n), MaxIntBits)
+			}
+		}
+	}
+	return starlark.Binary(syntax.LTLT, x, y)
 }
 
 // sizeOf estimates the memory a value holds, stopping as soon as the
@@ -424,6 +490,7 @@ func checkedMod(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 func checkedAttr(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	x := args[0]
 	name := string(args[1].(starlark.String))
+	charge(thread, cost(x))
 	attr, err := getattr(x, name)
 	if err != nil {
 		return nil, err
@@ -602,6 +669,27 @@ func guardSized(name string) *starlark.Builtin {
 	})
 }
 
+// guardInt shadows int and float: parsing a long digit string is
+// superlinear and builds integers past MaxIntBits.
+func guardInt(name string) *starlark.Builtin {
+	orig := starlark.Universe[name]
+	return starlark.NewBuiltin(name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 {
+			if s, ok := args[0].(starlark.String); ok {
+				if len(s) > maxNumberText {
+					return nil, fmt.Errorf("%s: string of %d bytes is too long for a number (limit %d)", name, len(s), maxNumberText)
+				}
+				charge(thread, len(s))
+			}
+		}
+		return starlark.Call(thread, orig, args, kwargs)
+	})
+}
+
+// maxNumberText bounds the text int() and float() parse: enough for any
+// MaxIntBits integer in any base with separators.
+const maxNumberText = 2 * MaxIntBits
+
 func guardGetattr(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x, def starlark.Value
 	var name string
@@ -622,18 +710,27 @@ func guardGetattr(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 // operators, the shadowed builtins and the three modules.
 var predeclared = func() starlark.StringDict {
 	d := starlark.StringDict{
-		guardPrefix + "add":  starlark.NewBuiltin("+", checkedAdd),
-		guardPrefix + "iadd": starlark.NewBuiltin("+=", checkedIAdd),
-		guardPrefix + "mul":  starlark.NewBuiltin("*", checkedMul),
-		guardPrefix + "imul": starlark.NewBuiltin("*=", checkedIMul),
-		guardPrefix + "mod":  starlark.NewBuiltin("%", checkedMod),
-		guardPrefix + "attr": starlark.NewBuiltin("attr", checkedAttr),
-		"getattr":            starlark.NewBuiltin("getattr", guardGetattr),
-		"str":                guardSized("str"),
-		"repr":               guardSized("repr"),
-		"re":                 reModule,
-		"json":               jsonModule,
-		"math":               mathModule,
+		guardPrefix + "add":    starlark.NewBuiltin("+", checkedAdd),
+		guardPrefix + "iadd":   starlark.NewBuiltin("+=", checkedIAdd),
+		guardPrefix + "mul":    starlark.NewBuiltin("*", checkedMul),
+		guardPrefix + "imul":   starlark.NewBuiltin("*=", checkedIMul),
+		guardPrefix + "mod":    starlark.NewBuiltin("%", checkedMod),
+		guardPrefix + "attr":   starlark.NewBuiltin("attr", checkedAttr),
+		guardPrefix + "charge": starlark.NewBuiltin("charge", checkedCharge),
+		guardPrefix + "lshift": starlark.NewBuiltin("<<", checkedLshift),
+		"int":                  guardInt("int"),
+		"float":                guardInt("float"),
+		"getattr":              starlark.NewBuiltin("getattr", guardGetattr),
+		"str":                  guardSized("str"),
+		"repr":                 guardSized("repr"),
+		"re":                   reModule,
+		"json":                 jsonModule,
+		"math":                 mathModule,
+	}
+	for tok, name := range binaryGuards {
+		if _, set := d[name]; !set {
+			d[name] = starlark.NewBuiltin(tok.String(), checkedCompare(tok))
+		}
 	}
 	for _, name := range []string{"list", "tuple", "dict", "sorted", "reversed", "enumerate", "zip", "max", "min", "any", "all"} {
 		d[name] = guardIterables(name)
