@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"whale/data"
 )
 
 // lib holds the built-in harnesses, lib/<domain>/<name>.star.
@@ -50,4 +52,13 @@ func BuiltinDomains() []string {
 		}
 	}
 	return out
+}
+
+// LoadBuiltin loads and validates a built-in harness of d.
+func LoadBuiltin(d data.Domain, name string) (*Harness, error) {
+	src, err := Builtin(d.Name(), name)
+	if err != nil {
+		return nil, err
+	}
+	return Load(path.Join(d.Name(), strings.TrimSuffix(name, ".star")+".star"), src, EnvOf(d))
 }

@@ -13,11 +13,7 @@ import (
 
 func loadBuiltin(t testing.TB, d data.Domain) *Harness {
 	t.Helper()
-	src, err := Builtin(d.Name(), "h0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Load(d.Name()+"/h0.star", src, EnvOf(d))
+	h, err := LoadBuiltin(d, "h0")
 	if err != nil {
 		t.Fatalf("load h0 of %s: %v", d.Name(), err)
 	}
