@@ -19,6 +19,10 @@ type layerActs struct {
 	x2           kernels.Tensor // (N,C) residual stream after attention (training only)
 	ln2, rstd2   kernels.Tensor // (N,C) (N)
 	g, u, h      kernels.Tensor // (N,F) gate, up, silu(gate)·up
+	// qkv (Hq+2Hk) and gu (2F) are set for one-row inference scratch, whose
+	// q, k, v (and g, u) are views of them: each group is then one product
+	// with the adjacent weights (wqkv, wGateUp).
+	qkv, gu kernels.Tensor
 }
 
 // gradScratch holds the activation gradients of one layer; the backward
@@ -66,9 +70,13 @@ func bfOf(wb *layerWeights) layerWeights {
 func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, x kernels.Tensor, pos []int32, N int) {
 	d, be, b := m.d, m.be, bfOf(wb)
 	be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
-	m.linear(a.q, a.ln1, w.wq, b.wq, N, d.C, d.Hq, false)
-	m.linear(a.k, a.ln1, w.wk, b.wk, N, d.C, d.Hk, false)
-	m.linear(a.v, a.ln1, w.wv, b.wv, N, d.C, d.Hk, false)
+	if !a.qkv.IsZero() && N == 1 {
+		m.linear(a.qkv, a.ln1, w.wqkv, b.wqkv, 1, d.C, d.Hq+2*d.Hk, false)
+	} else {
+		m.linear(a.q, a.ln1, w.wq, b.wq, N, d.C, d.Hq, false)
+		m.linear(a.k, a.ln1, w.wk, b.wk, N, d.C, d.Hk, false)
+		m.linear(a.v, a.ln1, w.wv, b.wv, N, d.C, d.Hk, false)
+	}
 	if m.Config.AttentionBias {
 		be.BiasAdd(a.q, w.bq, N, d.Hq)
 		be.BiasAdd(a.k, w.bk, N, d.Hk)
@@ -138,8 +146,12 @@ func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x
 func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, x, out kernels.Tensor, N int) {
 	d, be, b := m.d, m.be, bfOf(wb)
 	be.RMSNorm(a.ln2, a.rstd2, x, w.postNorm, N, d.C, m.Config.RMSNormEps)
-	m.linear(a.g, a.ln2, w.wGate, b.wGate, N, d.C, d.F, false)
-	m.linear(a.u, a.ln2, w.wUp, b.wUp, N, d.C, d.F, false)
+	if !a.gu.IsZero() && N == 1 {
+		m.linear(a.gu, a.ln2, w.wGateUp, b.wGateUp, 1, d.C, 2*d.F, false)
+	} else {
+		m.linear(a.g, a.ln2, w.wGate, b.wGate, N, d.C, d.F, false)
+		m.linear(a.u, a.ln2, w.wUp, b.wUp, N, d.C, d.F, false)
+	}
 	be.SwiGLU(a.h, a.g, a.u)
 	m.linear(out, a.h, w.wDown, b.wDown, N, d.F, d.C, true)
 }

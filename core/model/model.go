@@ -180,7 +180,7 @@ func (m *Model) ensureActs(B, T int) *acts {
 		return m.act
 	}
 	total := 0
-	m.layoutActs(B, T, func(n int) kernels.Tensor { total += n; return kernels.Tensor{} })
+	m.layoutActs(B, T, func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
 	if m.actArena.Len() < total {
 		m.act = nil
 		if !m.actArena.IsZero() {

@@ -41,6 +41,9 @@ type layerWeights struct {
 	bq, bk, bv        kernels.Tensor // (Hq) (Hk) (Hk), zero without attention_bias
 	qNorm, kNorm      kernels.Tensor // (hd), zero without qk-norm
 	wGate, wUp, wDown kernels.Tensor // (F,C) (F,C) (C,F)
+	// wqkv and wGateUp view the adjacent q, k, v (and gate, up) weights as
+	// one matrix ((Hq+2Hk),C) and (2F,C), for single-row products.
+	wqkv, wGateUp kernels.Tensor
 }
 
 // weights are views of every parameter inside an arena.
@@ -106,8 +109,14 @@ func arenaLen(ps []ParamInfo) int {
 // gradients or a bfloat16 copy: all share one layout).
 func bind(cfg Config, ps []ParamInfo, arena kernels.Tensor) weights {
 	v := map[string]kernels.Tensor{}
+	off := map[string]int{}
 	for _, p := range ps {
 		v[p.Name] = arena.View(p.Offset, p.Len)
+		off[p.Name] = p.Offset
+	}
+	span := func(first, last string) kernels.Tensor {
+		end := off[last] + v[last].Len()
+		return arena.View(off[first], end-off[first])
 	}
 	w := weights{embed: v["model.embed_tokens.weight"], norm: v["model.norm.weight"], lmHead: v["lm_head.weight"]}
 	if cfg.TieWordEmbeddings {
@@ -122,6 +131,8 @@ func bind(cfg Config, ps []ParamInfo, arena kernels.Tensor) weights {
 			bq: v[p+"self_attn.q_proj.bias"], bk: v[p+"self_attn.k_proj.bias"], bv: v[p+"self_attn.v_proj.bias"],
 			qNorm: v[p+"self_attn.q_norm.weight"], kNorm: v[p+"self_attn.k_norm.weight"],
 			wGate: v[p+"mlp.gate_proj.weight"], wUp: v[p+"mlp.up_proj.weight"], wDown: v[p+"mlp.down_proj.weight"],
+			wqkv:    span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
+			wGateUp: span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
 		})
 	}
 	return w

@@ -138,9 +138,17 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 	d := s.m.d
 	layout := func(take func(int) kernels.Tensor) *inferScratch {
 		sc := &inferScratch{R: R, S: S, x: take(R * d.C), last: take(S * d.C), lastn: take(S * d.C), logits: take(S * d.V)}
-		sc.a = layerActs{ln1: take(R * d.C), q: take(R * d.Hq), k: take(R * d.Hk), v: take(R * d.Hk),
+		sc.a = layerActs{ln1: take(R * d.C), qkv: take(R * (d.Hq + 2*d.Hk)),
 			qr: take(R * d.Hq), kr: take(R * d.Hk), att: take(R * d.Hq), ln2: take(R * d.C),
-			g: take(R * d.F), u: take(R * d.F), h: take(R * d.F)}
+			gu: take(R * 2 * d.F), h: take(R * d.F)}
+		a := &sc.a
+		a.q, a.k, a.v = a.qkv.View(0, R*d.Hq), a.qkv.View(R*d.Hq, R*d.Hk), a.qkv.View(R*(d.Hq+d.Hk), R*d.Hk)
+		a.g, a.u = a.gu.View(0, R*d.F), a.gu.View(R*d.F, R*d.F)
+		if R != 1 {
+			// Several rows interleave q, k and v in a fused product: keep
+			// the three products apart.
+			a.qkv, a.gu = kernels.Tensor{}, kernels.Tensor{}
+		}
 		sc.a.qn, sc.a.kn = sc.a.q, sc.a.k
 		if s.m.Config.QKNorm() {
 			sc.a.qn, sc.a.kn = take(R*d.Hq), take(R*d.Hk)
@@ -148,7 +156,7 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 		return sc
 	}
 	total := 0
-	layout(func(n int) kernels.Tensor { total += n; return kernels.Tensor{} })
+	layout(func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
 	var arena kernels.Tensor
 	if s.sc != nil && s.sc.arena.Len() >= total {
 		arena = s.sc.arena
