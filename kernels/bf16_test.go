@@ -175,7 +175,7 @@ func TestGemmBF16NTMatchesReference(t *testing.T) {
 				n := gemmSizes[r.IntN(len(gemmSizes))]
 				testGemmBF16Case(t, r, m, k, n, acc)
 			}
-			testGemmBF16Case(t, r, 100, 70, 9, acc) // several row blocks
+			testGemmBF16Case(t, r, 100, 70, 9, acc)  // several row blocks
 			testGemmBF16Case(t, r, 40, 300, 50, acc) // packed panels, two K blocks
 			testGemmBF16Case(t, r, 1, 768, 300, acc)
 		}
