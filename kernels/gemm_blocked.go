@@ -12,8 +12,9 @@ const (
 	gemmMC = 144  // rows of A per block: 144×256 floats = 144 KB
 	gemmNC = 3072 // columns of B per block
 
-	// NT products with fewer rows than this use dot-product tiles: packing
-	// B would cost more than the product itself.
+	// NT products with fewer rows than this use dot-product tiles: with so
+	// few rows to reuse it, transposing B into panels costs more than the
+	// micro-kernel saves.
 	smallMNT = 24
 
 	// NN and TN products with at most this many rows read B unpacked.
@@ -49,8 +50,8 @@ type gemmJob struct {
 	kc        int // K block, the same for every thread
 	acc       bool
 	// directB makes the micro-kernel read full 16-column panels of a [k,n]
-	// B in place: with few rows of A each panel is used once or twice, so
-	// packing it would double the memory traffic for nothing.
+	// B in place: with few rows of A a panel is reused only a few times,
+	// and copying it costs more than the strided reads it avoids.
 	directB bool
 	// bh, when set, replaces b: an NT product whose B is bf16, widened
 	// while it is packed.
