@@ -12,13 +12,15 @@ import (
 	"whale/kernels"
 )
 
-// rowChunk is the largest number of rows one inference GEMM call gets. The
-// float32 GEMM picks its kernel by shape, and kernels for few rows sum in a
-// different order from the packed kernel for many: keeping every call
-// under 16 rows keeps every row on one kernel, so a sequence's logits are
-// bit-identical whatever shares its batch and whether or not its prefix
-// came from the cache. (Measured: a row's NT result is identical for any
-// m < 24 and for any m ≥ 24, but not across.)
+// rowChunk is the largest number of rows one prompt GEMM call gets. The
+// float32 GEMM picks its kernel by shape, and the kernel for few rows sums
+// in a different order from the packed kernel for many (measured: a row's
+// NT result is identical for any m < 24 and for any m ≥ 24, but not
+// across). Prompt rows always run in blocks of at most rowChunk rows, so a
+// prompt token's keys and values are bit-identical whether or not part of
+// the prompt came from the prefix cache: reuse never changes a completion.
+// Decoding runs whole batches (the packed kernel is 2-3× faster for many
+// rows) unless SamplerOptions.Exact is set.
 const rowChunk = 16
 
 // maxRows bounds the rows of one prefill forward pass (activation memory).
@@ -32,11 +34,12 @@ type SamplerOptions struct {
 	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
 	// bytes per element); 0 means 256 MiB, negative disables reuse.
 	PrefixCacheBytes int64
-	// FastPrefill runs inference GEMMs whole instead of in blocks of
-	// rowChunk rows: faster prefill and large-batch decoding, but a
-	// sequence's log-probabilities then depend in their last bits on batch
-	// composition and on prefix reuse (tokens almost never change).
-	FastPrefill bool
+	// Exact also runs decoding GEMMs in blocks of rowChunk rows, so a
+	// sequence's log-probabilities are bit-identical whatever else shares
+	// its batch. Without it they can differ in the last bits once 24 or
+	// more sequences decode together (sampled tokens almost never change);
+	// with it, decoding many sequences is 2-3× slower in the GEMMs.
+	Exact bool
 	// MaxBatch bounds the sequences decoding at once (and so the KV caches
 	// alive); further requests wait for a free slot. 0 means 64.
 	MaxBatch int
@@ -91,12 +94,16 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 
 // seqState is one sequence being generated.
 type seqState struct {
-	req    *policy.Request
-	kv     kernels.Tensor // [layer][K|V][KVH][cap][hd]
-	cap    int            // rows of the cache
-	n      int            // tokens whose K and V are in the cache
-	toks   []int32        // prompt then completion
-	logits []float32      // next-token logits after toks[:n]
+	req *policy.Request
+	kv  kernels.Tensor // [layer][K|V][KVH][cap][hd]
+	cap int            // rows of the cache
+	n   int            // tokens whose K and V are in the cache
+	// canon counts the leading cache rows computed by the row-invariant
+	// (blocked) GEMM path, like every prompt row: only those may be reused
+	// by a later prompt without changing its completion (see rowChunk).
+	canon  int
+	toks   []int32   // prompt then completion
+	logits []float32 // next-token logits after toks[:n]
 	rng    *rand.Rand
 	out    policy.Completion
 	done   bool
@@ -184,8 +191,8 @@ type work struct {
 
 // forward runs the inference forward pass over every work item at once:
 // tokens (R) -> K, V appended to each sequence's cache -> logits of each
-// item's last row.
-func (s *Sampler) forward(items []work) {
+// item's last row. prompt says the rows are prompt tokens (see rowChunk).
+func (s *Sampler) forward(items []work, prompt bool) {
 	m, d, be := s.m, s.m.d, s.m.be
 	R := 0
 	for _, it := range items {
@@ -199,7 +206,9 @@ func (s *Sampler) forward(items []work) {
 		}
 	}
 	sc := s.scratch(R, len(items))
-	if !s.opts.FastPrefill {
+	// Rows are canonical when every product runs in blocks of ≤ rowChunk.
+	canonical := prompt || s.opts.Exact || R <= rowChunk
+	if prompt || s.opts.Exact {
 		m.rowChunk = rowChunk
 		defer func() { m.rowChunk = 0 }()
 	}
@@ -246,6 +255,9 @@ func (s *Sampler) forward(items []work) {
 	for i, it := range items {
 		it.s.logits = host[i*d.V : (i+1)*d.V : (i+1)*d.V]
 		it.s.n = it.to
+		if canonical && it.s.canon == it.from {
+			it.s.canon = it.to
+		}
 	}
 }
 
@@ -356,7 +368,13 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 				continue
 			}
 			q.done = true
-			s.cache.insert(q.toks[:q.n], q.kv, q.cap, q.logits)
+			// Only canonical rows go to the prefix cache; the logits after
+			// them are known only if every row is.
+			var lg []float32
+			if q.canon == q.n {
+				lg = q.logits
+			}
+			s.cache.insert(q.toks[:q.canon], q.kv, q.cap, lg)
 			q.kv = kernels.Tensor{}
 		}
 		live = live[:0]
@@ -365,7 +383,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 		}
 		if len(items) > 0 {
 			s.stats.DecodeTokens += int64(len(items))
-			s.forward(items)
+			s.forward(items, false)
 		}
 	}
 	out := make([]policy.Completion, len(reqs))
@@ -409,14 +427,14 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 		if e, n := s.cache.lookup(q.req.Prompt); e != nil {
 			if n == P && len(e.logits) > 0 && len(e.tokens) == P {
 				s.m.copyKV(q.kv, q.cap, e.kv, e.cap, P)
-				q.n, q.logits, p.start = P, e.logits, P
+				q.n, q.canon, q.logits, p.start = P, P, e.logits, P
 				p.wave = -1
 				waveOf[q] = -1
 				continue
 			}
 			n = min(n, P-1)
 			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, n)
-			q.n, p.start = n, n
+			q.n, q.canon, p.start = n, n, n
 		}
 		best := p.start
 		for j, e := range seqs[:i] {
@@ -442,7 +460,7 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("model: prefill: %w", err)
 				}
-				s.forward(items)
+				s.forward(items, true)
 				items, rows = items[:0], 0
 			}
 			return nil
@@ -454,6 +472,7 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 			}
 			if p.src != nil {
 				s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
+				q.n, q.canon = p.start, p.start
 			}
 			for from := p.start; from < len(q.req.Prompt); {
 				to := min(len(q.req.Prompt), from+maxRows-rows)
@@ -475,7 +494,7 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 	for i, q := range seqs {
 		if e := plans[i].dup; e != nil {
 			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
-			q.n, q.logits = e.n, e.logits
+			q.n, q.canon, q.logits = e.n, e.canon, e.logits
 		}
 		s.stats.ReusedTokens += int64(plans[i].start)
 		if plans[i].dup != nil {
