@@ -289,13 +289,15 @@ func BenchmarkGemmBF16NT(b *testing.B) {
 	})
 }
 
-// TestDotTilesRowBits checks the claim that 3×4 and 1×8 tiles give a row the
-// same bits: every row of a small NT product equals that row computed alone
-// (m = 1, the 1×8 tile) for both bf16 and float32 B.
+// TestDotTilesRowBits checks the RowInvariantRows contract (3×4 and 1×8
+// tiles give a row the same bits): every row of an NT product with up to
+// RowInvariantRows rows equals that row computed alone, for both bf16 and
+// float32 B. Past the limit, each row must still match the same row of any
+// other product that large (the packed path is row-invariant on its own).
 func TestDotTilesRowBits(t *testing.T) {
 	eachImpl(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 22))
-		for _, s := range [][3]int{{5, 77, 19}, {7, 256, 40}, {23, 9, 8}} {
+		for _, s := range [][3]int{{5, 77, 19}, {7, 256, 40}, {RowInvariantRows, 9, 8}, {RowInvariantRows, 300, 33}} {
 			m, k, n := s[0], s[1], s[2]
 			a := make([]float32, m*k)
 			randFill(r, a)
@@ -322,6 +324,30 @@ func TestDotTilesRowBits(t *testing.T) {
 							t.Fatalf("bf16=%v m=%d k=%d n=%d: row %d col %d = %v alone, %v in the batch", half, m, k, n, i, j, one[j], all[i*n+j])
 						}
 					}
+				}
+			}
+		}
+		// Large products: rows of an m = 40 product equal the same rows (offset 31, so the
+		// tiles fall differently) inside an m = 100 one.
+		k, n := 300, 50
+		a := make([]float32, 100*k)
+		randFill(r, a)
+		bh := make([]BF16, k*n)
+		randBF16(r, bh)
+		bf := make([]float32, k*n)
+		randFill(r, bf)
+		big, small := make([]float32, 100*n), make([]float32, 40*n)
+		for _, half := range []bool{true, false} {
+			if half {
+				GemmBF16NT(big, a, bh, 100, k, n, false)
+				GemmBF16NT(small, a[31*k:71*k], bh, 40, k, n, false)
+			} else {
+				Gemm(NT, big, a, bf, 100, k, n, false)
+				Gemm(NT, small, a[31*k:71*k], bf, 40, k, n, false)
+			}
+			for i, v := range small {
+				if math.Float32bits(v) != math.Float32bits(big[31*n+i]) {
+					t.Fatalf("bf16=%v: row %d of a 40-row product differs from the same row in a 100-row one", half, i/n)
 				}
 			}
 		}

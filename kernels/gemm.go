@@ -27,6 +27,16 @@ func (l Layout) String() string {
 	return "?"
 }
 
+// RowInvariantRows is the most rows for which Gemm in the NT layout and
+// GemmBF16NT compute every row with exactly the operations they use for
+// that row alone (m = 1), whatever k and n: up to this many rows they run
+// dot-product tiles, from one more on the packed micro-kernel, whose sums
+// are ordered differently (each path on its own is row-invariant, but the
+// two differ in the last bits). A caller that needs a row's result not to
+// depend on the batch around it, such as a sampler reusing cached prefixes,
+// runs its products in blocks of at most this many rows.
+const RowInvariantRows = smallMNT - 1
+
 // Gemm computes out = a·b in the given layout, adding to out when
 // accumulate is set and overwriting it otherwise. An empty product (k = 0)
 // is zero, so out is cleared unless accumulate is set; m = 0 or n = 0 does
