@@ -327,8 +327,8 @@ func TestDotTilesRowBits(t *testing.T) {
 				}
 			}
 		}
-		// Large products: rows of an m = 40 product equal the same rows (offset 31, so the
-		// tiles fall differently) inside an m = 100 one.
+		// Large products: rows of an m = 40 product equal the same rows of
+		// an m = 100 one, at offset 31 so that the tiles fall differently.
 		k, n := 300, 50
 		a := make([]float32, 100*k)
 		randFill(r, a)
