@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/pretrain"
+)
+
+func init() { register(newPretrainCmd) }
+
+func newPretrainCmd() *cobra.Command {
+	def := pretrain.DefaultOptions()
+	var out, preset string
+	var seed, dataSeed uint64
+	var steps, batch, every, tasks int
+	var resume, asJSON bool
+	c := &cobra.Command{
+		Use:   "pretrain --out FILE",
+		Short: "Train the base model from scratch on demonstrations built from the domains' train splits",
+		Long: "Builds a demonstration corpus from the train splits of math, searchqa and chess (never val, audit or\n" +
+			"test) by running a scripted demonstrator through h0 and variants of its SEARCH_SPACE, then trains the\n" +
+			"preset model on it. A resume point (weights, optimizer state, step) is written atomically beside FILE\n" +
+			"as FILE.resume every --checkpoint-every steps, and FILE holds the model so far; --resume continues.\n" +
+			"The same seed and settings on the same machine type give the same bytes, resumed or not.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageError{fmt.Errorf("--out FILE is required")}
+			}
+			mk, ok := pretrain.Presets[preset]
+			if !ok {
+				var names []string
+				for n := range pretrain.Presets {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return usageError{fmt.Errorf("unknown --preset %q (want one of %s)", preset, strings.Join(names, ", "))}
+			}
+			if steps < 1 || batch < 1 || every < 0 || tasks < 0 {
+				return usageError{fmt.Errorf("--steps (%d) and --batch (%d) must be positive, --checkpoint-every (%d) and --tasks (%d) not negative", steps, batch, every, tasks)}
+			}
+			o := pretrain.DefaultOptions()
+			o.Out, o.Preset, o.Config, o.Seed, o.DataSeed = out, preset, mk(), seed, dataSeed
+			o.Steps, o.Batch, o.CheckpointEvery, o.Resume = steps, batch, every, resume
+			o.Corpus.TasksPerDomain = tasks
+			o.Log = os.Stderr
+			res, err := pretrain.Train(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(w, map[string]any{"out": out, "steps": res.Steps, "done": res.Done, "corpus_hash": res.CorpusHash,
+					"loss": res.Loss, "corpus": res.Stats, "params": o.Config.NumParams()})
+			}
+			fmt.Fprintf(w, "%s: %d steps (done %v), loss %.4f, corpus %s, %d parameters\n", out, res.Steps, res.Done, res.Loss, res.CorpusHash[:12], o.Config.NumParams())
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&out, "out", "", "model file to write (bf16 safetensors); the resume point is FILE.resume")
+	f.StringVar(&preset, "preset", def.Preset, "model configuration: base or tiny")
+	f.Uint64Var(&seed, "seed", def.Seed, "seed of the initial weights, the corpus and the data order")
+	f.Uint64Var(&dataSeed, "data-seed", def.DataSeed, "seed of the domains whose train splits feed the corpus")
+	f.IntVar(&steps, "steps", def.Steps, "optimizer steps")
+	f.IntVar(&batch, "batch", def.Batch, "sequences per optimizer step")
+	f.IntVar(&every, "checkpoint-every", def.CheckpointEvery, "write the resume point every N steps (0: only at the end)")
+	f.IntVar(&tasks, "tasks", 0, "use only the first N train tasks of each domain (0: all)")
+	f.BoolVar(&resume, "resume", false, "continue from FILE.resume if it exists")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}

@@ -1,0 +1,264 @@
+package pretrain
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"whale/core/model"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/harnesses"
+)
+
+// Mix shapes the corpus, and through it the base model. The defaults are
+// the calibration described in docs/BASE_MODEL.md.
+type Mix struct {
+	// Reps[domain] is how many demonstrations each train task gets, each
+	// through its own harness variant.
+	Reps map[string]int
+	// H0Share[domain] is the share of demonstrations run through the
+	// unmodified h0; the rest go through random variants of its
+	// SEARCH_SPACE, so that h0 is one familiar layout among many.
+	H0Share map[string]float64
+	// MutateP is the chance that each knob of a variant leaves h0's value.
+	MutateP float64
+	// MathSlip is the share of math demonstrations with an arithmetic slip;
+	// MathCalc the share that hands the last operation to calc.
+	MathSlip, MathCalc float64
+	// Chess noise: a wrong legal move, a bare move without a tag, a first
+	// tag corrected by a second.
+	ChessWrong, ChessBare, ChessCorrect float64
+	// PromptWeight is the loss weight of prompt tokens (completion tokens
+	// weigh 1): a little language modelling of the prompts teaches the
+	// model to read boards and passages at no extra compute.
+	PromptWeight float32
+	// MaxTokens drops demonstrations longer than this many tokens.
+	MaxTokens int
+}
+
+// DefaultMix is the mixture of the shipped base model.
+func DefaultMix() Mix {
+	return Mix{
+		Reps:         map[string]int{"math": 1, "searchqa": 1, "chess": 1},
+		H0Share:      map[string]float64{"math": 0.3, "searchqa": 0.1, "chess": 0.3},
+		MutateP:      0.5,
+		MathSlip:     0.1,
+		MathCalc:     0.4,
+		ChessWrong:   0.05,
+		ChessBare:    0.05,
+		ChessCorrect: 0.05,
+		PromptWeight: 0.02,
+		MaxTokens:    1536,
+	}
+}
+
+// CorpusOptions say what to build a corpus from.
+type CorpusOptions struct {
+	// Seed drives variant choice and demonstration noise.
+	Seed uint64
+	// DataSeed opens the domains (their train splits only).
+	DataSeed uint64
+	// Domains to draw from; empty means all of domains.Names().
+	Domains []string
+	// TasksPerDomain, if positive, uses only the first N train tasks of
+	// each domain (tests).
+	TasksPerDomain int
+	Mix            Mix
+}
+
+// DomainStats counts one domain's part of a corpus.
+type DomainStats struct {
+	Demos      int     `json:"demos"`
+	Sequences  int     `json:"sequences"`
+	Tokens     int     `json:"tokens"`
+	Completion int     `json:"completion_tokens"`
+	Dropped    int     `json:"dropped_too_long"`
+	Reward     float64 `json:"demo_reward_mean"`
+	Variants   int     `json:"variants"`
+}
+
+// Corpus is the training data: sequences with loss masks, in a fixed
+// order, and a hash over their tokens and masks.
+type Corpus struct {
+	Seqs  []model.Sequence
+	Hash  string
+	Stats map[string]DomainStats
+}
+
+// variantGroup is the number of tasks run through one harness variant.
+const variantGroup = 32
+
+// BuildCorpus runs the demonstrator through h0 and variants of h0 on the
+// train split of each domain and turns every policy call into a training
+// sequence. Only the train split is ever read.
+func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
+	names := opts.Domains
+	if len(names) == 0 {
+		names = domains.Names()
+	}
+	tok := tokenizer.Bytes{}
+	c := &Corpus{Stats: map[string]DomainStats{}}
+	for di, name := range names {
+		dom, err := domains.Open(name, opts.DataSeed)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: corpus: %w", err)
+		}
+		tasks, err := dom.Tasks(data.SplitTrain)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: corpus: %w", err)
+		}
+		if opts.TasksPerDomain > 0 && len(tasks) > opts.TasksPerDomain {
+			tasks = tasks[:opts.TasksPerDomain]
+		}
+		h0, err := harnesses.Builtin(name, "h0")
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: corpus: %w", err)
+		}
+		space, err := harnesses.SpaceOf(h0)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: corpus: search space of %s h0: %w", name, err)
+		}
+		env := harnesses.EnvOf(dom)
+		rng := rand.New(rand.NewPCG(opts.Seed, uint64(di)+0xc0))
+		st := DomainStats{}
+		variants := map[string]bool{}
+		reps := max(opts.Mix.Reps[name], 1)
+		for rep := 0; rep < reps; rep++ {
+			for lo := 0; lo < len(tasks); lo += variantGroup {
+				group := tasks[lo:min(lo+variantGroup, len(tasks))]
+				src := h0
+				if rng.Float64() >= opts.Mix.H0Share[name] {
+					if src, err = randomVariant(rng, h0, space, opts.Mix.MutateP); err != nil {
+						return nil, fmt.Errorf("pretrain: corpus: %s: %w", name, err)
+					}
+				}
+				h, err := harnesses.Load(fmt.Sprintf("%s/variant-%d-%d.star", name, rep, lo), src, env)
+				if err != nil {
+					return nil, fmt.Errorf("pretrain: corpus: %s variant: %w", name, err)
+				}
+				variants[h.Hash] = true
+				demo := newDemonstrator(dom, opts.Seed, opts.Mix)
+				ts, err := harnesses.Run(ctx, h, dom, group, demo, tok, harnesses.RunOptions{
+					Seed: opts.Seed, K: 1, MaxNewTokens: 256, KeyPrefix: fmt.Sprintf("pretrain/%d/", rep)})
+				if err != nil {
+					return nil, fmt.Errorf("pretrain: corpus: %s: %w", name, err)
+				}
+				for _, tr := range ts {
+					st.Demos++
+					st.Reward += tr.Reward
+					for _, s := range trajectorySequences(tr, opts.Mix.PromptWeight) {
+						if len(s.Tokens) > opts.Mix.MaxTokens {
+							st.Dropped++
+							continue
+						}
+						st.Sequences++
+						st.Tokens += len(s.Tokens)
+						for _, w := range s.Mask {
+							if w == 1 {
+								st.Completion++
+							}
+						}
+						c.Seqs = append(c.Seqs, s)
+					}
+				}
+			}
+		}
+		if st.Demos > 0 {
+			st.Reward /= float64(st.Demos)
+		}
+		st.Variants = len(variants)
+		c.Stats[name] = st
+	}
+	c.Hash = hashSeqs(c.Seqs)
+	return c, nil
+}
+
+// randomVariant mutates each knob of h0 with probability p to a random
+// other choice.
+func randomVariant(rng *rand.Rand, src string, space []harnesses.Dimension, p float64) (string, error) {
+	dims := append([]harnesses.Dimension(nil), space...)
+	sort.Slice(dims, func(i, j int) bool { return dims[i].Knob < dims[j].Knob })
+	var err error
+	for _, d := range dims {
+		if rng.Float64() >= p || len(d.Choices) < 2 {
+			continue
+		}
+		choice := d.Choices[rng.IntN(len(d.Choices))]
+		if choice == d.Current {
+			continue
+		}
+		if src, err = harnesses.Mutate(src, d.Knob, choice); err != nil {
+			return "", err
+		}
+	}
+	return src, nil
+}
+
+// trajectorySequences turns a rollout's policy calls into training
+// sequences: a call whose prompt continues the previous call's prompt and
+// completion is merged into it, so a multi-turn rollout trains as one
+// sequence with every completion unmasked.
+func trajectorySequences(tr harnesses.Trajectory, promptWeight float32) []model.Sequence {
+	var out []model.Sequence
+	var cur *model.Sequence
+	for _, call := range tr.Calls {
+		if cur != nil && hasPrefix(call.Prompt, cur.Tokens) {
+			extra := call.Prompt[len(cur.Tokens):]
+			cur.Tokens = append(cur.Tokens, extra...)
+			for range extra {
+				cur.Mask = append(cur.Mask, promptWeight)
+			}
+		} else {
+			if cur != nil {
+				out = append(out, *cur)
+			}
+			cur = &model.Sequence{Tokens: append([]int32(nil), call.Prompt...), Mask: make([]float32, len(call.Prompt))}
+			for i := range cur.Mask {
+				cur.Mask[i] = promptWeight
+			}
+		}
+		cur.Tokens = append(cur.Tokens, call.Completion...)
+		for range call.Completion {
+			cur.Mask = append(cur.Mask, 1)
+		}
+	}
+	if cur != nil {
+		out = append(out, *cur)
+	}
+	return out
+}
+
+func hasPrefix(s, prefix []int32) bool {
+	if len(prefix) > len(s) {
+		return false
+	}
+	for i, x := range prefix {
+		if s[i] != x {
+			return false
+		}
+	}
+	return true
+}
+
+func hashSeqs(seqs []model.Sequence) string {
+	h := sha256.New()
+	var buf [4]byte
+	for _, s := range seqs {
+		binary.LittleEndian.PutUint32(buf[:], uint32(len(s.Tokens)))
+		h.Write(buf[:])
+		for i, t := range s.Tokens {
+			binary.LittleEndian.PutUint32(buf[:], uint32(t))
+			h.Write(buf[:])
+			binary.LittleEndian.PutUint32(buf[:], math.Float32bits(s.Mask[i]))
+			h.Write(buf[:])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
