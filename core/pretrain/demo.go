@@ -26,11 +26,11 @@ import (
 // format slips followed by a repair), drawn from a stream per request key
 // so that the corpus is a function of the seed only.
 type demonstrator struct {
-	dom      data.Domain
-	tok      tokenizer.Tokenizer
-	seed     uint64
-	mix      Mix
-	docs     map[string]searchqa.Doc
+	dom  data.Domain
+	tok  tokenizer.Tokenizer
+	seed uint64
+	mix  Mix
+	docs map[string]searchqa.Doc
 
 	mu    sync.Mutex
 	infos map[string]harnesses.RequestInfo
