@@ -56,6 +56,10 @@ type gemmJob struct {
 	// bh, when set, replaces b: an NT product whose B is bf16, widened
 	// while it is packed.
 	bh []BF16
+	// pf or ph, when set, replace b: B already in panel order (PackNT,
+	// PackNTBF16), read in place by the micro-kernel.
+	pf []float32
+	ph []BF16
 }
 
 // gemm runs a product whose shapes are checked and non-empty. The path and
@@ -102,8 +106,10 @@ func (g *gemmJob) run(i0, i1, j0, j1 int) {
 		for pc := 0; pc < g.k; pc += g.kc {
 			kc := min(g.kc, g.k-pc)
 			add := g.acc || pc > 0
-			s.bp = grow(s.bp, kc*roundUp(nc, gemmNR))
-			g.packB(s.bp, pc, kc, jc, nc)
+			if g.pf == nil && g.ph == nil {
+				s.bp = grow(s.bp, kc*roundUp(nc, gemmNR))
+				g.packB(s.bp, pc, kc, jc, nc)
+			}
 			for ic := i0; ic < i1; ic += gemmMC {
 				mc := min(gemmMC, i1-ic)
 				s.ap = grow(s.ap, kc*roundUp(mc, gemmMR))
@@ -122,19 +128,36 @@ func (g *gemmJob) macro(s *gemmScratch, ic, mc, pc, jc, nc, kc int, add bool) {
 	n := g.n
 	for jr := 0; jr < nc; jr += gemmNR {
 		nrc := min(gemmNR, nc-jr)
-		bp, ldb := s.bp[jr*kc:], gemmNR
-		if g.directB && nrc == gemmNR {
+		var bp []float32
+		var bh []BF16
+		ldb := gemmNR
+		switch {
+		case g.pf != nil:
+			// A prepacked panel holds all of K: step to this block.
+			bp = g.pf[(jc+jr)*g.k+pc*gemmNR:]
+		case g.ph != nil:
+			bh = g.ph[(jc+jr)*g.k+pc*gemmNR:]
+		case g.directB && nrc == gemmNR:
 			bp, ldb = g.b[(pc)*n+jc+jr:], n
+		default:
+			bp = s.bp[jr*kc:]
+		}
+		tile := func(ap []float32, c []float32, ldc int, add bool) {
+			if bh != nil {
+				microKernelBF16(kc, ap, bh, c, ldc, add)
+			} else {
+				microKernel(kc, ap, bp, ldb, c, ldc, add)
+			}
 		}
 		for ir := 0; ir < mc; ir += gemmMR {
 			mrc := min(gemmMR, mc-ir)
 			ap := s.ap[ir*kc:]
 			off := (ic+ir)*n + jc + jr
 			if mrc == gemmMR && nrc == gemmNR {
-				microKernel(kc, ap, bp, ldb, g.out[off:], n, add)
+				tile(ap, g.out[off:], n, add)
 				continue
 			}
-			microKernel(kc, ap, bp, ldb, s.tmp[:], gemmNR, false)
+			tile(ap, s.tmp[:], gemmNR, false)
 			for i := 0; i < mrc; i++ {
 				row := g.out[off+i*n : off+i*n+nrc]
 				t := s.tmp[i*gemmNR : i*gemmNR+nrc]

@@ -1,0 +1,68 @@
+package kernels
+
+// kern6x16BF16Go is kern6x16Go with a bf16 panel (ldb = 16), widened as it
+// is read.
+func kern6x16BF16Go(kc int, ap []float32, bp []BF16, c []float32, ldc int, add bool) {
+	ap = ap[:kc*gemmMR]
+	for i := 0; i < gemmMR; i += 2 {
+		for j := 0; j < gemmNR; j += 4 {
+			var s00, s01, s02, s03, s10, s11, s12, s13 float32
+			for p := 0; p < kc; p++ {
+				a := ap[p*gemmMR+i : p*gemmMR+i+2]
+				b := bp[p*gemmNR+j : p*gemmNR+j+4]
+				a0, a1 := a[0], a[1]
+				b0, b1, b2, b3 := bf16ToFloat(b[0]), bf16ToFloat(b[1]), bf16ToFloat(b[2]), bf16ToFloat(b[3])
+				s00 += a0 * b0
+				s01 += a0 * b1
+				s02 += a0 * b2
+				s03 += a0 * b3
+				s10 += a1 * b0
+				s11 += a1 * b1
+				s12 += a1 * b2
+				s13 += a1 * b3
+			}
+			r0 := c[i*ldc+j : i*ldc+j+4]
+			r1 := c[(i+1)*ldc+j : (i+1)*ldc+j+4]
+			if add {
+				r0[0] += s00
+				r0[1] += s01
+				r0[2] += s02
+				r0[3] += s03
+				r1[0] += s10
+				r1[1] += s11
+				r1[2] += s12
+				r1[3] += s13
+			} else {
+				r0[0], r0[1], r0[2], r0[3] = s00, s01, s02, s03
+				r1[0], r1[1], r1[2], r1[3] = s10, s11, s12, s13
+			}
+		}
+	}
+}
+
+// kern1x64BF16Go is kern1x64Go with bf16 panels.
+func kern1x64BF16Go(kc int, a []float32, bp []BF16, ps int, c []float32, add bool) {
+	a = a[:kc]
+	for q := 0; q < packedPanelGroup; q++ {
+		panel := bp[q*ps : q*ps+kc*gemmNR]
+		for j := 0; j < gemmNR; j += 4 {
+			var s0, s1, s2, s3 float32
+			for p, x := range a {
+				b := panel[p*gemmNR+j : p*gemmNR+j+4]
+				s0 += x * bf16ToFloat(b[0])
+				s1 += x * bf16ToFloat(b[1])
+				s2 += x * bf16ToFloat(b[2])
+				s3 += x * bf16ToFloat(b[3])
+			}
+			o := c[q*gemmNR+j : q*gemmNR+j+4]
+			if add {
+				o[0] += s0
+				o[1] += s1
+				o[2] += s2
+				o[3] += s3
+			} else {
+				o[0], o[1], o[2], o[3] = s0, s1, s2, s3
+			}
+		}
+	}
+}

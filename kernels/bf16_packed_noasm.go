@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package kernels
+
+func microKernelBF16(kc int, ap []float32, bp []BF16, c []float32, ldc int, add bool) {
+	kern6x16BF16Go(kc, ap, bp, c, ldc, add)
+}
+
+func rowKernelBF16(kc int, a []float32, bp []BF16, ps int, c []float32, add bool) {
+	kern1x64BF16Go(kc, a, bp, ps, c, add)
+}
