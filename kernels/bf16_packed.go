@@ -5,23 +5,30 @@ package kernels
 // n) bf16 elements in panel order. It panics if a slice is too short.
 func PackNTBF16[S float32 | BF16](dst []BF16, b []S, k, n int) {
 	checkPack("PackNTBF16", len(dst), len(b), k, n)
-	conv := func(v S) BF16 {
-		switch x := any(v).(type) {
-		case float32:
-			return bf16FromFloat(x)
-		case BF16:
-			return x
-		}
-		panic("unreachable")
+	// One loop per source type: a conversion chosen per element would cost
+	// more than the copy.
+	var fromF []float32
+	var fromH []BF16
+	switch x := any(b).(type) {
+	case []float32:
+		fromF = x
+	case []BF16:
+		fromH = x
 	}
 	Parallel(roundUp(n, gemmNR)/gemmNR, 1, func(q0, q1 int) {
 		for q := q0; q < q1; q++ {
 			panel := dst[q*gemmNR*k : (q+1)*gemmNR*k]
 			w := min(gemmNR, n-q*gemmNR)
 			for j := 0; j < w; j++ {
-				row := b[(q*gemmNR+j)*k : (q*gemmNR+j+1)*k]
-				for p, v := range row {
-					panel[p*gemmNR+j] = conv(v)
+				lo, hi := (q*gemmNR+j)*k, (q*gemmNR+j+1)*k
+				if fromF != nil {
+					for p, v := range fromF[lo:hi] {
+						panel[p*gemmNR+j] = bf16FromFloat(v)
+					}
+				} else {
+					for p, v := range fromH[lo:hi] {
+						panel[p*gemmNR+j] = v
+					}
 				}
 			}
 			for p := 0; p < k; p++ {
