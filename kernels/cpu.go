@@ -17,16 +17,19 @@ type CPU[T Float] struct {
 	dot  func(a, b []T) T
 	axpy func(alpha T, x, y []T) // y += alpha·x
 	exp  func(x T) T             // e^x; float32 uses opExp32
+	// softmax replaces row by softmax(scale·row) and returns the
+	// log-sum-exp of scale·row.
+	softmax func(row []T, scale T) float64
 }
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy, exp: opExp32}
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy, exp: opExp32, softmax: opSoftmax32}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64], exp: math.Exp}
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64], exp: math.Exp, softmax: opSoftmax[float64]}
 }
 
 // Name implements Backend.

@@ -69,22 +69,8 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 					for r := 0; r < nb; r++ {
 						i := i0 + r
 						row := w.s[r*n : r*n+n]
-						mx := T(math.Inf(-1))
-						for j := 0; j <= i; j++ {
-							row[j] *= scale
-							mx = max(mx, row[j])
-						}
-						var sum float64
-						for j := 0; j <= i; j++ {
-							row[j] = c.exp(row[j] - mx)
-							sum += float64(row[j])
-						}
-						inv := T(1 / sum)
-						for j := 0; j <= i; j++ {
-							row[j] *= inv
-						}
+						ls[(b*H+h)*T_+i] = T(c.softmax(row[:i+1], scale))
 						clear(row[i+1:])
-						ls[(b*H+h)*T_+i] = T(float64(mx) + math.Log(sum))
 					}
 					c.gemm(NN, w.ob[:nb*hd], w.s[:nb*n], w.vb[:n*hd], nb, n, hd, false)
 					for r := 0; r < nb; r++ {
@@ -174,10 +160,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 }
 
 // AttentionKV implements Backend, parallel over (span, query row, KV
-// head). A unit computes the scores of the group of query heads sharing a
-// KV head with one GEMM against that head's contiguous keys, and their
-// outputs with another; its shapes depend only on the row's position, so
-// a row's result does not depend on what else the call holds.
+// head). A unit reads the contiguous keys and values of one KV head for
+// the group of query heads sharing it (vector dot and axpy per key: a GEMM
+// call costs more at these sizes); nothing in it depends on the other
+// rows, so a row's result does not depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -201,7 +187,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 		maxN = max(maxN, n)
 		start[i+1] = start[i] + sp.Rows*KVH
 	}
-	Parallel(start[len(spans)], 1+(1<<13)/(1+maxN*hd*grp), func(lo, hi int) {
+	// A unit is ~4·grp·n·hd flops; forking for less than ~2^18 flops per
+	// goroutine costs more than it saves.
+	Parallel(start[len(spans)], 1+(1<<18)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sc := make([]T, grp*maxN)
 		for u := lo; u < hi; u++ {
 			s := sort.SearchInts(start, u+1) - 1
@@ -212,25 +200,21 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			kb := ks[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
 			vb := vs[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
 			p := sc[:grp*n]
-			c.gemm(NT, p, qg, kb, grp, hd, n, false)
 			for g := 0; g < grp; g++ {
-				pr := p[g*n : g*n+n]
-				mx := T(math.Inf(-1))
+				pr, qh := p[g*n:g*n+n], qg[g*hd:g*hd+hd]
 				for j := range pr {
-					pr[j] *= scale
-					mx = max(mx, pr[j])
+					pr[j] = c.dot(qh, kb[j*hd:j*hd+hd])
 				}
-				var sum float64
-				for j := range pr {
-					pr[j] = c.exp(pr[j] - mx)
-					sum += float64(pr[j])
-				}
-				inv := T(1 / sum)
-				for j := range pr {
-					pr[j] *= inv
+				c.softmax(pr, scale)
+			}
+			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
+			clear(og)
+			for g := 0; g < grp; g++ {
+				oh, pr := og[g*hd:g*hd+hd], p[g*n:g*n+n]
+				for j, pj := range pr {
+					c.axpy(pj, vb[j*hd:j*hd+hd], oh)
 				}
 			}
-			c.gemm(NN, o[row*qw+kh*grp*hd:row*qw+(kh+1)*grp*hd], p, vb, grp, n, hd, false)
 		}
 	})
 }

@@ -31,3 +31,29 @@ func TestOpExp32(t *testing.T) {
 		t.Errorf("opExp32(-100) = %g (subnormal), want %g", v, w)
 	}
 }
+
+// TestOpSoftmax32 compares the inlined float32 softmax with the float64
+// one on rows whose spread reaches the underflow range. Rounding
+// scale·x to float32 moves each exponent by up to 6e-8·|scale·x|, so a
+// probability is good to about 1e-7·(1 + |scale·x|) relative (those below
+// 1e-5 are compared absolutely).
+func TestOpSoftmax32(t *testing.T) {
+	for _, spread := range []float64{1, 30, 300} {
+		row := make([]float32, 97)
+		ref := make([]float64, len(row))
+		for i := range row {
+			row[i] = float32(spread * math.Sin(float64(i*i)))
+			ref[i] = float64(row[i])
+		}
+		l32 := opSoftmax32(row, 0.7)
+		l64 := opSoftmax(ref, 0.7)
+		if math.Abs(l32-l64) > 1e-5*math.Max(1, math.Abs(l64)) {
+			t.Errorf("spread %v: log-sum-exp %v, want %v", spread, l32, l64)
+		}
+		for i := range row {
+			if math.Abs(float64(row[i])-ref[i]) > 1e-7*(1+0.7*spread)*math.Max(ref[i], 1e-5) {
+				t.Fatalf("spread %v: p[%d] = %v, want %v", spread, i, row[i], ref[i])
+			}
+		}
+	}
+}
