@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -48,7 +47,7 @@ func newPretrainCmd() *cobra.Command {
 			o.Out, o.Preset, o.Config, o.Seed, o.DataSeed = out, preset, mk(), seed, dataSeed
 			o.Steps, o.Batch, o.CheckpointEvery, o.Resume = steps, batch, every, resume
 			o.Corpus.TasksPerDomain = tasks
-			o.Log = os.Stderr
+			o.Log = cmd.ErrOrStderr()
 			res, err := pretrain.Train(cmd.Context(), o)
 			if err != nil {
 				return err

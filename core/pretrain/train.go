@@ -192,7 +192,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
-	res := &Result{CorpusHash: corpus.Hash, Stats: corpus.Stats, Steps: start}
+	res := &Result{CorpusHash: corpus.Hash, Stats: corpus.Stats, Steps: start, Loss: ema}
 	meta := func(step int, loss float64) map[string]string {
 		return map[string]string{MetaSeed: strconv.FormatUint(o.Seed, 10), MetaDataSeed: strconv.FormatUint(o.DataSeed, 10),
 			MetaSteps: strconv.Itoa(step), MetaTarget: strconv.Itoa(o.Steps), MetaCorpusHash: corpus.Hash,
