@@ -531,64 +531,82 @@ func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand, sc *sample
 			mx, arg = v, i
 		}
 	}
+	// e holds exp(logit - max): the softmax numerators at temperature 1,
+	// which is also the sampling weight when the temperature is 1.
+	V := len(logits)
+	e := slices.Grow(sc.w[:0], V)[:V]
+	sc.w = e
 	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v - mx))
+	for i, v := range logits {
+		e[i] = math.Exp(float64(v - mx))
+		z += e[i]
 	}
 	lse := float64(mx) + math.Log(z)
 	logp := func(t int) float32 { return float32(float64(logits[t]) - lse) }
 	if r.Temperature == 0 || r.TopK == 1 {
 		return int32(arg), logp(arg)
 	}
-	inv := 1 / float64(r.Temperature)
-	V := len(logits)
+	if r.Temperature != 1 {
+		inv := 1 / float64(r.Temperature)
+		for i, v := range logits {
+			e[i] = math.Exp(float64(v-mx) * inv)
+		}
+	}
 	k := V
 	if r.TopK > 0 {
 		k = min(r.TopK, V)
 	}
 	nucleus := r.TopP > 0 && r.TopP < 1
-	// cand lists the candidate tokens, sorted by decreasing logit (ties by
-	// id) only when a filter needs the order.
+	if k == V && !nucleus {
+		var sum float64
+		for _, w := range e {
+			sum += w
+		}
+		u := rng.Float64() * sum
+		var c float64
+		for i, w := range e {
+			c += w
+			if u < c {
+				return int32(i), logp(i)
+			}
+		}
+		return int32(V - 1), logp(V - 1)
+	}
+	// Filters need the tokens by decreasing logit (ties by id).
 	cand := sc.cand[:0]
 	for i := 0; i < V; i++ {
 		cand = append(cand, int32(i))
 	}
 	sc.cand = cand
-	if k < V || nucleus {
-		slices.SortFunc(cand, func(a, b int32) int {
-			if logits[a] != logits[b] {
-				if logits[a] > logits[b] {
-					return -1
-				}
-				return 1
+	slices.SortFunc(cand, func(a, b int32) int {
+		if logits[a] != logits[b] {
+			if logits[a] > logits[b] {
+				return -1
 			}
-			return int(a - b)
-		})
-		cand = cand[:k]
-	}
-	w := sc.w[:0]
+			return 1
+		}
+		return int(a - b)
+	})
+	cand = cand[:k]
 	var sum float64
 	for _, t := range cand {
-		x := math.Exp((float64(logits[t]) - float64(mx)) * inv)
-		w = append(w, x)
-		sum += x
+		sum += e[t]
 	}
-	sc.w = w
 	if nucleus {
 		// Keep the smallest prefix whose probability reaches TopP.
 		var c float64
-		for i := range w {
-			c += w[i]
+		for i, t := range cand {
+			c += e[t]
 			if c >= float64(r.TopP)*sum {
-				w, cand, sum = w[:i+1], cand[:i+1], c
+				cand, sum = cand[:i+1], c
 				break
 			}
 		}
 	}
 	u := rng.Float64() * sum
 	var c float64
-	for i, t := range cand {
-		c += w[i]
+	for _, t := range cand {
+		c += e[t]
 		if u < c {
 			return t, logp(int(t))
 		}
