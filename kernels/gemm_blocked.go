@@ -306,14 +306,26 @@ var f32Tiles = dotTileKernels[float32]{dotTile3x4, dotTile1x8, func(x float32) f
 // order in Go. N is split over threads in multiples of 8.
 func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool, kern *dotTileKernels[T]) {
 	k8 := k &^ 7
-	finish := func(o *float32, s float32, x []float32, y []T) {
-		for p := range y {
-			s += x[p] * kern.widen(y[p])
+	// store writes the sums of one tile row into o, first adding the
+	// products past k8 in order (none when k is a multiple of 8, the usual
+	// case, which then skips the per-element calls).
+	store := func(o, c []float32, x []float32, y [][]T) {
+		if k8 < k {
+			for j := range o {
+				s := c[j]
+				for p, v := range y[j][k8:k] {
+					s += x[k8+p] * kern.widen(v)
+				}
+				c[j] = s
+			}
 		}
+		c = c[:len(o)]
 		if acc {
-			*o += s
+			for j, v := range c {
+				o[j] += v
+			}
 		} else {
-			*o = s
+			copy(o, c)
 		}
 	}
 	work := func(j0, j1 int) {
@@ -342,10 +354,7 @@ func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bo
 						} else {
 							c8 = [8]float32{}
 						}
-						o := out[ib*n+jb : ib*n+jb+nb]
-						for j := range o {
-							finish(&o[j], c8[j], x[k8:], br[j][k8:])
-						}
+						store(out[ib*n+jb:ib*n+jb+nb], c8[:], x, br[:])
 						continue
 					}
 					var ar [3][]float32
@@ -361,10 +370,7 @@ func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bo
 						}
 						w := min(4, nb-h)
 						for i := 0; i < mb; i++ {
-							o := out[(ib+i)*n+jb+h : (ib+i)*n+jb+h+w]
-							for j := range o {
-								finish(&o[j], c12[i*4+j], ar[i][k8:], br[h+j][k8:])
-							}
+							store(out[(ib+i)*n+jb+h:(ib+i)*n+jb+h+w], c12[i*4:i*4+4], ar[i], br[h:h+4])
 						}
 					}
 				}
