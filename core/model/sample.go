@@ -58,7 +58,9 @@ type Sampler struct {
 	cache   *prefixCache
 	sc      *inferScratch
 	ss      sampleScratch
-	stats   SamplerStats
+	// decodeHost receives each decoding step's logits.
+	decodeHost []float32
+	stats      SamplerStats
 }
 
 // SamplerStats counts a Sampler's work since it was made.
@@ -250,8 +252,17 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		head = s.bw.lmHead
 	}
 	m.linear(sc.logits, sc.lastn, m.w.lmHead, head, S, d.C, d.V, false)
-	host := make([]float32, S*d.V)
-	be.Store(host, sc.logits)
+	// Decoding reuses one host buffer: every sequence's logits from the
+	// previous step were sampled before this step runs. Prompt logits may
+	// wait for later prefill waves, so they get their own.
+	var host []float32
+	if prompt {
+		host = make([]float32, S*d.V)
+	} else {
+		s.decodeHost = slices.Grow(s.decodeHost[:0], S*d.V)[:S*d.V]
+		host = s.decodeHost
+	}
+	be.Store(host, sc.logits.View(0, S*d.V))
 	for i, it := range items {
 		it.s.logits = host[i*d.V : (i+1)*d.V : (i+1)*d.V]
 		it.s.n = it.to
