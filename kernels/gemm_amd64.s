@@ -211,10 +211,10 @@ k6set:
 //
 // Accumulators: row i, column j in Y(4+4i+j). Each trip loads 8 elements
 // of the three A rows once and of each B row once: 7 loads for 12 FMAs.
-// R13 walks the four B rows that follow b3 by one more tile (B rows are
-// contiguous in the callers), 128 bytes a trip, so that they arrive
-// before they are needed: a tile's rows are too short a stream for the
-// hardware prefetcher to ramp up on.
+// R13 walks B from b3+5·(b3−b2), the rows eight after b0 (B rows are
+// contiguous and tiles step by eight rows in the callers), 128 bytes a
+// trip, so that they arrive before they are needed: a tile's rows are too
+// short a stream for the hardware prefetcher to ramp up on.
 TEXT ·dotTile3x4AVX2(SB), NOSPLIT, $0-72
 	MOVQ k8+0(FP), CX
 	MOVQ a0+8(FP), SI
