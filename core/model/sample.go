@@ -43,6 +43,11 @@ type SamplerOptions struct {
 	// MaxBatch bounds the sequences decoding at once (and so the KV caches
 	// alive); further requests wait for a free slot. 0 means 64.
 	MaxBatch int
+	// MaxKVBytes bounds the KV caches of running sequences (4 bytes per
+	// element, each sized for its prompt plus MaxNewTokens); a request
+	// waits while admitting it would exceed the bound, unless nothing runs.
+	// 0 means 4 GiB.
+	MaxKVBytes int64
 }
 
 // Sampler generates completions from a Model with a KV cache per sequence,
@@ -328,6 +333,10 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 	if maxBatch <= 0 {
 		maxBatch = 64
 	}
+	maxKV := s.opts.MaxKVBytes
+	if maxKV <= 0 {
+		maxKV = 4 << 30
+	}
 	seqs := make([]*seqState, len(reqs))
 	var pending, live []*seqState
 	for i := range reqs {
@@ -349,9 +358,24 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 		}
 		// Continuous batching: admit waiting requests into free slots; their
 		// caches exist only while they run.
-		if free := maxBatch - len(live); free > 0 && len(pending) > 0 {
-			adm := pending[:min(free, len(pending))]
-			pending = pending[len(adm):]
+		// Admission stops at MaxBatch sequences or MaxKVBytes of caches
+		// (counted at 4 bytes per element), but always admits one.
+		liveBytes := int64(0)
+		for _, q := range live {
+			liveBytes += int64(s.m.kvLen(q.cap)) * 4
+		}
+		n := 0
+		for n < len(pending) && len(live)+n < maxBatch {
+			b := int64(s.m.kvLen(pending[n].cap)) * 4
+			if len(live)+n > 0 && liveBytes+b > maxKV {
+				break
+			}
+			liveBytes += b
+			n++
+		}
+		if n > 0 {
+			adm := pending[:n]
+			pending = pending[n:]
 			for _, q := range adm {
 				q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
 			}

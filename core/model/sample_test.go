@@ -196,6 +196,13 @@ func TestSamplingIndependentOfBatch(t *testing.T) {
 	// Continuous batching: at most 3 sequences at once, admitted as others
 	// finish.
 	small := generate(t, NewSampler(m, SamplerOptions{MaxBatch: 3, Exact: true}), reqs...)
+	// A KV budget smaller than one sequence's cache runs one at a time.
+	tight := generate(t, NewSampler(m, SamplerOptions{MaxKVBytes: 1, Exact: true}), reqs...)
+	for i := range reqs {
+		if !sameCompletion(alone[i], tight[i]) {
+			t.Fatalf("request %d: alone %v, under a tight KV budget %v", i, alone[i].Tokens, tight[i].Tokens)
+		}
+	}
 	fast := generate(t, NewSampler(m, SamplerOptions{}), reqs...)
 	for i := range reqs {
 		if !sameCompletion(alone[i], small[i]) {
