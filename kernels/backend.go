@@ -40,9 +40,9 @@ func (t Tensor) View(off, n int) Tensor {
 // KVSpan describes the queries of one sequence in AttentionKV: query rows
 // QRow..QRow+Rows-1 of q sit at positions Pos0..Pos0+Rows-1 of the sequence
 // and attend causally to positions 0..Pos0+r of the sequence's key and
-// value caches K and V. A cache is head-major, (KVH, Cap, hd): head h's
-// position p is at element (h·Cap + p)·hd, so each head's keys are one
-// contiguous block (see CacheWrite).
+// value caches K and V. A cache of capacity Cap holds KVH·Cap·hd elements
+// in a layout only the backend knows: fill it with CacheWrite, copy a
+// prefix with CacheCopy.
 type KVSpan struct {
 	K, V                  Tensor
 	Cap, QRow, Rows, Pos0 int
@@ -146,9 +146,12 @@ type Backend interface {
 	// row's result depends only on its query and the cache rows it sees,
 	// never on the other rows or spans of the call.
 	AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int)
-	// CacheWrite stores rows (rows, KVH*hd) of keys or values into a
-	// head-major cache (KVH, cap, hd) at positions pos0..pos0+rows-1.
+	// CacheWrite stores rows (rows, KVH*hd) of keys or values into a cache
+	// of capacity cap (see KVSpan) at positions pos0..pos0+rows-1.
 	CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int)
+	// CacheCopy copies positions 0..n-1 of cache src (capacity srcCap)
+	// into cache dst (capacity dstCap).
+	CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int)
 
 	// SwiGLU: out = silu(gate)·up elementwise.
 	SwiGLU(out, gate, up Tensor)

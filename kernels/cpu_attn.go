@@ -159,11 +159,16 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	})
 }
 
+// The CPU backend keeps a KV cache dimension-major: element d of head h at
+// position p is at (h·hd + d)·cap + p, so for one head and dimension the
+// positions are contiguous. Decoding then works on vectors as long as the
+// context (hd calls per head of length n) rather than on n vectors of hd.
+
 // AttentionKV implements Backend, parallel over (span, query row, KV
-// head). A unit reads the contiguous keys and values of one KV head for
-// the group of query heads sharing it (vector dot and axpy per key: a GEMM
-// call costs more at these sizes); nothing in it depends on the other
-// rows, so a row's result does not depend on what else the call holds.
+// head). A unit scores the group of query heads sharing one KV head with
+// axpys over the cache's position vectors and mixes the values with dots
+// along them; nothing in it depends on the other rows, so a row's result
+// does not depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -195,24 +200,19 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			s := sort.SearchInts(start, u+1) - 1
 			sp := spans[s]
 			r, kh := (u-start[s])/KVH, (u-start[s])%KVH
-			row, n := sp.QRow+r, sp.Pos0+r+1
+			row, n, cp := sp.QRow+r, sp.Pos0+r+1, sp.Cap
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
-			kb := ks[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
-			vb := vs[s][kh*sp.Cap*hd : (kh*sp.Cap+n)*hd]
-			p := sc[:grp*n]
+			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
+			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			for g := 0; g < grp; g++ {
-				pr, qh := p[g*n:g*n+n], qg[g*hd:g*hd+hd]
-				for j := range pr {
-					pr[j] = c.dot(qh, kb[j*hd:j*hd+hd])
+				pr, qh, oh := sc[g*n:g*n+n], qg[g*hd:g*hd+hd], og[g*hd:g*hd+hd]
+				clear(pr)
+				for d, x := range qh {
+					c.axpy(x, kt[d*cp:d*cp+n], pr)
 				}
 				c.softmax(pr, scale)
-			}
-			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
-			clear(og)
-			for g := 0; g < grp; g++ {
-				oh, pr := og[g*hd:g*hd+hd], p[g*n:g*n+n]
-				for j, pj := range pr {
-					c.axpy(pj, vb[j*hd:j*hd+hd], oh)
+				for d := range oh {
+					oh[d] = c.dot(pr, vt[d*cp:d*cp+n])
 				}
 			}
 		}
@@ -228,8 +228,21 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
 	}
 	for r := 0; r < rows; r++ {
-		for h := 0; h < KVH; h++ {
-			copy(d[(h*cap+pos0+r)*hd:(h*cap+pos0+r+1)*hd], s[(r*KVH+h)*hd:(r*KVH+h+1)*hd])
+		for e, v := range s[r*KVH*hd : (r+1)*KVH*hd] {
+			d[e*cap+pos0+r] = v
 		}
+	}
+}
+
+// CacheCopy implements Backend.
+func (c *CPU[T]) CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int) {
+	d, s := c.s(dst), c.s(src)
+	need("CacheCopy dst", len(d), KVH*dstCap*hd)
+	need("CacheCopy src", len(s), KVH*srcCap*hd)
+	if n < 0 || n > dstCap || n > srcCap {
+		panic(fmt.Sprintf("kernels: CacheCopy of %d positions between caches of %d and %d", n, dstCap, srcCap))
+	}
+	for e := 0; e < KVH*hd; e++ {
+		copy(d[e*dstCap:e*dstCap+n], s[e*srcCap:e*srcCap+n])
 	}
 }

@@ -191,7 +191,16 @@ func opCases() []opCase {
 			}
 			q, out := e.in((rows+1)*H*hd), e.be.Alloc((rows+1)*H*hd)
 			e.be.AttentionKV(out, q, spans, H, KVH, hd)
-			return append(caches, out)
+			// The same through a copy into a larger cache.
+			big := e.be.Alloc(KVH * (cap + 3) * hd)
+			e.be.CacheCopy(big, spans[0].K, rows+2, KVH, hd, cap+3, cap)
+			spans[0].K, spans[0].Cap = big, cap+3
+			bigV := e.be.Alloc(KVH * (cap + 3) * hd)
+			e.be.CacheCopy(bigV, spans[0].V, rows+2, KVH, hd, cap+3, cap)
+			spans[0].V = bigV
+			out2 := e.be.Alloc((rows + 1) * H * hd)
+			e.be.AttentionKV(out2, q, spans, H, KVH, hd)
+			return append(caches, out, out2)
 		})
 	}
 	return cs

@@ -116,20 +116,21 @@ type seqState struct {
 	done   bool
 }
 
-// kvLayer returns the head-major (KVH, cap, hd) cache of layer l, keys
-// (kind 0) or values (kind 1), inside a sequence cache of capacity cap.
+// kvLayer returns the cache of layer l, keys (kind 0) or values (kind 1),
+// inside a sequence cache of capacity cap (layout: see kernels.KVSpan).
 func (m *Model) kvLayer(kv kernels.Tensor, cap, l, kind int) kernels.Tensor {
 	return kv.View((2*l+kind)*cap*m.d.Hk, cap*m.d.Hk)
 }
 
 func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
 
-// copyKV copies the first n positions of every layer and head from src
-// (capacity srcCap) into dst.
+// copyKV copies the first n positions of every layer from src (capacity
+// srcCap) into dst.
 func (m *Model) copyKV(dst kernels.Tensor, dstCap int, src kernels.Tensor, srcCap, n int) {
-	hd := m.d.hd
-	for blk := 0; blk < 2*m.d.L*m.d.KVH; blk++ {
-		m.be.Copy(dst.View(blk*dstCap*hd, n*hd), src.View(blk*srcCap*hd, n*hd))
+	for l := 0; l < m.d.L; l++ {
+		for kind := 0; kind < 2; kind++ {
+			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), n, m.d.KVH, m.d.hd, dstCap, srcCap)
+		}
 	}
 }
 
