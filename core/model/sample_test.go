@@ -416,3 +416,47 @@ func TestPrefixCacheEvictsLRU(t *testing.T) {
 		t.Fatal("reuse after eviction changed the completion")
 	}
 }
+
+// TestTrainThenSample: after a tiny model memorises completions (loss on
+// completion tokens only), greedy sampling from each prompt reproduces its
+// completion and stops at the stop token, and the log-probabilities are
+// near 0.
+func TestTrainThenSample(t *testing.T) {
+	m := tinyModel(t, kernels.NewCPU(), 1)
+	cfg := DefaultTrainConfig()
+	cfg.Schedule, cfg.WeightDecay = ConstantLR(1e-2), 0
+	tr, _ := NewTrainer(m, cfg)
+	const stop = 18
+	prompts := [][]int32{{1, 2, 3}, {4, 5, 6, 7}}
+	completions := [][]int32{{9, 8, 7, 6, stop}, {10, 11, 12, stop}}
+	var batch []Sequence
+	for i, p := range prompts {
+		q := Sequence{Tokens: append(slices.Clone(p), completions[i]...)}
+		q.Mask = make([]float32, len(q.Tokens))
+		for j := len(p); j < len(q.Tokens); j++ {
+			q.Mask[j] = 1
+		}
+		batch = append(batch, q)
+	}
+	for i := 0; i < 300; i++ {
+		st, err := tr.Step([][]Sequence{batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Loss < 0.01 {
+			break
+		}
+	}
+	s := NewSampler(m, SamplerOptions{})
+	for i, p := range prompts {
+		c := generate(t, s, policy.Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: 10, Stop: []int32{stop}})[0]
+		if !slices.Equal(c.Tokens, completions[i]) || c.Finish != policy.FinishStop {
+			t.Fatalf("prompt %d: sampled %v (%s), want %v", i, c.Tokens, c.Finish, completions[i])
+		}
+		for _, lp := range c.LogProbs {
+			if lp < -0.1 {
+				t.Fatalf("prompt %d: log-prob %v of a memorised token", i, lp)
+			}
+		}
+	}
+}
