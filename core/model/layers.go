@@ -37,17 +37,23 @@ type gradScratch struct {
 }
 
 // linear: out (N,outDim) (+)= x (N,in) · Wᵀ with W (outDim,in) in HF layout;
-// it reads the bfloat16 copy wb instead of w when wb is set.
+// it reads the packed copy wp when set (see packedLayer), else the
+// bfloat16 copy wb when set, else w.
 //
-// With m.rowChunk set (the sampler sets it) the product runs in blocks of
-// at most rowChunk rows, so every row goes through the same small-M GEMM
-// kernel whatever N is: a row's result then does not depend on which other
-// rows share the batch (see rowChunk in sample.go).
-func (m *Model) linear(out, x, w, wb kernels.Tensor, N, in, outDim int, acc bool) {
+// With m.rowChunk set (the sampler sets it when it has no packed weights)
+// the product runs in blocks of at most rowChunk rows, so every row goes
+// through the same small-M GEMM kernel whatever N is: a row's result then
+// does not depend on which other rows share the batch (see rowChunk in
+// sample.go). Packed products are row-invariant at every N.
+func (m *Model) linear(out, x, w, wb, wp kernels.Tensor, N, in, outDim int, acc bool) {
+	if !wp.IsZero() {
+		m.be.(kernels.PackedNT).GemmPackedNT(out, x, wp, N, in, outDim, acc)
+		return
+	}
 	if c := m.rowChunk; c > 0 && N > c {
 		for r := 0; r < N; r += c {
 			n := min(c, N-r)
-			m.linear(out.View(r*outDim, n*outDim), x.View(r*in, n*in), w, wb, n, in, outDim, acc)
+			m.linear(out.View(r*outDim, n*outDim), x.View(r*in, n*in), w, wb, wp, n, in, outDim, acc)
 		}
 		return
 	}
@@ -65,17 +71,24 @@ func bfOf(wb *layerWeights) layerWeights {
 	return *wb
 }
 
+func packedOf(pw *packedLayer) packedLayer {
+	if pw == nil {
+		return packedLayer{}
+	}
+	return *pw
+}
+
 // attnProject: x (N,C) -> ln1 (N,C) -> q (N,Hq), k, v (N,Hk) -> per-head
 // RMSNorm -> RoPE at positions pos -> qr (N,Hq), kr (N,Hk).
-func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, x kernels.Tensor, pos []int32, N int) {
-	d, be, b := m.d, m.be, bfOf(wb)
+func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, pw *packedLayer, x kernels.Tensor, pos []int32, N int) {
+	d, be, b, p := m.d, m.be, bfOf(wb), packedOf(pw)
 	be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
 	if !a.qkv.IsZero() && N == 1 {
-		m.linear(a.qkv, a.ln1, w.wqkv, b.wqkv, 1, d.C, d.Hq+2*d.Hk, false)
+		m.linear(a.qkv, a.ln1, w.wqkv, b.wqkv, p.qkv, 1, d.C, d.Hq+2*d.Hk, false)
 	} else {
-		m.linear(a.q, a.ln1, w.wq, b.wq, N, d.C, d.Hq, false)
-		m.linear(a.k, a.ln1, w.wk, b.wk, N, d.C, d.Hk, false)
-		m.linear(a.v, a.ln1, w.wv, b.wv, N, d.C, d.Hk, false)
+		m.linear(a.q, a.ln1, w.wq, b.wq, p.q, N, d.C, d.Hq, false)
+		m.linear(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false)
+		m.linear(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false)
 	}
 	if m.Config.AttentionBias {
 		be.BiasAdd(a.q, w.bq, N, d.Hq)
@@ -123,10 +136,10 @@ func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScr
 // each sequence of T positions.
 func (m *Model) attnForward(a *layerActs, w *layerWeights, x kernels.Tensor, pos []int32, B, T int) {
 	d, N := m.d, B*T
-	m.attnProject(a, w, nil, x, pos, N)
+	m.attnProject(a, w, nil, nil, x, pos, N)
 	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
 	m.be.Copy(a.x2, x)
-	m.linear(a.x2, a.att, w.wo, kernels.Tensor{}, N, d.Hq, d.C, true)
+	m.linear(a.x2, a.att, w.wo, kernels.Tensor{}, kernels.Tensor{}, N, d.Hq, d.C, true)
 }
 
 // attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.
@@ -143,17 +156,17 @@ func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x
 
 // mlpForward: x (N,C) -> ln2 -> g, u (N,F) -> h = silu(g)·u -> out (N,C)
 // += h·Wdownᵀ. out may be x itself (the inference residual update).
-func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, x, out kernels.Tensor, N int) {
-	d, be, b := m.d, m.be, bfOf(wb)
+func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x, out kernels.Tensor, N int) {
+	d, be, b, p := m.d, m.be, bfOf(wb), packedOf(pw)
 	be.RMSNorm(a.ln2, a.rstd2, x, w.postNorm, N, d.C, m.Config.RMSNormEps)
 	if !a.gu.IsZero() && N == 1 {
-		m.linear(a.gu, a.ln2, w.wGateUp, b.wGateUp, 1, d.C, 2*d.F, false)
+		m.linear(a.gu, a.ln2, w.wGateUp, b.wGateUp, p.gu, 1, d.C, 2*d.F, false)
 	} else {
-		m.linear(a.g, a.ln2, w.wGate, b.wGate, N, d.C, d.F, false)
-		m.linear(a.u, a.ln2, w.wUp, b.wUp, N, d.C, d.F, false)
+		m.linear(a.g, a.ln2, w.wGate, b.wGate, p.g, N, d.C, d.F, false)
+		m.linear(a.u, a.ln2, w.wUp, b.wUp, p.u, N, d.C, d.F, false)
 	}
 	be.SwiGLU(a.h, a.g, a.u)
-	m.linear(out, a.h, w.wDown, b.wDown, N, d.F, d.C, true)
+	m.linear(out, a.h, w.wDown, b.wDown, p.down, N, d.F, d.C, true)
 }
 
 // mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).

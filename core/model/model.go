@@ -218,7 +218,7 @@ func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
 		la := a.layers[l]
 		m.attnForward(&la, &m.w.layers[l], a.res[l], pos, B, T)
 		be.Copy(a.res[l+1], la.x2)
-		m.mlpForward(&la, &m.w.layers[l], nil, la.x2, a.res[l+1], N)
+		m.mlpForward(&la, &m.w.layers[l], nil, nil, la.x2, a.res[l+1], N)
 	}
 	be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
 }
@@ -227,7 +227,7 @@ func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
 func (m *Model) head(a *acts, r0, n int) kernels.Tensor {
 	d := m.d
 	lg := a.logits.View(0, n*d.V)
-	m.linear(lg, a.lnf.View(r0*d.C, n*d.C), m.w.lmHead, kernels.Tensor{}, n, d.C, d.V, false)
+	m.linear(lg, a.lnf.View(r0*d.C, n*d.C), m.w.lmHead, kernels.Tensor{}, kernels.Tensor{}, n, d.C, d.V, false)
 	return lg
 }
 

@@ -6,13 +6,16 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 
 	"whale/core/policy"
 	"whale/kernels"
 )
 
-// rowChunk is the largest number of rows one prompt GEMM call gets. The
+// rowChunk is the largest number of rows one prompt GEMM call gets when
+// the backend cannot pack weights (see packed.go; with packed weights
+// every product is row-invariant and none of this applies). The
 // float32 GEMM picks its kernel by shape, and the kernel for few rows sums
 // in a different order from the packed kernel for many (measured: a row's
 // NT result is identical for any m < 24 and for any m ≥ 24, but not
@@ -34,11 +37,13 @@ type SamplerOptions struct {
 	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
 	// bytes per element); 0 means 256 MiB, negative disables reuse.
 	PrefixCacheBytes int64
-	// Exact also runs decoding GEMMs in blocks of rowChunk rows, so a
-	// sequence's log-probabilities are bit-identical whatever else shares
-	// its batch. Without it they can differ in the last bits once 24 or
-	// more sequences decode together (sampled tokens almost never change);
-	// with it, decoding many sequences is 2-3× slower in the GEMMs.
+	// Exact asks that a sequence's log-probabilities be bit-identical
+	// whatever else shares its batch. On a backend that packs weights
+	// (kernels.PackedNT: the CPU float32 backend) decoding is always exact
+	// at full speed and the field changes nothing. Elsewhere it runs
+	// decoding GEMMs in blocks of rowChunk rows (2-3× slower for many
+	// sequences); without it, log-probabilities can then differ in the last
+	// bits once 24 or more sequences decode together.
 	Exact bool
 	// MaxBatch bounds the sequences decoding at once (and so the KV caches
 	// alive); further requests wait for a free slot. 0 means 64.
@@ -60,12 +65,16 @@ type Sampler struct {
 	version uint64 // Model.Version the bf16 copy and prefix cache belong to
 	bfArena kernels.Tensor
 	bw      *weights // bf16 views, or nil
-	cache   *prefixCache
-	sc      *inferScratch
-	ss      sampleScratch
+	// pk holds every matrix prepacked (see packed.go), or nil when the
+	// backend cannot pack; it replaces bw.
+	pk    *packedModel
+	cache *prefixCache
+	sc    *inferScratch
+	ss    sampleScratch
 	// decodeHost receives each decoding step's logits.
 	decodeHost []float32
 	stats      SamplerStats
+	packTried  bool
 }
 
 // SamplerStats counts a Sampler's work since it was made.
@@ -214,9 +223,10 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		}
 	}
 	sc := s.scratch(R, len(items))
-	// Rows are canonical when every product runs in blocks of ≤ rowChunk.
-	canonical := prompt || s.opts.Exact || R <= rowChunk
-	if prompt || s.opts.Exact {
+	// Rows are canonical when every product is row-invariant: packed, or
+	// in blocks of ≤ rowChunk.
+	canonical := s.pk != nil || prompt || s.opts.Exact || R <= rowChunk
+	if s.pk == nil && (prompt || s.opts.Exact) {
 		m.rowChunk = rowChunk
 		defer func() { m.rowChunk = 0 }()
 	}
@@ -228,7 +238,11 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		if s.bw != nil {
 			bw = &s.bw.layers[l]
 		}
-		m.attnProject(&sc.a, w, bw, sc.x, pos, R)
+		var pw *packedLayer
+		if s.pk != nil {
+			pw = &s.pk.layers[l]
+		}
+		m.attnProject(&sc.a, w, bw, pw, sc.x, pos, R)
 		r := 0
 		for i, it := range items {
 			n := it.to - it.from
@@ -239,8 +253,8 @@ func (s *Sampler) forward(items []work, prompt bool) {
 			r += n
 		}
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
-		m.linear(sc.x, sc.a.att, w.wo, bfOf(bw).wo, R, d.Hq, d.C, true)
-		m.mlpForward(&sc.a, w, bw, sc.x, sc.x, R)
+		m.linear(sc.x, sc.a.att, w.wo, bfOf(bw).wo, packedOf(pw).o, R, d.Hq, d.C, true)
+		m.mlpForward(&sc.a, w, bw, pw, sc.x, sc.x, R)
 	}
 	last := sc.x
 	if R != len(items) {
@@ -253,11 +267,14 @@ func (s *Sampler) forward(items []work, prompt bool) {
 	}
 	S := len(items)
 	be.RMSNorm(sc.lastn, kernels.Tensor{}, last, m.w.norm, S, d.C, m.Config.RMSNormEps)
-	var head kernels.Tensor
+	var head, headP kernels.Tensor
 	if s.bw != nil {
 		head = s.bw.lmHead
 	}
-	m.linear(sc.logits, sc.lastn, m.w.lmHead, head, S, d.C, d.V, false)
+	if s.pk != nil {
+		headP = s.pk.head
+	}
+	m.linear(sc.logits, sc.lastn, m.w.lmHead, head, headP, S, d.C, d.V, false)
 	// Decoding reuses one host buffer: every sequence's logits from the
 	// previous step were sampled before this step runs. Prompt logits may
 	// wait for later prefill waves, so they get their own.
@@ -284,7 +301,19 @@ func (s *Sampler) refresh() {
 		return
 	}
 	s.cache.clear()
-	if s.opts.BF16 {
+	switch {
+	case s.pk != nil:
+		s.pk.repack(s.m)
+	case !s.packTried:
+		s.packTried = true
+		if pk, ok := s.m.packWeights(s.opts.BF16); ok {
+			s.pk = pk
+			// Large packed weights live outside the Go heap (huge pages):
+			// return them when the sampler goes.
+			runtime.AddCleanup(s, func(be kernels.PackedNT) { be.FreePacked(pk.arena) }, s.m.be.(kernels.PackedNT))
+		}
+	}
+	if s.pk == nil && s.opts.BF16 {
 		if s.bfArena.IsZero() {
 			s.bfArena = s.m.be.AllocBF16(s.m.arena.Len())
 		}

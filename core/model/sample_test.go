@@ -55,7 +55,37 @@ func logSoftmax(row []float32, tok int32) float64 {
 // relative; 1e-5 of the largest logit leaves margin and still catches a
 // wrong position, mask or cache row (errors of order 1).
 func TestKVDecodeMatchesFullForward(t *testing.T) {
-	m := sampleModel(t)
+	for name, m := range sampleModels(t) {
+		t.Run(name, func(t *testing.T) { testKVDecode(t, m) })
+	}
+}
+
+// noPack hides the CPU backend's kernels.PackedNT, so the sampler runs its
+// products on the plain weights (the path of backends that cannot pack).
+type noPack struct{ kernels.Backend }
+
+// sampleModels returns randomized models covering the sampler's three
+// product paths: packed with q, k, v (gate, up) packed apart (tiny: head
+// dimension 6), packed as views of the fused matrices (medium), and
+// unpacked.
+func sampleModels(t *testing.T) map[string]*Model {
+	t.Helper()
+	med, err := New(mediumConfig(), kernels.NewCPU(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(med, 3)
+	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
+}
+
+func tinyModelOn(t *testing.T, be kernels.Backend) *Model {
+	t.Helper()
+	m := tinyModel(t, be, 1)
+	randomize(m, 9)
+	return m
+}
+
+func testKVDecode(t *testing.T, m *Model) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	toks := randPrompt(rng, 50, m.d.V)
 	full, err := m.Logits(toks)
@@ -63,6 +93,10 @@ func TestKVDecodeMatchesFullForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewSampler(m, SamplerOptions{})
+	s.refresh()
+	if _, packs := m.be.(kernels.PackedNT); packs != (s.pk != nil) {
+		t.Fatalf("backend packs: %v, sampler packed: %v", packs, s.pk != nil)
+	}
 	q := &seqState{toks: toks, cap: len(toks)}
 	q.kv = m.be.Alloc(m.kvLen(q.cap))
 	P := 21
@@ -176,11 +210,18 @@ func mixedRequests(V int) []policy.Request {
 // TestSamplingIndependentOfBatch: in Exact mode a request samples the
 // same tokens and bit-identical log-probabilities alone, in a large batch,
 // in another order, with continuous batching, and with 1 or 2 threads. In
-// the default mode the tokens are the same and the log-probabilities agree
-// to float32 rounding (≤ 1e-5 on values of order 1).
+// the default mode the same holds on packed weights; unpacked, the tokens
+// are the same and the log-probabilities agree to float32 rounding (≤ 1e-5
+// on values of order 1).
 func TestSamplingIndependentOfBatch(t *testing.T) {
+	for _, name := range []string{"tiny", "unpacked"} {
+		t.Run(name, func(t *testing.T) { testIndependentOfBatch(t, sampleModels(t)[name]) })
+	}
+}
+
+func testIndependentOfBatch(t *testing.T, m *Model) {
 	defer kernels.SetThreads(kernels.Threads())
-	m := sampleModel(t)
+	_, packs := m.be.(kernels.PackedNT)
 	reqs := mixedRequests(m.d.V)
 	exact := SamplerOptions{PrefixCacheBytes: -1, Exact: true}
 	kernels.SetThreads(1)
@@ -211,6 +252,9 @@ func TestSamplingIndependentOfBatch(t *testing.T) {
 		if !sameCompletion(alone[i], batch[i]) || !sameCompletion(alone[i], revOut[len(reqs)-1-i]) {
 			t.Fatalf("request %d: alone %v %v, in batch %v %v", i, alone[i].Tokens, alone[i].LogProbs, batch[i].Tokens, batch[i].LogProbs)
 		}
+		if packs && !sameCompletion(alone[i], fast[i]) {
+			t.Fatalf("request %d: default mode on packed weights %v %v, exact %v %v", i, fast[i].Tokens, fast[i].LogProbs, alone[i].Tokens, alone[i].LogProbs)
+		}
 		if !slices.Equal(alone[i].Tokens, fast[i].Tokens) || alone[i].Finish != fast[i].Finish {
 			t.Fatalf("request %d: default mode sampled %v, exact %v", i, fast[i].Tokens, alone[i].Tokens)
 		}
@@ -226,16 +270,18 @@ func TestSamplingIndependentOfBatch(t *testing.T) {
 // shared system prompt, the next turn of an episode) gives exactly the
 // tokens and log-probabilities of sampling the same batch without any
 // reuse, and really skips the shared tokens. With 30 sequences decoding
-// at once the default mode decodes through the many-row GEMM kernel, so
-// only prompt rows are reused; in Exact mode whole turns are.
+// at once the default mode without packed weights decodes through the
+// many-row GEMM kernel, so only prompt rows are reused; in Exact mode, or
+// on packed weights, whole turns are.
 func TestPrefixReuseIsExact(t *testing.T) {
-	for _, exact := range []bool{false, true} {
-		t.Run(fmt.Sprintf("exact=%v", exact), func(t *testing.T) { testPrefixReuse(t, exact) })
+	for _, name := range []string{"tiny", "unpacked"} {
+		for _, exact := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/exact=%v", name, exact), func(t *testing.T) { testPrefixReuse(t, sampleModels(t)[name], exact) })
+		}
 	}
 }
 
-func testPrefixReuse(t *testing.T, exact bool) {
-	m := sampleModel(t)
+func testPrefixReuse(t *testing.T, m *Model, exact bool) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	system := randPrompt(rng, 20, m.d.V)
 	var turn1 []policy.Request
@@ -263,7 +309,7 @@ func testPrefixReuse(t *testing.T, exact bool) {
 	after := reuse.Stats()
 	computed := after.PrefillTokens - before.PrefillTokens
 	limit := int64(len(turn2)) * 3 // the new tokens only
-	if !exact {
+	if _, packs := m.be.(kernels.PackedNT); !exact && !packs {
 		limit = int64(len(turn2)) * (8 + 3) // the completion too
 	}
 	if computed > limit {
@@ -366,17 +412,23 @@ func TestBF16Sampling(t *testing.T) {
 }
 
 // TestSamplingIndependentOfBatchMedium repeats the batch-independence check
-// on a model whose decode batch crosses the GEMM's kernel switch.
+// on a model whose decode batch crosses the GEMM's kernel switch and whose
+// packed q, k, v (gate, up) are views of the fused matrices, in the
+// default mode (exact on packed weights) and in Exact mode.
 func TestSamplingIndependentOfBatchMedium(t *testing.T) {
-	m, err := New(mediumConfig(), kernels.NewCPU(), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	randomize(m, 3)
+	m := sampleModels(t)["medium"]
 	reqs := mixedRequests(m.d.V)
-	batch := generate(t, NewSampler(m, SamplerOptions{Exact: true}), reqs...)
+	s := NewSampler(m, SamplerOptions{})
+	batch := generate(t, s, reqs...)
+	if s.pk == nil || !m.d.splitAtPanels() {
+		t.Fatal("medium model: want packed weights split at panel edges")
+	}
+	exact := generate(t, NewSampler(m, SamplerOptions{Exact: true}), reqs...)
 	for i, r := range reqs {
-		if alone := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1, Exact: true}), r)[0]; !sameCompletion(alone, batch[i]) {
+		if !sameCompletion(exact[i], batch[i]) {
+			t.Fatalf("request %d: Exact %v, default %v", i, exact[i].LogProbs, batch[i].LogProbs)
+		}
+		if alone := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]; !sameCompletion(alone, batch[i]) {
 			t.Fatalf("request %d: alone %v, in batch %v", i, alone.LogProbs, batch[i].LogProbs)
 		}
 	}
