@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 )
 
 // Float is the element type of a CPU backend.
@@ -16,7 +15,12 @@ type CPU[T Float] struct {
 	gemm func(layout Layout, out, a, b []T, m, k, n int, acc bool)
 	dot  func(a, b []T) T
 	axpy func(alpha T, x, y []T) // y += alpha·x
-	exp  func(x T) T             // e^x; float32 uses opExp32
+	// expSub replaces row[i] by e^(row[i]-sub) and returns their sum;
+	// sigmoid sets out = 1/(1+e^-x); siluMul sets out = g·sigmoid(g)·u.
+	// float32 uses the vector kernels of exp.go.
+	expSub  func(row []T, sub T) T
+	sigmoid func(out, x []T)
+	siluMul func(out, g, u []T)
 	// softmax replaces row by softmax(scale·row) and returns the
 	// log-sum-exp of scale·row.
 	softmax func(row []T, scale T) float64
@@ -24,12 +28,14 @@ type CPU[T Float] struct {
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy, exp: opExp32, softmax: opSoftmax32}
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy,
+		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64], exp: math.Exp, softmax: opSoftmax[float64]}
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64],
+		expSub: opExpSub[float64], sigmoid: opSigmoid[float64], siluMul: opSiLUMul[float64], softmax: opSoftmax[float64]}
 }
 
 // Name implements Backend.

@@ -129,8 +129,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 						l := ls[(b*H+h)*T_+i]
 						srow, drow := s[r*n:r*n+n], dp[r*n:r*n+n]
 						for j := 0; j <= i; j++ {
-							p := c.exp(srow[j]*scale - l)
-							srow[j] = p                              // P
+							srow[j] *= scale
+						}
+						c.expSub(srow[:i+1], l) // P
+						for j, p := range srow[:i+1] {
 							drow[j] = p * (drow[j] - w.d[r]) * scale // dS
 						}
 						clear(srow[i+1:])

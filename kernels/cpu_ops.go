@@ -290,18 +290,12 @@ func (c *CPU[T]) RoPEBackward(dx, dout Tensor, pos []int32, rows, heads, hd int,
 	ropeApply(c.s(dx), c.s(dout), pos, rows, heads, hd, theta, -1, true)
 }
 
-func sigmoid[T Float](x T, exp func(T) T) T { return 1 / (1 + exp(-x)) }
-
 // SwiGLU implements Backend.
 func (c *CPU[T]) SwiGLU(out, gate, up Tensor) {
 	o, g, u := c.s(out), c.s(gate), c.s(up)
 	same("SwiGLU gate", len(o), len(g))
 	same("SwiGLU up", len(o), len(u))
-	Parallel(len(o), 1<<13, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			o[i] = g[i] * sigmoid(g[i], c.exp) * u[i]
-		}
-	})
+	Parallel(len(o), 1<<13, func(lo, hi int) { c.siluMul(o[lo:hi], g[lo:hi], u[lo:hi]) })
 }
 
 // SwiGLUBackward implements Backend.
@@ -313,11 +307,17 @@ func (c *CPU[T]) SwiGLUBackward(dgate, dup, dout, gate, up Tensor) {
 	same("SwiGLUBackward gate", len(g), n)
 	same("SwiGLUBackward up", len(u), n)
 	Parallel(n, 1<<13, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			s := sigmoid(g[i], c.exp)
-			silu := g[i] * s
-			dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
-			du[i] += d[i] * silu
+		var sb [256]T
+		for b := lo; b < hi; b += len(sb) {
+			e := min(hi, b+len(sb))
+			sg := sb[:e-b]
+			c.sigmoid(sg, g[b:e])
+			for i, s := range sg {
+				i += b
+				silu := g[i] * s
+				dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
+				du[i] += d[i] * silu
+			}
 		}
 	})
 }

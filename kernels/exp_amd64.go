@@ -1,0 +1,62 @@
+package kernels
+
+// expSubAVX2 replaces x[i] by e^(x[i]-sub) for len(x) a multiple of 8 and
+// returns their sum, in the operations of the Go twin:
+//
+//	var l [8]float32
+//	for i := range x {
+//		x[i] = exp8(x[i] - sub)
+//		l[i%8] += x[i]
+//	}
+//	return hsum8(&l)
+//
+//go:noescape
+func expSubAVX2(x []float32, sub float32) float32
+
+// sigmoidAVX2 sets out[i] = 1/(1+exp8(0-x[i])) for len(out) a multiple of
+// 8 (len(x) ≥ len(out)).
+//
+//go:noescape
+func sigmoidAVX2(out, x []float32)
+
+// siluMulAVX2 sets out[i] = (g[i]·(1/(1+exp8(0-g[i]))))·u[i] for len(out)
+// a multiple of 8 (len(g), len(u) ≥ len(out)).
+//
+//go:noescape
+func siluMulAVX2(out, g, u []float32)
+
+func expSub(x []float32, sub float32) float32 {
+	n8 := len(x) &^ 7
+	if !useAsm || n8 == 0 {
+		return expSubGo(x, sub)
+	}
+	s := expSubAVX2(x[:n8], sub)
+	for i := n8; i < len(x); i++ {
+		e := exp8(x[i] - sub)
+		x[i] = e
+		s += e
+	}
+	return s
+}
+
+func sigmoid32(out, x []float32) {
+	n8 := len(out) &^ 7
+	if useAsm && n8 > 0 {
+		sigmoidAVX2(out[:n8], x[:n8])
+	}
+	if !useAsm {
+		n8 = 0
+	}
+	sigmoidGo(out[n8:], x[n8:len(out)])
+}
+
+func siluMul(out, g, u []float32) {
+	n8 := len(out) &^ 7
+	if useAsm && n8 > 0 {
+		siluMulAVX2(out[:n8], g[:n8], u[:n8])
+	}
+	if !useAsm {
+		n8 = 0
+	}
+	siluMulGo(out[n8:], g[n8:len(out)], u[n8:len(out)])
+}

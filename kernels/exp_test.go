@@ -1,0 +1,199 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// expRelTol bounds exp8's relative error on normal results: the
+// polynomial's truncation (3e-9) plus about a dozen float32 roundings of
+// ≤ 2⁻²⁴ each.
+const expRelTol = 4e-7
+
+func checkExpValue(t *testing.T, x, got float32) {
+	t.Helper()
+	switch {
+	case x != x:
+		if got == got {
+			t.Fatalf("exp8(NaN) = %v", got)
+		}
+		return
+	case x > expHi:
+		if !math.IsInf(float64(got), 1) {
+			t.Fatalf("exp8(%v) = %v, want +Inf", x, got)
+		}
+		return
+	case x < expLo:
+		if got != 0 {
+			t.Fatalf("exp8(%v) = %v, want 0", x, got)
+		}
+		return
+	}
+	want := math.Exp(float64(x))
+	// Subnormal results keep fewer bits: allow half an ulp of the
+	// smallest normal's spacing beyond the relative bound.
+	tol := expRelTol*want + math.Ldexp(1, -149)
+	if want > math.MaxFloat32 {
+		if !math.IsInf(float64(got), 1) && math.Abs(float64(got)-want) > tol {
+			t.Fatalf("exp8(%v) = %v, want %v or +Inf", x, got, want)
+		}
+		return
+	}
+	if !(math.Abs(float64(got)-want) <= tol) {
+		t.Fatalf("exp8(%v) = %v, want %v (rel err %.3g)", x, got, want, math.Abs(float64(got)-want)/want)
+	}
+}
+
+// TestExp8AgainstMathExp sweeps the whole float32 range that matters,
+// the clamps and special values.
+func TestExp8AgainstMathExp(t *testing.T) {
+	for x := float32(-110); x < 90; x += 0.0137 {
+		checkExpValue(t, x, exp8(x))
+	}
+	for _, x := range []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, expHi, expLo,
+		math.Nextafter32(expHi, 100), math.Nextafter32(expLo, -200), 88.3762, 88.7, -87.3365, -100,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, -math.MaxFloat32} {
+		checkExpValue(t, x, exp8(x))
+	}
+}
+
+// expInputs fills x with values of softmax and SwiGLU scale, with special
+// values mixed in at random places.
+func expInputs(r *rand.Rand, x []float32) {
+	specials := []float32{0, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 95, -95, -120, 120, expHi, expLo}
+	for i := range x {
+		if r.IntN(16) == 0 {
+			x[i] = specials[r.IntN(len(specials))]
+		} else {
+			x[i] = 40 * (2*r.Float32() - 1)
+		}
+	}
+}
+
+func sameBits32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// testExpKernels checks ExpSub, Sigmoid and SiLUMul on n elements: bit for
+// bit against their Go twins (whichever implementation runs), against
+// float64 references, and that nothing outside the outputs is written.
+func testExpKernels(t *testing.T, r *rand.Rand, n int) {
+	guard := math.Float32frombits(guardBits)
+	x, xw := padded(n, guard)
+	expInputs(r, x)
+	// ExpSub, after a max shift as softmax does it (finite inputs only).
+	row := make([]float32, n)
+	mx := float32(math.Inf(-1))
+	for i := range row {
+		row[i] = 30 * (2*r.Float32() - 1)
+		mx = max(mx, row[i])
+	}
+	y, yw := padded(n, guard)
+	copy(y, row)
+	twin := append([]float32(nil), row...)
+	sum := ExpSub(y, mx)
+	wantSum := expSubGo(twin, mx)
+	checkGuards(t, yw, n, "ExpSub x")
+	if !sameBits32(sum, wantSum) {
+		t.Fatalf("ExpSub n=%d: sum %v, Go twin %v", n, sum, wantSum)
+	}
+	var ref, abs float64
+	for i := range y {
+		if !sameBits32(y[i], twin[i]) {
+			t.Fatalf("ExpSub n=%d: x[%d] = %v, Go twin %v", n, i, y[i], twin[i])
+		}
+		e := math.Exp(float64(row[i] - mx))
+		if math.Abs(float64(y[i])-e) > expRelTol*e+1e-38 {
+			t.Fatalf("ExpSub n=%d: x[%d] = %v, want %v", n, i, y[i], e)
+		}
+		ref += e
+		abs += e
+	}
+	if tol := reductionTolerance(n, abs) + expRelTol*abs; !(math.Abs(float64(sum)-ref) <= tol) {
+		t.Fatalf("ExpSub n=%d: sum %v, want %v", n, sum, ref)
+	}
+
+	// Sigmoid and SiLUMul, with special values.
+	u, uw := guardedInput(r, n)
+	for _, alias := range []bool{false, true} {
+		out, ow := padded(n, guard)
+		Sigmoid(out, x)
+		checkGuards(t, ow, n, "Sigmoid out")
+		twin := make([]float32, n)
+		sigmoidGo(twin, x)
+		for i := range out {
+			if !sameBits32(out[i], twin[i]) {
+				t.Fatalf("Sigmoid n=%d: out[%d] = %v for %v, Go twin %v", n, i, out[i], x[i], twin[i])
+			}
+			if x[i] == x[i] {
+				want := 1 / (1 + math.Exp(-float64(x[i])))
+				if math.Abs(float64(out[i])-want) > 1e-6*want+1e-38 {
+					t.Fatalf("Sigmoid n=%d: out[%d] = %v for %v, want %v", n, i, out[i], x[i], want)
+				}
+			}
+		}
+		g := append([]float32(nil), x...)
+		dst := out
+		if alias {
+			dst = g
+		}
+		SiLUMul(dst, g, u)
+		if !alias {
+			checkGuards(t, ow, n, "SiLUMul out")
+		}
+		twin = make([]float32, n)
+		siluMulGo(twin, x, u)
+		for i := range dst {
+			if !sameBits32(dst[i], twin[i]) {
+				t.Fatalf("SiLUMul n=%d alias=%v: out[%d] = %v, Go twin %v", n, alias, i, dst[i], twin[i])
+			}
+			if xi := float64(x[i]); xi == xi && !math.IsInf(xi, 0) {
+				want := xi / (1 + math.Exp(-xi)) * float64(u[i])
+				if math.Abs(float64(dst[i])-want) > 1e-6*math.Abs(want)+1e-37 {
+					t.Fatalf("SiLUMul n=%d: out[%d] = %v for g=%v u=%v, want %v", n, i, dst[i], x[i], u[i], want)
+				}
+			}
+		}
+	}
+	checkGuards(t, xw, n, "input x")
+	checkGuards(t, uw, n, "input u")
+}
+
+func TestExpKernels(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, n := range vecSizes() {
+			testExpKernels(t, r, n)
+		}
+	})
+}
+
+func TestExpKernelLengthMismatchPanics(t *testing.T) {
+	for name, fn := range map[string]func(){
+		"Sigmoid": func() { Sigmoid(make([]float32, 3), make([]float32, 4)) },
+		"SiLUMul": func() { SiLUMul(make([]float32, 3), make([]float32, 3), make([]float32, 2)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s with mismatched lengths did not panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+}
+
+func FuzzExpKernels(f *testing.F) { fuzzVec(f, testExpKernels) }
+
+func BenchmarkExpSub(b *testing.B) {
+	benchVec(b, 8, func(x, _, z []float32) {
+		copy(z, x)
+		vecSink += ExpSub(z, 1)
+	})
+}
+
+func BenchmarkSiLUMul(b *testing.B) {
+	benchVec(b, 12, func(x, y, z []float32) { SiLUMul(z, x, y) })
+}
