@@ -27,6 +27,15 @@ func Threads() int { return int(threads.Load()) }
 // multiple of grain (but the last), and runs fn on each, waiting for all.
 // fn must write only outputs owned by its chunk; the partition then cannot
 // change any result.
+//
+// Chunks are claimed, not assigned: the caller and Threads()-1 helper
+// goroutines each take the next unclaimed chunk until none is left, and
+// the caller waits only for chunks a helper has started. On a machine
+// whose other cores are busy (a shared laptop, other processes) a helper
+// may start late or not at all before the caller is done; the caller then
+// runs its chunks itself instead of idling until the helper is scheduled,
+// so a call never takes much longer than on one thread. Which goroutine
+// runs a chunk never changes what it computes.
 func Parallel(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -45,17 +54,26 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 	}
 	per := (blocks + t - 1) / t
 	step := per * grain
-	// The caller runs the first chunk itself: one goroutine fewer to start
-	// and to wait for. Goroutines (not a fixed pool of workers) keep nested
-	// calls, say a Parallel over heads whose fn calls Gemm, deadlock-free.
+	chunks := int32((n + step - 1) / step)
+	// Goroutines (not a fixed pool of workers) keep nested calls, say a
+	// Parallel over heads whose fn calls Gemm, deadlock-free.
+	var next atomic.Int32
 	var wg sync.WaitGroup
-	for lo := step; lo < n; lo += step {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+step, n))
+	wg.Add(int(chunks))
+	work := func() {
+		for {
+			c := next.Add(1) - 1
+			if c >= chunks {
+				return
+			}
+			lo := int(c) * step
+			fn(lo, min(lo+step, n))
+			wg.Done()
+		}
 	}
-	fn(0, min(step, n))
+	for h := 1; h < int(chunks); h++ {
+		go work()
+	}
+	work()
 	wg.Wait()
 }
