@@ -169,8 +169,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // AttentionKV implements Backend, parallel over (span, query row, KV
 // head). A unit scores the group of query heads sharing one KV head with
 // axpys over the cache's position vectors and mixes the values with dots
-// along them; nothing in it depends on the other rows, so a row's result
-// does not depend on what else the call holds.
+// along them (four query heads at a time in one pass over the cache when
+// the group allows, see attn_decode.go); nothing in it depends on the
+// other rows, so a row's result does not depend on what else the call
+// holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -206,6 +208,17 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
 			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
+			if c.scores4 != nil && grp%4 == 0 {
+				for g := 0; g < grp; g += 4 {
+					pr := sc[g*n : (g+4)*n]
+					c.scores4(pr, n, qg[g*hd:(g+4)*hd], hd, kt, cp, n)
+					for i := 0; i < 4; i++ {
+						c.softmax(pr[i*n:i*n+n], scale)
+					}
+					c.mix4(og[g*hd:(g+4)*hd], pr, n, vt, cp, hd, n)
+				}
+				continue
+			}
 			for g := 0; g < grp; g++ {
 				pr, qh, oh := sc[g*n:g*n+n], qg[g*hd:g*hd+hd], og[g*hd:g*hd+hd]
 				clear(pr)

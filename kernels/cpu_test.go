@@ -153,7 +153,7 @@ func opCases() []opCase {
 			return []Tensor{p, m, v}
 		})
 	}
-	for _, sz := range [][4]int{{1, 1, 1, 2}, {3, 2, 1, 6}, {7, 4, 2, 8}, {attnBlock + 6, 2, 1, 4}} {
+	for _, sz := range [][4]int{{1, 1, 1, 2}, {3, 2, 1, 6}, {7, 4, 2, 8}, {attnBlock + 6, 2, 1, 4}, {21, 8, 2, 12}, {attnBlock + 6, 4, 1, 8}} {
 		rows, H, KVH, hd := sz[0], sz[1], sz[2], sz[3]
 		add(fmt.Sprintf("RoPE/%dx%dx%d", rows, H, hd), func(e *opEnv) []Tensor {
 			x, out := e.in(rows*H*hd), e.be.Alloc(rows*H*hd)

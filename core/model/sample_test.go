@@ -66,8 +66,8 @@ type noPack struct{ kernels.Backend }
 
 // sampleModels returns randomized models covering the sampler's three
 // product paths: packed with q, k, v (gate, up) packed apart (tiny: head
-// dimension 6), packed as views of the fused matrices (medium), and
-// unpacked.
+// dimension 6), packed as views of the fused matrices (medium, gqa4), and
+// unpacked; gqa4 groups four query heads per KV head.
 func sampleModels(t *testing.T) map[string]*Model {
 	t.Helper()
 	med, err := New(mediumConfig(), kernels.NewCPU(), 2)
@@ -75,7 +75,15 @@ func sampleModels(t *testing.T) map[string]*Model {
 		t.Fatal(err)
 	}
 	randomize(med, 3)
-	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
+	// Four query heads per KV head: decode attention's one-pass kernels.
+	gqa, err := New(Config{ModelType: "qwen3", VocabSize: 50, HiddenSize: 32, IntermediateSize: 48, NumHiddenLayers: 2,
+		NumAttentionHeads: 8, NumKeyValueHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e4,
+		MaxPositionEmbeddings: 96, HiddenAct: "silu"}, kernels.NewCPU(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(gqa, 5)
+	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "gqa4": gqa, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
 }
 
 func tinyModelOn(t *testing.T, be kernels.Backend) *Model {
