@@ -17,6 +17,17 @@ const packedPanelGroup = 4
 // a time (over groups of four panels) instead of through packed A.
 const packedSmallM = 4
 
+// packedRowsMinFlops is the smallest product of a few rows on packed
+// weights (decoding a handful of sequences) that is split over threads: 2
+// MFLOP, 4 MB of float32 weights, about 50 µs on one core. Such products
+// stream their weights at a few flops per byte, so a split saves at most
+// half of that, while each fork and join costs microseconds on an idle
+// machine and far more when the other cores are busy (measured on the
+// shared 2-core build machine: bench-small batch-1 decoding, whose
+// products are all below this size, ran 2× faster on one thread than
+// split over two).
+const packedRowsMinFlops = 1 << 21
+
 // packedPanelRowsMax is the most rows for which a product on packed weights
 // packs all of A at once and streams each B panel whole (runPanels); A then
 // takes at most 64×k floats, 196 KB at k = 768.
@@ -106,11 +117,11 @@ func (g *gemmJob) runPacked() {
 		g.runParallel()
 		return
 	}
-	work, grain := g.runPanels, gemmNR
+	work, grain, minFlops := g.runPanels, gemmNR, parallelMinFlops
 	if g.m <= packedSmallM {
-		work, grain = g.runRows, gemmNR*packedPanelGroup
+		work, grain, minFlops = g.runRows, gemmNR*packedPanelGroup, packedRowsMinFlops
 	}
-	if 2*g.m*g.n*g.k < parallelMinFlops {
+	if 2*g.m*g.n*g.k < minFlops {
 		work(0, g.n)
 		return
 	}
