@@ -259,6 +259,17 @@ func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
 			continue
 		}
 		// a is [m,k]: row i of the panel is a contiguous row of a.
+		if h == gemmMR {
+			// A full panel: write it in order, reading its six rows side
+			// by side (one strided store per element costs twice as much).
+			row := func(i int) []float32 { return g.a[(ic+ir+i)*k+pc:][:kc] }
+			r0, r1, r2, r3, r4, r5 := row(0), row(1), row(2), row(3), row(4), row(5)
+			for p := range r0 {
+				d := (*[gemmMR]float32)(dst[p*gemmMR:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+			}
+			continue
+		}
 		for i := 0; i < h; i++ {
 			src := g.a[(ic+ir+i)*k+pc:]
 			src = src[:kc]

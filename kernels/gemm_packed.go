@@ -117,9 +117,20 @@ func (g *gemmJob) runPacked() {
 		g.runParallel()
 		return
 	}
-	work, grain, minFlops := g.runPanels, gemmNR, parallelMinFlops
-	if g.m <= packedSmallM {
-		work, grain, minFlops = g.runRows, gemmNR*packedPanelGroup, packedRowsMinFlops
+	work, grain, minFlops := g.runRows, gemmNR*packedPanelGroup, packedRowsMinFlops
+	if g.m > packedSmallM {
+		// A is packed once, for all of K, and shared by every thread.
+		s := scratchPool.Get().(*gemmScratch)
+		defer scratchPool.Put(s)
+		m, k := g.m, g.k
+		mp := roundUp(m, gemmMR)
+		s.ap = grow(s.ap, mp*k)
+		for pc := 0; pc < k; pc += g.kc {
+			g.packA(s.ap[mp*pc:], 0, m, pc, min(g.kc, k-pc))
+		}
+		ap := s.ap
+		work = func(j0, j1 int) { g.runPanels(ap, j0, j1) }
+		grain, minFlops = gemmNR, parallelMinFlops
 	}
 	if 2*g.m*g.n*g.k < minFlops {
 		work(0, g.n)
@@ -128,20 +139,17 @@ func (g *gemmJob) runPacked() {
 	Parallel(g.n, grain, work)
 }
 
-// runPanels computes out[:, j0:j1] for a moderate number of rows: A is
-// packed for all of K up front, then each B panel is read once, start to
-// end, as one contiguous stream (the blocked loop would visit it in K
-// blocks far apart in time). The micro-kernel calls and their order per
-// element are those of the blocked loop. j0 is a multiple of 16.
-func (g *gemmJob) runPanels(j0, j1 int) {
+// runPanels computes out[:, j0:j1] for a moderate number of rows from
+// ap, all of A packed for all of K (K block pc at ap[mp*pc:]): each B
+// panel is read once, start to end, as one contiguous stream (the blocked
+// loop would visit it in K blocks far apart in time). The micro-kernel
+// calls and their order per element are those of the blocked loop. j0 is
+// a multiple of 16.
+func (g *gemmJob) runPanels(ap []float32, j0, j1 int) {
 	s := scratchPool.Get().(*gemmScratch)
 	defer scratchPool.Put(s)
 	m, k, n := g.m, g.k, g.n
 	mp := roundUp(m, gemmMR)
-	s.ap = grow(s.ap, mp*k)
-	for pc := 0; pc < k; pc += g.kc {
-		g.packA(s.ap[mp*pc:], 0, m, pc, min(g.kc, k-pc))
-	}
 	for jr := j0; jr < j1; jr += gemmNR {
 		nrc := min(gemmNR, j1-jr)
 		for pc := 0; pc < k; pc += g.kc {
@@ -149,7 +157,7 @@ func (g *gemmJob) runPanels(j0, j1 int) {
 			add := g.acc || pc > 0
 			for ir := 0; ir < m; ir += gemmMR {
 				mrc := min(gemmMR, m-ir)
-				ap := s.ap[mp*pc+ir*kc:]
+				ap := ap[mp*pc+ir*kc:]
 				off := ir*n + jr
 				full := mrc == gemmMR && nrc == gemmNR
 				c, ldc := g.out[off:], n
