@@ -1,0 +1,200 @@
+// Package search is Phase B: it proposes harness candidates, scores them on
+// the val split against frozen weights, stops clear losers early, and keeps
+// an archive whose best entry is the incumbent — so a phase can revert to
+// an older harness. It knows harnesses as sources and scores; it never
+// trains weights and never draws a screen.
+package search
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Status of an archived harness.
+type Status string
+
+const (
+	StatusCandidate Status = "candidate"
+	StatusIncumbent Status = "incumbent"
+	// StatusPruned: a person ruled the harness out; it is never accepted
+	// and never mutated again.
+	StatusPruned Status = "pruned"
+)
+
+// Entry is one harness in the archive.
+type Entry struct {
+	Hash   string `json:"hash"`
+	Source string `json:"source"`
+	Parent string `json:"parent,omitempty"`
+	// Mechanism names what changed from the parent ("PARSER=_parse_bare").
+	Mechanism string `json:"mechanism,omitempty"`
+	Proposer  string `json:"proposer,omitempty"`
+	// Score is the mean reward over the scored val rollouts; Scored counts
+	// them; Sum and SumSq let scores from several rounds merge exactly.
+	Score    float64 `json:"score"`
+	Scored   int     `json:"scored"`
+	Sum      float64 `json:"sum"`
+	SumSq    float64 `json:"sum_sq"`
+	Rollouts int     `json:"rollouts"`
+	// Complete is set once the entry was scored on the whole val split
+	// (successive halving may stop a loser before).
+	Complete  bool    `json:"complete"`
+	Iteration int     `json:"iteration"`
+	Status    Status  `json:"status"`
+	Audit     float64 `json:"audit,omitempty"` // audit-split score, for accepted harnesses
+	HasAudit  bool    `json:"has_audit,omitempty"`
+}
+
+// CI95 is a normal-approximation 95 % interval of the entry's mean score.
+func (e *Entry) CI95() (lo, hi float64) {
+	if e.Scored < 2 {
+		return 0, 1
+	}
+	n := float64(e.Scored)
+	v := math.Max(0, e.SumSq/n-e.Score*e.Score) * n / (n - 1)
+	h := 1.96 * math.Sqrt(v/n)
+	return e.Score - h, e.Score + h
+}
+
+// add merges rewards into the entry's score.
+func (e *Entry) add(rewards []float64) {
+	for _, r := range rewards {
+		e.Sum += r
+		e.SumSq += r * r
+	}
+	e.Scored += len(rewards)
+	e.Rollouts += len(rewards)
+	if e.Scored > 0 {
+		e.Score = e.Sum / float64(e.Scored)
+	}
+}
+
+// Archive holds every harness a search has seen, keyed by hash.
+type Archive struct {
+	Entries map[string]*Entry `json:"entries"`
+	// Frozen knobs are never varied by a proposer.
+	Frozen map[string]bool `json:"frozen"`
+	// Incumbent is the hash of the accepted harness.
+	Incumbent string `json:"incumbent"`
+	// Weights identifies the weights the scores were measured with: scores
+	// under other weights are not comparable (see ResetScores).
+	Weights string `json:"weights"`
+}
+
+// ResetScores starts scoring against new weights: every entry keeps its
+// lineage and status but loses its score, so it can be proposed and
+// scored again; Best considers only entries scored under these weights.
+func (a *Archive) ResetScores(weights string) {
+	a.Weights = weights
+	for _, e := range a.Entries {
+		e.Score, e.Scored, e.Sum, e.SumSq, e.Complete = 0, 0, 0, 0, false
+	}
+}
+
+// NewArchive returns an empty archive.
+func NewArchive() *Archive {
+	return &Archive{Entries: map[string]*Entry{}, Frozen: map[string]bool{}}
+}
+
+// Add records a new entry (an existing hash is left as it is) and returns
+// the archived entry.
+func (a *Archive) Add(e Entry) *Entry {
+	if old, ok := a.Entries[e.Hash]; ok {
+		return old
+	}
+	if e.Status == "" {
+		e.Status = StatusCandidate
+	}
+	a.Entries[e.Hash] = &e
+	return &e
+}
+
+// Best returns the complete, unpruned entry with the highest score; ties go
+// to the entry seen first (lower iteration, then hash), so a newcomer must
+// win outright.
+func (a *Archive) Best() *Entry {
+	var best *Entry
+	for _, h := range a.sortedHashes() {
+		e := a.Entries[h]
+		if e.Status == StatusPruned || !e.Complete {
+			continue
+		}
+		if best == nil || e.Score > best.Score || (e.Score == best.Score && e.Iteration < best.Iteration) {
+			best = e
+		}
+	}
+	return best
+}
+
+// Accept makes hash the incumbent.
+func (a *Archive) Accept(hash string) error {
+	e, ok := a.Entries[hash]
+	if !ok {
+		return fmt.Errorf("search: accept %s: not in the archive", short(hash))
+	}
+	if e.Status == StatusPruned {
+		return fmt.Errorf("search: accept %s: the harness is pruned", short(hash))
+	}
+	if old, ok := a.Entries[a.Incumbent]; ok && old.Status == StatusIncumbent {
+		old.Status = StatusCandidate
+	}
+	e.Status = StatusIncumbent
+	a.Incumbent = hash
+	return nil
+}
+
+// Prune rules a harness out. Pruning the incumbent is refused: accept
+// another first (the engine does so by re-selecting the best).
+func (a *Archive) Prune(hash string) error {
+	e, ok := a.Entries[hash]
+	if !ok {
+		return fmt.Errorf("search: prune %s: not in the archive", short(hash))
+	}
+	if hash == a.Incumbent {
+		return fmt.Errorf("search: prune %s: it is the incumbent", short(hash))
+	}
+	e.Status = StatusPruned
+	return nil
+}
+
+// Unprune makes a pruned harness a candidate again.
+func (a *Archive) Unprune(hash string) error {
+	e, ok := a.Entries[hash]
+	if !ok || e.Status != StatusPruned {
+		return fmt.Errorf("search: unprune %s: not a pruned harness", short(hash))
+	}
+	e.Status = StatusCandidate
+	return nil
+}
+
+// Leaderboard returns entries by score, best first (ties: earlier first).
+func (a *Archive) Leaderboard() []*Entry {
+	var out []*Entry
+	for _, h := range a.sortedHashes() {
+		out = append(out, a.Entries[h])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].Iteration < out[j].Iteration
+	})
+	return out
+}
+
+func (a *Archive) sortedHashes() []string {
+	hs := make([]string, 0, len(a.Entries))
+	for h := range a.Entries {
+		hs = append(hs, h)
+	}
+	sort.Strings(hs)
+	return hs
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

@@ -1,0 +1,189 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"whale/data"
+	"whale/harnesses"
+)
+
+func builtin(t *testing.T) string {
+	t.Helper()
+	src, err := harnesses.Builtin("math", "h0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harnesses.Normalize(src)
+}
+
+func tasks(n int) []data.Task {
+	out := make([]data.Task, n)
+	for i := range out {
+		out[i] = data.Task{ID: fmt.Sprint("t", i)}
+	}
+	return out
+}
+
+// quality is a synthetic truth: the bare parser and a retry budget of 3
+// help; everything else is neutral.
+func quality(src string) float64 {
+	q := 0.3
+	if strings.Contains(src, "parse_action = _parse_bare") {
+		q += 0.4
+	}
+	if strings.Contains(src, "FORMAT_RETRY_BUDGET = 3") {
+		q += 0.1
+	}
+	return q
+}
+
+// synthetic draws Bernoulli(quality) rewards, deterministic per (source,
+// task, pass), and counts calls.
+type synthetic struct{ rollouts int }
+
+func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]float64, error) {
+	out := make([]float64, len(ts))
+	for i, t := range ts {
+		h := fnv.New64a()
+		fmt.Fprint(h, harnesses.Hash(src), t.ID, pass)
+		if rand.New(rand.NewPCG(h.Sum64(), 1)).Float64() < quality(src) {
+			out[i] = 1
+		}
+	}
+	s.rollouts += len(ts)
+	return out, nil
+}
+
+func newSearch(t *testing.T) (*Archive, *Searcher, *synthetic) {
+	a := NewArchive()
+	src := builtin(t)
+	a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
+	if err := a.Accept(harnesses.Hash(src)); err != nil {
+		t.Fatal(err)
+	}
+	sc := &synthetic{}
+	return a, &Searcher{Proposer: Mutation{}, Scorer: sc, M: 3, Rescore: true}, sc
+}
+
+func TestMutationSearchFindsTheBetterParser(t *testing.T) {
+	a, s, sc := newSearch(t)
+	val := tasks(256)
+	ctx := context.Background()
+	if _, err := s.ScoreIncumbent(ctx, a, val, 1); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var stopped int
+	for it := 2; it <= 14; it++ {
+		r, err := s.Iterate(ctx, a, val, rng, it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped += len(r.Stopped)
+		// Every candidate differs from its parent in exactly one knob.
+		for _, h := range r.Candidates {
+			if e := a.Entries[h]; strings.Count(e.Mechanism, "=") != 1 {
+				t.Fatalf("candidate mechanism %q changes more than one knob", e.Mechanism)
+			}
+		}
+	}
+	best := a.Entries[a.Incumbent]
+	if !strings.Contains(best.Source, "parse_action = _parse_bare") {
+		t.Fatalf("incumbent after 13 iterations: %s (score %.3f), want the bare parser", best.Mechanism, best.Score)
+	}
+	if stopped == 0 {
+		t.Fatal("successive halving never stopped a clear loser")
+	}
+	if sc.rollouts >= 256*(1+13*3) {
+		t.Fatalf("%d rollouts: early stopping saved nothing", sc.rollouts)
+	}
+}
+
+func TestFrozenAndPrunedAreNeverProposed(t *testing.T) {
+	a, _, _ := newSearch(t)
+	space, _ := harnesses.SpaceOf(a.Entries[a.Incumbent].Source)
+	for _, d := range space {
+		if d.Knob != "parse_action" {
+			a.Frozen[d.Knob] = true
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	cs, err := Mutation{}.Propose(context.Background(), a, rng, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 4 { // five parsers, one is current
+		t.Fatalf("%d candidates with only parse_action free, want 4", len(cs))
+	}
+	a.Add(Entry{Hash: cs[0].Hash, Source: cs[0].Source})
+	if err := a.Prune(cs[0].Hash); err != nil {
+		t.Fatal(err)
+	}
+	cs2, _ := Mutation{}.Propose(context.Background(), a, rng, 100)
+	for _, c := range cs2 {
+		if c.Hash == cs[0].Hash {
+			t.Fatal("a pruned harness was proposed again")
+		}
+		if !strings.HasPrefix(c.Mechanism, "parse_action=") {
+			t.Fatalf("frozen knob varied: %s", c.Mechanism)
+		}
+	}
+	if err := a.Prune(a.Incumbent); err == nil {
+		t.Fatal("pruning the incumbent accepted")
+	}
+	if err := a.Accept(cs[0].Hash); err == nil {
+		t.Fatal("a pruned harness was accepted")
+	}
+}
+
+func TestResetScoresAllowsReproposal(t *testing.T) {
+	a, s, _ := newSearch(t)
+	val := tasks(64)
+	ctx := context.Background()
+	s.ScoreIncumbent(ctx, a, val, 1)
+	rng := rand.New(rand.NewPCG(2, 2))
+	r, err := s.Iterate(ctx, a, val, rng, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ResetScores("w2")
+	if a.Best() != nil {
+		t.Fatal("Best returned an entry scored under old weights")
+	}
+	if a.known(r.Candidates[0]) {
+		t.Fatal("a candidate scored under old weights counts as known")
+	}
+	if _, err := s.Iterate(ctx, a, val, rng, 3); err == nil {
+		t.Fatal("iterating before the incumbent is re-scored accepted")
+	}
+}
+
+func TestGridWalksTheProduct(t *testing.T) {
+	a, _, _ := newSearch(t)
+	g := &Grid{Base: a.Entries[a.Incumbent].Source, Knobs: []string{"FORMAT_RETRY_BUDGET", "MAX_TURNS"}}
+	cs, err := g.Propose(context.Background(), a, nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 4*4 { // the base point itself is a grid point too, not yet scored
+		t.Fatalf("%d grid points, want 16", len(cs))
+	}
+	if _, err := (&Grid{Base: g.Base, Knobs: []string{"NOPE"}}).Propose(context.Background(), a, nil, 1); err == nil {
+		t.Fatal("unknown grid knob accepted")
+	}
+}
+
+func TestCI95(t *testing.T) {
+	e := &Entry{}
+	e.add([]float64{1, 0, 1, 0})
+	lo, hi := e.CI95()
+	// mean 0.5, sample sd sqrt(1/3), half width 1.96·sqrt(1/3)/2 = 0.5658
+	if e.Score != 0.5 || hi-lo < 1.13 || hi-lo > 1.134 {
+		t.Fatalf("score %v CI [%v, %v]", e.Score, lo, hi)
+	}
+}
