@@ -14,7 +14,9 @@ func init() { register(newPretrainCmd) }
 
 func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
-	var out, preset string
+	var out, preset, init string
+	var promptWeight, peakLR float64
+	var warmup, stopAfter int
 	var seed, dataSeed uint64
 	var steps, batch, every, tasks int
 	var resume, asJSON bool
@@ -40,13 +42,20 @@ func newPretrainCmd() *cobra.Command {
 				sort.Strings(names)
 				return usageError{fmt.Errorf("unknown --preset %q (want one of %s)", preset, strings.Join(names, ", "))}
 			}
-			if steps < 1 || batch < 1 || every < 0 || tasks < 0 {
+			if steps < 1 || batch < 1 || every < 0 || tasks < 0 || stopAfter < 0 {
 				return usageError{fmt.Errorf("--steps (%d) and --batch (%d) must be positive, --checkpoint-every (%d) and --tasks (%d) not negative", steps, batch, every, tasks)}
 			}
 			o := pretrain.DefaultOptions()
 			o.Out, o.Preset, o.Config, o.Seed, o.DataSeed = out, preset, mk(), seed, dataSeed
 			o.Steps, o.Batch, o.CheckpointEvery, o.Resume = steps, batch, every, resume
 			o.Corpus.TasksPerDomain = tasks
+			o.Init, o.PeakLR, o.Warmup, o.StopAfter = init, peakLR, warmup, stopAfter
+			if cmd.Flags().Changed("prompt-weight") {
+				if !(promptWeight >= 0 && promptWeight <= 1) {
+					return usageError{fmt.Errorf("--prompt-weight %v outside [0, 1]", promptWeight)}
+				}
+				o.Corpus.Mix.PromptWeight = float32(promptWeight)
+			}
 			o.Log = cmd.ErrOrStderr()
 			res, err := pretrain.Train(cmd.Context(), o)
 			if err != nil {
@@ -71,6 +80,11 @@ func newPretrainCmd() *cobra.Command {
 	f.IntVar(&every, "checkpoint-every", def.CheckpointEvery, "write the resume point every N steps (0: only at the end)")
 	f.IntVar(&tasks, "tasks", 0, "use only the first N train tasks of each domain (0: all)")
 	f.BoolVar(&resume, "resume", false, "continue from FILE.resume if it exists")
+	f.StringVar(&init, "init", "", "start from the weights of this file (a model or a .resume point) instead of the seed's initialisation")
+	f.Float64Var(&promptWeight, "prompt-weight", float64(def.Corpus.Mix.PromptWeight), "loss weight of prompt tokens (completion tokens weigh 1)")
+	f.Float64Var(&peakLR, "peak-lr", def.PeakLR, "peak learning rate (cosine decay to a twentieth of it)")
+	f.IntVar(&warmup, "warmup", def.Warmup, "warmup steps")
+	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }

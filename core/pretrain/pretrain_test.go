@@ -95,3 +95,41 @@ func TestTrainDeterministicAndResumable(t *testing.T) {
 		t.Fatalf("resume with another seed: %v", err)
 	}
 }
+
+func TestTrainFromInit(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	a := filepath.Join(dir, "a.safetensors")
+	if _, err := Train(ctx, tinyOptions(a)); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "b.safetensors")
+	o := tinyOptions(b)
+	o.Init = a + resumeSuffix
+	o.Steps = 2
+	if _, err := Train(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	c := filepath.Join(dir, "c.safetensors")
+	o2 := tinyOptions(c)
+	o2.Steps = 2
+	if _, err := Train(ctx, o2); err != nil {
+		t.Fatal(err)
+	}
+	_, meta, err := ckpt.LoadModel(b, kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(meta[MetaTrain], `"init_sha256":"`) {
+		t.Fatalf("continuation run does not record its init: %s", meta[MetaTrain])
+	}
+	bb, _ := os.ReadFile(b)
+	cb, _ := os.ReadFile(c)
+	if bytes.Equal(bb, cb) {
+		t.Fatal("starting from init gave the same model as starting from the seed")
+	}
+	o.Init = filepath.Join(dir, "missing")
+	if _, err := Train(ctx, o); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("missing init: %v", err)
+	}
+}

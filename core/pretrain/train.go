@@ -2,6 +2,8 @@ package pretrain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +63,10 @@ type Options struct {
 	CheckpointEvery int
 	// Resume continues from Out + ".resume" when it exists.
 	Resume bool
+	// Init, if set, starts from the weights in this safetensors file (a
+	// model file or another run's resume point) instead of the seeded
+	// initialisation: a continuation run. Its sha256 is recorded.
+	Init string
 	// Corpus options (Seed and DataSeed are taken from above).
 	Corpus CorpusOptions
 	// Log receives progress lines; nil means none.
@@ -112,6 +118,7 @@ type trainRecord struct {
 	Warmup   int          `json:"warmup"`
 	Mix      Mix          `json:"mix"`
 	Tasks    int          `json:"tasks_per_domain,omitempty"`
+	Init     string       `json:"init_sha256,omitempty"`
 }
 
 // Train builds the corpus, then trains from scratch or from the resume
@@ -135,6 +142,18 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	}
 	rec := trainRecord{Preset: o.Preset, Config: o.Config, Seed: o.Seed, DataSeed: o.DataSeed, Steps: o.Steps, Batch: o.Batch,
 		PeakLR: o.PeakLR, Warmup: o.Warmup, Mix: o.Corpus.Mix, Tasks: o.Corpus.TasksPerDomain}
+	var init *ckpt.File
+	if o.Init != "" {
+		b, err := os.ReadFile(o.Init)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		if init, err = ckpt.Decode(b, o.Init); err != nil {
+			return nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		rec.Init = hex.EncodeToString(sum[:])
+	}
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: encode settings: %w", err)
@@ -169,6 +188,12 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	m, err := model.New(o.Config, kernels.NewCPU(), o.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	if init != nil {
+		if err := fillParams(m, init); err != nil {
+			return nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		logf("pretrain: starting from the weights of %s (sha256 %s)", o.Init, rec.Init[:12])
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: o.PeakLR / 20, Warmup: o.Warmup, Total: o.Steps}
@@ -328,14 +353,8 @@ func loadResume(path string, m *model.Model, tr *model.Trainer, record, corpusHa
 	if err != nil || step < 0 {
 		return 0, 0, fmt.Errorf("pretrain: resume: %s: metadata %q = %q is not a step count", path, resumeStep, f.Meta[resumeStep])
 	}
-	for _, p := range m.Params() {
-		v, err := f.Float32(p.Name, p.Shape)
-		if err != nil {
-			return 0, 0, fmt.Errorf("pretrain: resume: %w", err)
-		}
-		if err := m.WriteParam(p.Name, v); err != nil {
-			return 0, 0, fmt.Errorf("pretrain: resume: %s: %w", path, err)
-		}
+	if err := fillParams(m, f); err != nil {
+		return 0, 0, fmt.Errorf("pretrain: resume: %w", err)
 	}
 	n := len(m.ParamValues())
 	mo, err := f.Float32(resumeAdamM, []int{n})
@@ -354,6 +373,20 @@ func loadResume(path string, m *model.Model, tr *model.Trainer, record, corpusHa
 		return 0, 0, fmt.Errorf("pretrain: resume: %s: metadata %q = %q is not a number", path, resumeLoss, f.Meta[resumeLoss])
 	}
 	return step, loss, nil
+}
+
+// fillParams sets every parameter of m from the tensor of the same name.
+func fillParams(m *model.Model, f *ckpt.File) error {
+	for _, p := range m.Params() {
+		v, err := f.Float32(p.Name, p.Shape)
+		if err != nil {
+			return err
+		}
+		if err := m.WriteParam(p.Name, v); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+	}
+	return nil
 }
 
 func sortedNames(m map[string]DomainStats) []string {
