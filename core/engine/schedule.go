@@ -27,7 +27,7 @@ type Patience struct {
 	Since int `json:"since"`
 	Limit int `json:"limit,omitempty"`
 	// Best is the phase best so far (window mean reward or val score) and
-	// Current the latest value (NaN before the first).
+	// Current the latest value; both are meaningful once Done > 0.
 	Best    float64 `json:"best"`
 	Current float64 `json:"current"`
 }
@@ -75,13 +75,13 @@ func (f *Fixed) Begin(p Phase) {
 	if p == PhaseHarness {
 		n = f.Iterations
 	}
-	f.State = Patience{Phase: p, Min: n, Max: n, Best: math.NaN(), Current: math.NaN()}
+	f.State = Patience{Phase: p, Min: n, Max: n}
 }
 
 func (f *Fixed) WeightStep(reward float64) bool {
 	f.State.Done++
 	f.State.Current = reward
-	if !(reward <= f.State.Best) { // NaN-safe: the first value is a best
+	if f.State.Done == 1 || reward > f.State.Best {
 		f.State.Best = reward
 	}
 	return f.State.Done >= f.WeightSteps
@@ -90,7 +90,7 @@ func (f *Fixed) WeightStep(reward float64) bool {
 func (f *Fixed) HarnessIteration(best float64) bool {
 	f.State.Done++
 	f.State.Current = best
-	if !(best <= f.State.Best) {
+	if f.State.Done == 1 || best > f.State.Best {
 		f.State.Best = best
 	}
 	return f.State.Done >= f.Iterations
@@ -142,9 +142,9 @@ func (a *Adaptive) Validate() error {
 func (a *Adaptive) Begin(p Phase) {
 	a.Rewards = a.Rewards[:0]
 	if p == PhaseWeights {
-		a.State = Patience{Phase: p, Min: a.MinSteps, Limit: a.PatienceSteps, Best: math.NaN(), Current: math.NaN()}
+		a.State = Patience{Phase: p, Min: a.MinSteps, Limit: a.PatienceSteps}
 	} else {
-		a.State = Patience{Phase: p, Min: a.MinIters, Max: a.MaxIters, Limit: a.PatienceIters, Best: math.NaN(), Current: math.NaN()}
+		a.State = Patience{Phase: p, Min: a.MinIters, Max: a.MaxIters, Limit: a.PatienceIters}
 	}
 }
 
@@ -153,7 +153,7 @@ func (a *Adaptive) Begin(p Phase) {
 func (a *Adaptive) record(v float64) {
 	a.State.Done++
 	a.State.Current = v
-	if math.IsNaN(a.State.Best) || v > a.State.Best {
+	if a.State.Done == 1 || v > a.State.Best {
 		a.State.Best = v
 		a.State.Since = 0
 	} else {

@@ -503,3 +503,63 @@ func (db *DB) Checkpoints(prefix string) ([]string, error) {
 	})
 	return out, err
 }
+
+// TruncateEvents deletes events of run with sequence > after, and rewinds
+// the sequence, so a run resumed from a resume point taken at event after
+// re-emits exactly what the interrupted run emitted past it.
+func (db *DB) TruncateEvents(run string, after uint64) error {
+	return db.truncateSeq(run, bucketEvents, after)
+}
+
+// TruncateSamples is TruncateEvents for samples.
+func (db *DB) TruncateSamples(run string, after uint64) error {
+	return db.truncateSeq(run, bucketSamples, after)
+}
+
+func (db *DB) truncateSeq(run string, bucket []byte, after uint64) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, run)
+		if err != nil {
+			return err
+		}
+		b := rb.Bucket(bucket)
+		c := b.Cursor()
+		for k, _ := c.Seek(u64(after + 1)); k != nil; k, _ = c.Seek(u64(after + 1)) {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return b.SetSequence(after)
+	})
+}
+
+// DeleteBlob removes a blob (and its file). Deleting a blob that a
+// checkpoint references is refused.
+func (db *DB) DeleteBlob(hash string) error {
+	var val []byte
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketCheckpoints).ForEach(func(k, v []byte) error {
+			var c Checkpoint
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("store: checkpoint %s: %w", k, err)
+			}
+			for _, h := range c.Blobs {
+				if h == hash {
+					return fmt.Errorf("store: blob %s is referenced by checkpoint %s", hash, k)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketBlobs)
+		val = copyBytes(b.Get([]byte(hash)))
+		return b.Delete([]byte(hash))
+	})
+	if err == nil && len(val) > 0 && val[0] == blobFile {
+		if rerr := os.Remove(filepath.Join(db.blobDir, hash)); rerr != nil && !os.IsNotExist(rerr) {
+			return fmt.Errorf("store: delete blob file %s: %w", hash, rerr)
+		}
+	}
+	return err
+}

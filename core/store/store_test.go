@@ -148,3 +148,36 @@ func TestSecondOpenTimesOut(t *testing.T) {
 		t.Fatal("a second open of a locked workspace succeeded")
 	}
 }
+
+func TestTruncateAndDeleteBlob(t *testing.T) {
+	db := open(t)
+	db.CreateRun("r", []byte("{}"), time.Now())
+	db.AppendEvents("r", []byte("1"), []byte("2"), []byte("3"))
+	if err := db.TruncateEvents("r", 1); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := db.AppendEvents("r", []byte("2b")); last != 2 {
+		t.Fatalf("after truncating to 1 the next event is %d, want 2", last)
+	}
+	var got []string
+	db.Events("r", 0, func(_ uint64, ev []byte) error { got = append(got, string(ev)); return nil })
+	if strings.Join(got, ",") != "1,2b" {
+		t.Fatalf("events %v", got)
+	}
+	big := bytes.Repeat([]byte{3}, InlineBlobLimit+1)
+	h, _ := db.PutBlob(big)
+	kept, _ := db.PutBlob([]byte("kept"))
+	db.PutCheckpoint(Checkpoint{ID: "c", Manifest: []byte("{}"), Blobs: []string{kept}})
+	if err := db.DeleteBlob(kept); err == nil {
+		t.Fatal("deleted a blob a checkpoint references")
+	}
+	if err := db.DeleteBlob(h); err != nil {
+		t.Fatal(err)
+	}
+	if db.HasBlob(h) {
+		t.Fatal("blob still there")
+	}
+	if _, err := os.Stat(filepath.Join(db.blobDir, h)); !os.IsNotExist(err) {
+		t.Fatalf("blob file left behind: %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Config is everything that determines a run. It is stored with the run,
+// so a resumed run continues under exactly the configuration it began with.
+type Config struct {
+	Domain   string `json:"domain"`
+	DataSeed uint64 `json:"data_seed"` // seed of the domain's splits
+	Seed     uint64 `json:"seed"`      // seed of everything the run samples
+	Preset   string `json:"preset"`
+
+	// Schedule is "fixed" (E, I) or "adaptive".
+	Schedule string  `json:"schedule"`
+	E        float64 `json:"e"`
+	I        int     `json:"i"`
+
+	// Operator is the weight phase's operator: "rsft", "dpo" or "grpo".
+	Operator  string  `json:"operator"`
+	Threshold float64 `json:"threshold"`
+	LR        float64 `json:"lr"`
+
+	// PromptsPerStep (P) train tasks per weight step, each sampled Group
+	// (G) times; an epoch is TrainTasks/P steps.
+	PromptsPerStep int `json:"prompts_per_step"`
+	Group          int `json:"group"`
+	TrainTasks     int `json:"train_tasks"`
+	// Candidates (M) per harness iteration, each scored once on ValTasks.
+	Candidates int `json:"candidates"`
+	ValTasks   int `json:"val_tasks"`
+	AuditTasks int `json:"audit_tasks"`
+	TestTasks  int `json:"test_tasks"`
+	// ValK samples per val task at phase boundaries; TestK at the end.
+	ValK  int `json:"val_k"`
+	TestK int `json:"test_k"`
+
+	// Budget bounds training plus harness-scoring rollouts (evaluation
+	// rollouts are counted apart); 0 means unbounded, then MaxRounds ends
+	// the run.
+	Budget    int `json:"budget"`
+	MaxRounds int `json:"max_rounds"`
+
+	MaxNewTokens int     `json:"max_new_tokens"`
+	Temperature  float32 `json:"temperature"`
+	// Harness is the starting harness: a built-in name ("h0") or source.
+	Harness string `json:"harness"`
+}
+
+// Presets size a run. tiny is for tests (a 2-cycle run in under a minute
+// on 2 cores), small is the default demo, paper uses the reference's
+// ratios.
+var presets = map[string]Config{
+	"tiny": {Schedule: "fixed", E: 0.25, I: 2, Operator: "rsft", Threshold: 0.5, LR: 3e-4,
+		PromptsPerStep: 2, Group: 2, TrainTasks: 32, Candidates: 2, ValTasks: 8, AuditTasks: 4, TestTasks: 8,
+		ValK: 1, TestK: 2, MaxRounds: 2, MaxNewTokens: 48, Temperature: 1, Harness: "h0"},
+	"small": {Schedule: "fixed", E: 0.6, I: 3, Operator: "rsft", Threshold: 0.5, LR: 1e-4,
+		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 3, ValTasks: 32, AuditTasks: 16, TestTasks: 64,
+		ValK: 2, TestK: 8, MaxRounds: 3, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
+	"paper": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
+		PromptsPerStep: 256, Group: 8, TrainTasks: 4096, Candidates: 3, ValTasks: 256, AuditTasks: 128, TestTasks: 512,
+		ValK: 2, TestK: 8, MaxRounds: 6, MaxNewTokens: 256, Temperature: 1, Harness: "h0"},
+}
+
+// Preset returns a named preset for a domain.
+func Preset(name, domain string) (Config, error) {
+	c, ok := presets[name]
+	if !ok {
+		return Config{}, fmt.Errorf("engine: unknown preset %q (have %v)", name, PresetNames())
+	}
+	c.Preset, c.Domain, c.DataSeed, c.Seed = name, domain, 1, 1
+	return c, nil
+}
+
+// PresetNames lists the presets.
+func PresetNames() []string {
+	var out []string
+	for k := range presets {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// StepsPerEpoch is the number of weight steps in one pass over the train
+// tasks.
+func (c Config) StepsPerEpoch() int { return max(1, c.TrainTasks/max(1, c.PromptsPerStep)) }
+
+// Validate checks the configuration, naming the bad field.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("engine: config field %s: %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Domain == "":
+		return bad("domain", "empty")
+	case c.Schedule != "fixed" && c.Schedule != "adaptive":
+		return bad("schedule", "%q (want fixed or adaptive)", c.Schedule)
+	case c.Schedule == "fixed" && !(c.E > 0):
+		return bad("e", "%v (want a fraction of an epoch > 0)", c.E)
+	case c.Schedule == "fixed" && c.I < 1:
+		return bad("i", "%d (want ≥ 1)", c.I)
+	case c.Operator != "rsft" && c.Operator != "dpo" && c.Operator != "grpo":
+		return bad("operator", "%q (want rsft, dpo or grpo)", c.Operator)
+	case !(c.Threshold >= 0 && c.Threshold <= 1):
+		return bad("threshold", "%v outside [0, 1]", c.Threshold)
+	case !(c.LR > 0):
+		return bad("lr", "%v (want > 0)", c.LR)
+	case c.PromptsPerStep < 1 || c.Group < 1 || c.TrainTasks < c.PromptsPerStep:
+		return bad("prompts_per_step", "P=%d, G=%d, train tasks %d (want P, G ≥ 1 and at least P train tasks)", c.PromptsPerStep, c.Group, c.TrainTasks)
+	case c.Candidates < 1 || c.ValTasks < 1 || c.TestTasks < 1 || c.AuditTasks < 0:
+		return bad("candidates", "M=%d with %d val, %d audit, %d test tasks (want M, val, test ≥ 1)", c.Candidates, c.ValTasks, c.AuditTasks, c.TestTasks)
+	case c.ValK < 1 || c.TestK < 1:
+		return bad("val_k", "val k %d, test k %d (want ≥ 1)", c.ValK, c.TestK)
+	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
+		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
+	case c.MaxNewTokens < 1:
+		return bad("max_new_tokens", "%d (want ≥ 1)", c.MaxNewTokens)
+	case !(c.Temperature > 0):
+		return bad("temperature", "%v (rollouts sample, want > 0)", c.Temperature)
+	case c.Harness == "":
+		return bad("harness", "empty")
+	}
+	return nil
+}

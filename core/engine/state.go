@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"whale/core/search"
+)
+
+// Ledger counts rollouts by purpose, with the completion tokens they
+// generated. Budget counts Train + Search; Eval is reported apart.
+type Ledger struct {
+	Train        int `json:"train"`
+	Search       int `json:"search"`
+	Eval         int `json:"eval"`
+	TrainTokens  int `json:"train_tokens"`
+	SearchTokens int `json:"search_tokens"`
+	EvalTokens   int `json:"eval_tokens"`
+}
+
+// Budgeted is the rollouts the budget counts.
+func (l Ledger) Budgeted() int { return l.Train + l.Search }
+
+// PhaseRecord summarises one finished phase; every field is deterministic.
+type PhaseRecord struct {
+	Kind      Phase   `json:"kind"`
+	Round     int     `json:"round"`
+	Rollouts  int     `json:"rollouts"`
+	Steps     int     `json:"steps"`
+	ValBefore float64 `json:"val_before"`
+	ValAfter  float64 `json:"val_after"`
+	Harness   string  `json:"harness"`
+	Weights   string  `json:"weights"`
+	Forced    bool    `json:"forced,omitempty"`
+	// AuditGap is val − audit of the accepted harness (harness phases).
+	AuditGap *float64 `json:"audit_gap,omitempty"`
+}
+
+// State is a run's resume cursor: with the weights and optimizer blobs it
+// names, it determines the rest of the run.
+type State struct {
+	Phase      Phase `json:"phase"`
+	Round      int   `json:"round"`
+	PhaseSteps int   `json:"phase_steps"` // steps or iterations done in this phase
+	// PhaseStart is the budgeted rollout count when the phase began.
+	PhaseStart int `json:"phase_start"`
+	Step       int `json:"step"`      // weight steps taken in the run
+	Iteration  int `json:"iteration"` // harness iterations in the run
+
+	Fixed    *Fixed          `json:"fixed,omitempty"`
+	Adaptive *Adaptive       `json:"adaptive,omitempty"`
+	Archive  *search.Archive `json:"archive"`
+	Ledger   Ledger          `json:"ledger"`
+	Phases   []PhaseRecord   `json:"phases"`
+
+	Weights   string `json:"weights"`   // blob hash of the current weights
+	Optimizer string `json:"optimizer"` // blob hash of the optimizer state
+
+	ValBefore float64 `json:"val_before"`
+	// BestVal is the best val mean@k at a phase boundary and BestCkpt the
+	// kept checkpoint it was measured on.
+	BestVal  float64 `json:"best_val"`
+	BestCkpt string  `json:"best_ckpt"`
+
+	Paused bool `json:"paused"`
+	Force  bool `json:"force"`
+	// ControlApplied is the journal sequence of the last command applied.
+	ControlApplied uint64 `json:"control_applied"`
+	Done           bool   `json:"done"`
+	Summary        *Summary `json:"summary,omitempty"`
+}
+
+func (s *State) schedule() Schedule {
+	if s.Fixed != nil {
+		return s.Fixed
+	}
+	return s.Adaptive
+}
+
+// Summary is what a finished run reports (`whale run --json`).
+type Summary struct {
+	RunID        string        `json:"run_id"`
+	Domain       string        `json:"domain"`
+	Schedule     string        `json:"schedule"`
+	Rounds       int           `json:"rounds"`
+	Rollouts     int           `json:"rollouts"`
+	EvalRollouts int           `json:"eval_rollouts"`
+	Phases       []PhaseRecord `json:"phases"`
+	BestValMean  float64       `json:"best_val_mean_at_k"`
+	BestValMean8 float64       `json:"best_val_mean_at_8"`
+	TestMean8    float64       `json:"test_mean_at_8"`
+	TestPass8    float64       `json:"test_pass_at_8"`
+	TestCI95     [2]float64    `json:"test_ci95"`
+	TestK        int           `json:"test_k"`
+	FinalHarness string        `json:"final_harness"`
+	FinalWeights string        `json:"final_weights"`
+	BestCkpt     string        `json:"best_checkpoint"`
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("engine: marshal " + err.Error()) // only engine-owned types reach here
+	}
+	return b
+}
