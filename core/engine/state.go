@@ -54,6 +54,16 @@ type State struct {
 
 	Weights   string `json:"weights"`   // blob hash of the current weights
 	Optimizer string `json:"optimizer"` // blob hash of the optimizer state
+	// PhaseWeights are the weights the running phase began with (the
+	// DPO/GRPO reference).
+	PhaseWeights string `json:"phase_weights"`
+	// Kept lists blobs that kept checkpoints reference; other blobs of old
+	// resume points are deleted.
+	Kept map[string]bool `json:"kept,omitempty"`
+	// EventsSeq and SamplesSeq are the store sequences at this resume
+	// point; a resumed run drops what an interrupted run stored past them.
+	EventsSeq  uint64 `json:"events_seq"`
+	SamplesSeq uint64 `json:"samples_seq"`
 
 	ValBefore float64 `json:"val_before"`
 	// BestVal is the best val mean@k at a phase boundary and BestCkpt the

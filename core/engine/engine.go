@@ -1,0 +1,443 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"whale/core/model"
+	"whale/core/policy"
+	"whale/core/search"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/core/weights"
+	"whale/data"
+	"whale/harnesses"
+)
+
+// Env is what a run runs on; cmd wires it.
+type Env struct {
+	Domain    data.Domain
+	Model     *model.Model
+	Tokenizer tokenizer.Tokenizer
+	Store     *store.DB
+	// Policy samples rollouts; nil means a model.Sampler over Model (the
+	// normal case: rollouts come from the weights being trained).
+	Policy policy.Policy
+}
+
+// Command is a control command from a person (TUI or CLI).
+type Command struct {
+	// Kind is force (end the running phase now), pause, resume, prune,
+	// unprune, freeze or unfreeze.
+	Kind string `json:"kind"`
+	// Target is the harness hash (prune, unprune) or knob (freeze,
+	// unfreeze).
+	Target string `json:"target,omitempty"`
+}
+
+// journaled is a control command as the store keeps it: with the point at
+// which it took effect.
+type journaled struct {
+	Command
+	Step      int   `json:"step"`
+	Iteration int   `json:"iteration"`
+	Phase     Phase `json:"phase"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Engine runs one WHALE run.
+type Engine struct {
+	RunID string
+	Cfg   Config
+	env   Env
+	pol   policy.Policy
+
+	trainer *model.Trainer
+	op      weights.Optimizer
+	ref     *model.Model // DPO/GRPO reference: weights at the phase start
+
+	st    State
+	train []data.Task
+	val   []data.Task
+	audit []data.Task
+	test  []data.Task
+
+	harnessCache map[string]*harnesses.Harness
+	broker       *Broker[Event]
+	control      chan Command
+
+	// stopAfter, if set, is asked after every saved resume point whether
+	// to stop as if killed (tests of resume).
+	stopAfter func(State) bool
+}
+
+// errStopped is returned by Run when stopAfter asked it to stop.
+var errStopped = errors.New("engine: stopped by test hook")
+
+// ErrBudget is not an error of the run: it ends a phase early.
+
+// New starts a run: it checks cfg, records the run in the store before
+// anything else happens, and stores the starting weights.
+func New(cfg Config, env Env, runID string) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e, err := newEngine(cfg, env, runID)
+	if err != nil {
+		return nil, err
+	}
+	src := cfg.Harness
+	if b, err := harnesses.Builtin(cfg.Domain, cfg.Harness); err == nil {
+		src = b
+	}
+	h, err := harnesses.Load(cfg.Harness, src, harnesses.EnvOf(env.Domain))
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting harness: %w", err)
+	}
+	if err := env.Store.CreateRun(runID, mustJSON(cfg), time.Now()); err != nil {
+		return nil, err
+	}
+	if err := env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source, Proposer: "start"}); err != nil {
+		return nil, err
+	}
+	e.st = State{Phase: PhaseWeights, Round: 1, Archive: search.NewArchive()}
+	e.st.Archive.Add(search.Entry{Hash: h.Hash, Source: h.Source, Proposer: "start"})
+	if err := e.st.Archive.Accept(h.Hash); err != nil {
+		return nil, err
+	}
+	if cfg.Schedule == "fixed" {
+		if e.st.Fixed, err = NewFixed(cfg.E, cfg.I, cfg.StepsPerEpoch()); err != nil {
+			return nil, err
+		}
+	} else if e.st.Adaptive, err = NewAdaptive(cfg.StepsPerEpoch()); err != nil {
+		return nil, err
+	}
+	if e.st.Weights, err = e.putWeights(); err != nil {
+		return nil, err
+	}
+	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Resume reopens a stored run at its last resume point. Commands journaled
+// after that point are applied again before the run continues.
+func Resume(env Env, runID string) (*Engine, error) {
+	r, err := env.Store.GetRun(runID)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(r.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("engine: run %s: stored config: %w", runID, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
+	}
+	e, err := newEngine(cfg, env, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Cursor) == 0 {
+		return nil, fmt.Errorf("engine: run %s has no resume point yet: start it again", runID)
+	}
+	if err := json.Unmarshal(r.Cursor, &e.st); err != nil {
+		return nil, fmt.Errorf("engine: run %s: resume point: %w", runID, err)
+	}
+	if err := e.loadWeights(e.st.Weights); err != nil {
+		return nil, err
+	}
+	if err := e.loadOptimizer(e.st.Optimizer); err != nil {
+		return nil, err
+	}
+	if err := e.prepareReference(); err != nil {
+		return nil, err
+	}
+	if err := env.Store.TruncateEvents(runID, e.st.EventsSeq); err != nil {
+		return nil, err
+	}
+	if err := env.Store.TruncateSamples(runID, e.st.SamplesSeq); err != nil {
+		return nil, err
+	}
+	// Replay commands journaled after the resume point.
+	var pending []journaled
+	err = env.Store.Control(runID, func(seq uint64, b []byte) error {
+		if seq <= e.st.ControlApplied {
+			return nil
+		}
+		var j journaled
+		if err := json.Unmarshal(b, &j); err != nil {
+			return fmt.Errorf("engine: run %s: control journal entry %d: %w", runID, seq, err)
+		}
+		pending = append(pending, j)
+		e.st.ControlApplied = seq
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range pending {
+		e.apply(j.Command)
+	}
+	return e, nil
+}
+
+func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
+	if env.Domain == nil || env.Model == nil || env.Tokenizer == nil || env.Store == nil {
+		return nil, errors.New("engine: Env needs a domain, a model, a tokenizer and a store")
+	}
+	if env.Domain.Name() != cfg.Domain {
+		return nil, fmt.Errorf("engine: config domain %q but the environment's domain is %q", cfg.Domain, env.Domain.Name())
+	}
+	e := &Engine{RunID: runID, Cfg: cfg, env: env, harnessCache: map[string]*harnesses.Harness{},
+		broker: NewBroker[Event](), control: make(chan Command, 64)}
+	e.pol = env.Policy
+	if e.pol == nil {
+		e.pol = model.NewSampler(env.Model, model.SamplerOptions{})
+	}
+	tc := model.DefaultTrainConfig()
+	tc.Schedule = model.ConstantLR(cfg.LR)
+	var err error
+	if e.trainer, err = model.NewTrainer(env.Model, tc); err != nil {
+		return nil, err
+	}
+	switch cfg.Operator {
+	case "rsft":
+		e.op = &weights.RSFT{Trainer: e.trainer, Threshold: cfg.Threshold}
+	case "dpo":
+		e.op = &weights.DPO{Model: env.Model, Trainer: e.trainer, Beta: 0.1, Threshold: cfg.Threshold}
+	case "grpo":
+		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, Threshold: cfg.Threshold}
+	}
+	for _, sp := range []struct {
+		name string
+		n    int
+		dst  *[]data.Task
+	}{{data.SplitTrain, cfg.TrainTasks, &e.train}, {data.SplitVal, cfg.ValTasks, &e.val}, {data.SplitAudit, cfg.AuditTasks, &e.audit}, {data.SplitTest, cfg.TestTasks, &e.test}} {
+		ts, err := env.Domain.Tasks(sp.name)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %s split: %w", sp.name, err)
+		}
+		*sp.dst = ts[:min(sp.n, len(ts))]
+		if len(*sp.dst) == 0 && sp.n > 0 {
+			return nil, fmt.Errorf("engine: the %s split of %s is empty", sp.name, cfg.Domain)
+		}
+	}
+	if len(e.train) < cfg.PromptsPerStep {
+		return nil, fmt.Errorf("engine: %d train tasks, fewer than %d prompts per step", len(e.train), cfg.PromptsPerStep)
+	}
+	return e, nil
+}
+
+// Subscribe returns a subscription to the run's events.
+func (e *Engine) Subscribe(capacity int) *Subscription[Event] { return e.broker.Subscribe(capacity) }
+
+// Send queues a control command; it never blocks the caller for long (a
+// full queue returns an error).
+func (e *Engine) Send(c Command) error {
+	select {
+	case e.control <- c:
+		return nil
+	default:
+		return errors.New("engine: control queue full")
+	}
+}
+
+// State returns a copy of the cursor (for tests and `whale show`).
+func (e *Engine) State() State { return e.st }
+
+// Run runs until the budget or the rounds are spent, ctx is cancelled, or
+// an error; it returns the summary of a finished run.
+func (e *Engine) Run(ctx context.Context) (Summary, error) {
+	defer e.broker.Close()
+	if e.st.Done && e.st.Summary != nil {
+		return *e.st.Summary, nil
+	}
+	if e.st.Step == 0 && e.st.Iteration == 0 && e.st.PhaseSteps == 0 && len(e.st.Phases) == 0 {
+		if err := e.emit(EvRunStarted, mustJSON(e.Cfg)); err != nil {
+			return Summary{}, err
+		}
+		v, err := e.evalVal(ctx)
+		if err != nil {
+			return Summary{}, err
+		}
+		e.st.ValBefore = v
+		if err := e.beginPhase(PhaseWeights); err != nil {
+			return Summary{}, err
+		}
+		if err := e.saveResume(); err != nil {
+			return Summary{}, err
+		}
+	} else if err := e.emit(EvRunResumed, nil); err != nil {
+		return Summary{}, err
+	}
+	for !e.st.Done {
+		if err := ctx.Err(); err != nil {
+			return Summary{}, err
+		}
+		if err := e.drainControl(ctx); err != nil {
+			return Summary{}, err
+		}
+		if e.st.Paused {
+			continue
+		}
+		over := e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
+		end := e.st.Force || over
+		if !end {
+			var err error
+			if e.st.Phase == PhaseWeights {
+				end, err = e.weightStep(ctx)
+			} else {
+				end, err = e.harnessIteration(ctx)
+			}
+			if err != nil {
+				return Summary{}, err
+			}
+			over = e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
+			end = end || over
+		}
+		if end {
+			if err := e.endPhase(ctx, over); err != nil {
+				return Summary{}, err
+			}
+		}
+		if err := e.saveResume(); err != nil {
+			return Summary{}, err
+		}
+		if e.stopAfter != nil && e.stopAfter(e.st) {
+			return Summary{}, errStopped
+		}
+	}
+	return *e.st.Summary, nil
+}
+
+// drainControl applies queued commands; while paused it waits for one.
+func (e *Engine) drainControl(ctx context.Context) error {
+	for {
+		var c Command
+		if e.st.Paused {
+			select {
+			case c = <-e.control:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		} else {
+			select {
+			case c = <-e.control:
+			default:
+				return nil
+			}
+		}
+		j := journaled{Command: c, Step: e.st.Step, Iteration: e.st.Iteration, Phase: e.st.Phase}
+		if err := e.apply(c); err != nil {
+			j.Error = err.Error()
+		}
+		seq, err := e.env.Store.AppendControl(e.RunID, mustJSON(j))
+		if err != nil {
+			return err
+		}
+		e.st.ControlApplied = seq
+		if err := e.emit(EvControl, mustJSON(j)); err != nil {
+			return err
+		}
+	}
+}
+
+// apply changes the state for one command; a command that makes no sense
+// now (pruning the incumbent) is refused with an error, which is journaled.
+func (e *Engine) apply(c Command) error {
+	a := e.st.Archive
+	switch c.Kind {
+	case "force":
+		e.st.Force = true
+	case "pause":
+		e.st.Paused = true
+	case "resume":
+		e.st.Paused = false
+	case "prune":
+		return a.Prune(c.Target)
+	case "unprune":
+		return a.Unprune(c.Target)
+	case "freeze":
+		a.Frozen[c.Target] = true
+	case "unfreeze":
+		delete(a.Frozen, c.Target)
+	default:
+		return fmt.Errorf("engine: unknown command %q", c.Kind)
+	}
+	return nil
+}
+
+// trainBatch returns the tasks of weight step s: each epoch is a seeded
+// permutation of the train tasks dealt P at a time, so the batch depends on
+// the step number alone.
+func (e *Engine) trainBatch(s int) []data.Task {
+	spe := e.Cfg.StepsPerEpoch()
+	epoch, at := s/spe, (s%spe)*e.Cfg.PromptsPerStep
+	perm := rand.New(rand.NewPCG(e.Cfg.Seed, 0x7a11_0000+uint64(epoch))).Perm(len(e.train))
+	out := make([]data.Task, e.Cfg.PromptsPerStep)
+	for i := range out {
+		out[i] = e.train[perm[at+i]]
+	}
+	return out
+}
+
+func (e *Engine) harness(hash string) (*harnesses.Harness, error) {
+	if h, ok := e.harnessCache[hash]; ok {
+		return h, nil
+	}
+	ent, ok := e.st.Archive.Entries[hash]
+	if !ok {
+		return nil, fmt.Errorf("engine: harness %s not in the archive", hash)
+	}
+	h, err := harnesses.Load(hash[:12]+".star", ent.Source, harnesses.EnvOf(e.env.Domain))
+	if err != nil {
+		return nil, err
+	}
+	e.harnessCache[hash] = h
+	return h, nil
+}
+
+func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
+	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix}
+}
+
+func completionTokens(ts []harnesses.Trajectory) int {
+	n := 0
+	for _, t := range ts {
+		for _, c := range t.Calls {
+			n += len(c.Completion)
+		}
+	}
+	return n
+}
+
+// u64s encodes float32s little-endian (weights and optimizer blobs).
+func f32bytes(vs ...[]float32) []byte {
+	n := 0
+	for _, v := range vs {
+		n += len(v)
+	}
+	b := make([]byte, 0, 4*n)
+	for _, v := range vs {
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+	}
+	return b
+}
+
+func bytesf32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}

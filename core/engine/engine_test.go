@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"whale/core/model"
+	"whale/core/policy"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/harnesses"
+	"whale/kernels"
+)
+
+// mixed answers like the oracle for about half of the request keys and
+// like the random policy for the rest, so rollouts are both kept and
+// rejected, deterministically by key.
+type mixed struct {
+	oracle *harnesses.Oracle
+	random *harnesses.Random
+}
+
+func (p *mixed) ObserveRequest(info harnesses.RequestInfo) { p.oracle.ObserveRequest(info) }
+
+func (p *mixed) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		h := fnv.New32a()
+		h.Write([]byte(r.Key))
+		var pol policy.Policy = p.random
+		if h.Sum32()%2 == 0 {
+			pol = p.oracle
+		}
+		c, err := pol.Generate(ctx, []policy.Request{r})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c[0]
+	}
+	return out, nil
+}
+
+var testModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
+	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
+	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+
+func testEnv(t *testing.T, db *store.DB) Env {
+	t.Helper()
+	dom, err := domains.Open("math", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New(testModel, kernels.NewCPU(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenizer.Bytes{}
+	return Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
+		Policy: &mixed{oracle: harnesses.NewOracle(dom, tok), random: harnesses.NewRandom(tok)}}
+}
+
+func openDB(t *testing.T) *store.DB {
+	db, err := store.Open(filepath.Join(t.TempDir(), "w.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func events(t *testing.T, db *store.DB, run string) []Event {
+	var out []Event
+	err := db.Events(run, 0, func(seq uint64, b []byte) error {
+		var ev Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return err
+		}
+		ev.Seq = seq
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func tinyConfig(t *testing.T) Config {
+	cfg, err := Preset("tiny", "math")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestRunAndResumeAreBitIdentical(t *testing.T) {
+	ctx := context.Background()
+	cfg := tinyConfig(t)
+
+	dbA := openDB(t)
+	a, err := New(cfg, testEnv(t, dbA), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumA, err := a.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sumA.Phases) != 4 || sumA.Rounds != 2 {
+		t.Fatalf("tiny run: %d phases, %d rounds; want 4 phases over 2 rounds\n%+v", len(sumA.Phases), sumA.Rounds, sumA)
+	}
+	for i, p := range sumA.Phases {
+		want := PhaseWeights
+		if i%2 == 1 {
+			want = PhaseHarness
+		}
+		if p.Kind != want {
+			t.Fatalf("phase %d is %s, want %s", i, p.Kind, want)
+		}
+	}
+	if a.State().Ledger.Train == 0 || a.State().Ledger.Search == 0 || a.State().Ledger.Eval == 0 {
+		t.Fatalf("ledger %+v: every purpose should have rollouts", a.State().Ledger)
+	}
+
+	for _, stopAt := range []int{2, 7, 11} {
+		dbB := openDB(t)
+		envB := testEnv(t, dbB)
+		b, err := New(cfg, envB, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		saves := 0
+		b.stopAfter = func(State) bool { saves++; return saves == stopAt }
+		if _, err := b.Run(ctx); !errors.Is(err, errStopped) {
+			t.Fatalf("stop at %d: %v", stopAt, err)
+		}
+		// A new process: fresh model, fresh policy, same store.
+		c, err := Resume(testEnv(t, dbB), "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sumC, err := c.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ja, jc := mustJSON(sumA), mustJSON(sumC)
+		if !bytes.Equal(ja, jc) {
+			t.Fatalf("stop at %d: resumed summary differs\n%s\n%s", stopAt, ja, jc)
+		}
+		evA, evC := events(t, dbA, "run"), withoutResumed(events(t, dbB, "run"))
+		if len(evA) != len(evC) {
+			t.Fatalf("stop at %d: %d events uninterrupted, %d resumed", stopAt, len(evA), len(evC))
+		}
+		for i := range evA {
+			if evA[i].Kind != evC[i].Kind || !bytes.Equal(evA[i].Data, evC[i].Data) {
+				t.Fatalf("stop at %d: event %d: %s vs %s", stopAt, i, evA[i].Kind, evC[i].Kind)
+			}
+		}
+	}
+}
+
+func TestControlCommandsAreJournaledAndApplied(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.MaxRounds = 1
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Send(Command{Kind: "force"})
+	e.Send(Command{Kind: "freeze", Target: "parse_action"})
+	e.Send(Command{Kind: "prune", Target: e.State().Archive.Incumbent}) // refused: the incumbent
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Phases[0].Forced || sum.Phases[0].Steps != 0 {
+		t.Fatalf("forced first phase: %+v", sum.Phases[0])
+	}
+	if !e.State().Archive.Frozen["parse_action"] {
+		t.Fatal("freeze not applied")
+	}
+	for _, ent := range e.State().Archive.Entries {
+		if ent.Mechanism != "" && ent.Mechanism[:len("parse_action")] == "parse_action" {
+			t.Fatalf("frozen knob was mutated: %s", ent.Mechanism)
+		}
+	}
+	var kinds []string
+	var refused bool
+	db.Control("ctl", func(_ uint64, b []byte) error {
+		var j journaled
+		json.Unmarshal(b, &j)
+		kinds = append(kinds, j.Kind)
+		refused = refused || (j.Kind == "prune" && j.Error != "")
+		return nil
+	})
+	if len(kinds) != 3 || !refused {
+		t.Fatalf("journal %v (prune refused: %v)", kinds, refused)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Operator = "ppo"
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("operator ppo accepted")
+	}
+	cfg = tinyConfig(t)
+	cfg.Budget, cfg.MaxRounds = 0, 0
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("a run without budget or rounds accepted")
+	}
+	_ = data.SplitVal
+}
+
+func withoutResumed(evs []Event) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Kind != EvRunResumed {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,391 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"whale/core/eval"
+	"whale/core/model"
+	"whale/core/search"
+	"whale/core/store"
+	"whale/core/weights"
+	"whale/data"
+	"whale/harnesses"
+)
+
+// weightStepData is the payload of EvWeightStep.
+type weightStepData struct {
+	Stats      weights.Stats `json:"stats"`
+	RewardMean float64       `json:"reward_mean"`
+	Patience   Patience      `json:"patience"`
+	Skipped    string        `json:"skipped,omitempty"`
+}
+
+// weightStep samples G rollouts for each of P train tasks through the
+// incumbent harness, lets the operator update the weights and reports
+// whether the schedule ends the phase.
+func (e *Engine) weightStep(ctx context.Context) (bool, error) {
+	h, err := e.harness(e.st.Archive.Incumbent)
+	if err != nil {
+		return false, err
+	}
+	tasks := e.trainBatch(e.st.Step)
+	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group))
+	if err != nil {
+		return false, err
+	}
+	e.st.Ledger.Train += len(ts)
+	e.st.Ledger.TrainTokens += completionTokens(ts)
+	samples := make([]weights.Sample, len(ts))
+	mean := 0.0
+	for i, t := range ts {
+		s := weights.Sample{Group: t.TaskID, Reward: t.Reward, Failure: string(t.Failure)}
+		for _, c := range t.Calls {
+			s.Calls = append(s.Calls, weights.Call{Prompt: c.Prompt, Completion: c.Completion, LogProbs: c.LogProbs})
+		}
+		samples[i] = s
+		mean += t.Reward
+	}
+	mean /= float64(len(ts))
+	d := weightStepData{RewardMean: mean}
+	d.Stats, err = e.op.Step(samples)
+	if errors.Is(err, model.ErrNonFinite) {
+		// The trainer refused the step and left the weights as they were;
+		// the run goes on from them.
+		d.Skipped = err.Error()
+	} else if err != nil {
+		return false, err
+	}
+	if err := e.storeSamples(ts, "w", d.Stats); err != nil {
+		return false, err
+	}
+	e.st.Step++
+	e.st.PhaseSteps++
+	end := e.st.schedule().WeightStep(mean)
+	d.Patience = e.st.schedule().Patience()
+	if d.Stats.Updated {
+		if e.st.Weights, err = e.putWeights(); err != nil {
+			return false, err
+		}
+	}
+	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
+		return false, err
+	}
+	return end, e.emit(EvWeightStep, mustJSON(d))
+}
+
+// sampleRecord is how a rollout is stored: the trajectory plus why it was
+// kept or rejected and which harness and weights produced it.
+type sampleRecord struct {
+	Kind       string                 `json:"kind"` // "w" (weight step) or "s" (harness scoring)
+	Step       int                    `json:"step"`
+	Iteration  int                    `json:"iteration"`
+	Round      int                    `json:"round"`
+	Kept       bool                   `json:"kept"`
+	Why        string                 `json:"why"`
+	Harness    string                 `json:"harness"`
+	Weights    string                 `json:"weights"`
+	Trajectory harnesses.Trajectory `json:"trajectory"`
+}
+
+// storeSamples keeps every rejected rollout with its reason and the first
+// kept one of each group (a sample of the kept).
+func (e *Engine) storeSamples(ts []harnesses.Trajectory, kind string, st weights.Stats) error {
+	var recs [][]byte
+	keptSeen := map[string]bool{}
+	for _, t := range ts {
+		kept := t.Reward >= e.Cfg.Threshold
+		why := string(t.Failure)
+		if kept {
+			if keptSeen[t.TaskID] {
+				continue
+			}
+			keptSeen[t.TaskID] = true
+			why = "reward ≥ threshold"
+		} else if why == "" {
+			why = "low_reward"
+		}
+		recs = append(recs, mustJSON(sampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
+			Kept: kept, Why: why, Harness: e.st.Archive.Incumbent, Weights: e.st.Weights, Trajectory: t}))
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	seq, err := e.env.Store.AppendSamples(e.RunID, recs...)
+	if err != nil {
+		return err
+	}
+	e.st.SamplesSeq = seq
+	return nil
+}
+
+// scorer scores harness sources on tasks with the current weights, one
+// rollout per task, and books the rollouts as search.
+func (e *Engine) scorer() search.Scorer {
+	return search.ScorerFunc(func(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error) {
+		hash := harnesses.Hash(src)
+		h, ok := e.harnessCache[hash]
+		if !ok {
+			var err error
+			if h, err = harnesses.Load(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain)); err != nil {
+				return nil, err
+			}
+			e.harnessCache[hash] = h
+			if err := e.env.Store.PutHarness(store.Harness{Hash: hash, Source: h.Source}); err != nil {
+				return nil, err
+			}
+		}
+		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(fmt.Sprintf("s%d/%s/p%d/", e.st.Round, hash[:12], pass), 1))
+		if err != nil {
+			return nil, err
+		}
+		e.st.Ledger.Search += len(ts)
+		e.st.Ledger.SearchTokens += completionTokens(ts)
+		byTask := map[string]float64{}
+		for _, t := range ts {
+			byTask[t.TaskID] = t.Reward
+		}
+		out := make([]float64, len(tasks))
+		for i, t := range tasks {
+			out[i] = byTask[t.ID]
+		}
+		return out, nil
+	})
+}
+
+// harnessIterationData is the payload of EvHarnessIteration.
+type harnessIterationData struct {
+	Result   search.IterationResult `json:"result"`
+	Patience Patience               `json:"patience"`
+	// Board is the leaderboard after the iteration (top entries).
+	Board []boardRow `json:"board"`
+}
+
+type boardRow struct {
+	Hash      string  `json:"hash"`
+	Parent    string  `json:"parent,omitempty"`
+	Mechanism string  `json:"mechanism,omitempty"`
+	Score     float64 `json:"score"`
+	CILo      float64 `json:"ci_lo"`
+	CIHi      float64 `json:"ci_hi"`
+	Rollouts  int     `json:"rollouts"`
+	Iteration int     `json:"iteration"`
+	Status    string  `json:"status"`
+	Complete  bool    `json:"complete"`
+}
+
+// harnessIteration runs one Phase B iteration; the first of a phase scores
+// the incoming harness under the new weights (the reference counts it as an
+// iteration).
+func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
+	s := &search.Searcher{Proposer: search.Mutation{}, Scorer: e.scorer(), M: e.Cfg.Candidates, Rescore: true}
+	a := e.st.Archive
+	e.st.Iteration++
+	var r search.IterationResult
+	var err error
+	if e.st.PhaseSteps == 0 {
+		a.ResetScores(e.st.Weights)
+		r, err = s.ScoreIncumbent(ctx, a, e.val, e.st.Iteration)
+	} else {
+		rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
+		r, err = s.Iterate(ctx, a, e.val, rng, e.st.Iteration)
+	}
+	if err != nil {
+		return false, err
+	}
+	e.st.PhaseSteps++
+	end := e.st.schedule().HarnessIteration(r.BestScore)
+	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience()}
+	for i, ent := range a.Leaderboard() {
+		if i == 20 {
+			break
+		}
+		lo, hi := ent.CI95()
+		d.Board = append(d.Board, boardRow{Hash: ent.Hash, Parent: ent.Parent, Mechanism: ent.Mechanism, Score: ent.Score,
+			CILo: lo, CIHi: hi, Rollouts: ent.Rollouts, Iteration: ent.Iteration, Status: string(ent.Status), Complete: ent.Complete})
+	}
+	return end, e.emit(EvHarnessIteration, mustJSON(d))
+}
+
+// evalSplit runs the incumbent on tasks with k samples each and returns
+// the report; the rollouts are booked as evaluation.
+func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, hash string, k int) (eval.Report, error) {
+	h, err := e.harness(hash)
+	if err != nil {
+		return eval.Report{}, err
+	}
+	prefix := fmt.Sprintf("%s/r%d/%s/", name, e.st.Round, e.st.Phase)
+	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(prefix, k))
+	if err != nil {
+		return eval.Report{}, err
+	}
+	e.st.Ledger.Eval += len(ts)
+	e.st.Ledger.EvalTokens += completionTokens(ts)
+	outs := make([]eval.Outcome, len(ts))
+	for i, t := range ts {
+		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure)}
+	}
+	rep, err := eval.Summarise(outs, e.Cfg.Seed)
+	if err != nil {
+		return rep, err
+	}
+	return rep, e.emit(EvEval, mustJSON(map[string]any{"split": name, "harness": hash, "weights": e.st.Weights, "report": rep}))
+}
+
+func (e *Engine) evalVal(ctx context.Context) (float64, error) {
+	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
+	return rep.MeanAtK, err
+}
+
+// beginPhase starts phase p under the schedule.
+func (e *Engine) beginPhase(p Phase) error {
+	e.st.Phase, e.st.PhaseSteps, e.st.Force = p, 0, false
+	e.st.PhaseStart = e.st.Ledger.Budgeted()
+	e.st.PhaseWeights = e.st.Weights
+	e.st.schedule().Begin(p)
+	if err := e.prepareReference(); err != nil {
+		return err
+	}
+	return e.emit(EvPhaseStarted, mustJSON(map[string]any{"kind": p, "round": e.st.Round, "harness": e.st.Archive.Incumbent}))
+}
+
+// prepareReference loads the phase's starting weights as DPO's or GRPO's
+// frozen reference.
+func (e *Engine) prepareReference() error {
+	if e.Cfg.Operator == "rsft" || e.st.PhaseWeights == "" {
+		return nil
+	}
+	if e.ref == nil {
+		ref, err := model.New(e.env.Model.Config, e.env.Model.Backend(), 0)
+		if err != nil {
+			return err
+		}
+		e.ref = ref
+	}
+	b, err := e.env.Store.GetBlob(e.st.PhaseWeights)
+	if err != nil {
+		return err
+	}
+	if err := e.ref.SetParamValues(bytesf32(b)); err != nil {
+		return err
+	}
+	switch op := e.op.(type) {
+	case *weights.DPO:
+		op.Ref = e.ref
+	case *weights.GRPO:
+		op.Ref = e.ref
+	}
+	return nil
+}
+
+// endPhase measures val, records the phase, keeps a checkpoint, and either
+// starts the next phase or finishes the run.
+func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
+	a := e.st.Archive
+	val, err := e.evalVal(ctx)
+	if err != nil {
+		return err
+	}
+	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
+		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force}
+	if e.st.Phase == PhaseHarness && len(e.audit) > 0 {
+		rep, err := e.evalSplit(ctx, data.SplitAudit, e.audit, a.Incumbent, 1)
+		if err != nil {
+			return err
+		}
+		inc := a.Entries[a.Incumbent]
+		inc.Audit, inc.HasAudit = rep.MeanAtK, true
+		gap := inc.Score - rep.MeanAtK
+		rec.AuditGap = &gap
+	}
+	e.st.Phases = append(e.st.Phases, rec)
+	id, err := e.keepCheckpoint(rec)
+	if err != nil {
+		return err
+	}
+	if e.st.BestCkpt == "" || val > e.st.BestVal {
+		e.st.BestVal, e.st.BestCkpt = val, id
+	}
+	if err := e.emit(EvPhaseEnded, mustJSON(rec)); err != nil {
+		return err
+	}
+	e.st.ValBefore = val
+	next := PhaseHarness
+	if e.st.Phase == PhaseHarness {
+		next = PhaseWeights
+		e.st.Round++
+	}
+	if budgetOver || (e.Cfg.MaxRounds > 0 && e.st.Round > e.Cfg.MaxRounds) {
+		return e.finish(ctx)
+	}
+	return e.beginPhase(next)
+}
+
+// checkpointManifest is a kept checkpoint's manifest.
+type checkpointManifest struct {
+	Run       string         `json:"run"`
+	Round     int            `json:"round"`
+	Phase     Phase          `json:"phase"`
+	Step      int            `json:"step"`
+	Iteration int            `json:"iteration"`
+	Weights   string         `json:"weights"`
+	Optimizer string         `json:"optimizer"`
+	Harness   string         `json:"harness"`
+	Config    model.Config   `json:"config"`
+	Metrics   map[string]any `json:"metrics"`
+}
+
+func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
+	id := fmt.Sprintf("%s/%02d-%s", e.RunID, rec.Round, rec.Kind)
+	man := checkpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
+		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config,
+		Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
+	if err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: []string{e.st.Weights, e.st.Optimizer}}); err != nil {
+		return "", err
+	}
+	if e.st.Kept == nil {
+		e.st.Kept = map[string]bool{}
+	}
+	e.st.Kept[e.st.Weights], e.st.Kept[e.st.Optimizer] = true, true
+	return id, e.emit(EvCheckpoint, mustJSON(map[string]any{"id": id, "weights": e.st.Weights, "harness": rec.Harness}))
+}
+
+// finish evaluates the best-val checkpoint on test (k = TestK) and val
+// (k = 8) — never selecting on test — and records the summary.
+func (e *Engine) finish(ctx context.Context) error {
+	c, err := e.env.Store.GetCheckpoint(e.st.BestCkpt)
+	if err != nil {
+		return err
+	}
+	var man checkpointManifest
+	if err := json.Unmarshal(c.Manifest, &man); err != nil {
+		return fmt.Errorf("engine: checkpoint %s: %w", c.ID, err)
+	}
+	final := e.st.Weights
+	if err := e.loadWeights(man.Weights); err != nil {
+		return err
+	}
+	test, err := e.evalSplit(ctx, data.SplitTest, e.test, man.Harness, e.Cfg.TestK)
+	if err != nil {
+		return err
+	}
+	val8, err := e.evalSplit(ctx, data.SplitVal, e.val, man.Harness, 8)
+	if err != nil {
+		return err
+	}
+	if err := e.loadWeights(final); err != nil {
+		return err
+	}
+	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Rounds: e.st.Round - 1,
+		Rollouts: e.st.Ledger.Budgeted(), EvalRollouts: e.st.Ledger.Eval, Phases: e.st.Phases,
+		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
+		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt}
+	if e.st.Phase == PhaseWeights && e.st.PhaseSteps == 0 {
+		sum.Rounds = e.st.Round - 1
+	}
+	e.st.Summary, e.st.Done = sum, true
+	return e.emit(EvRunFinished, mustJSON(sum))
+}
