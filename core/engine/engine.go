@@ -45,9 +45,9 @@ type Command struct {
 // which it took effect.
 type journaled struct {
 	Command
-	Step      int   `json:"step"`
-	Iteration int   `json:"iteration"`
-	Phase     Phase `json:"phase"`
+	Step      int    `json:"step"`
+	Iteration int    `json:"iteration"`
+	Phase     Phase  `json:"phase"`
 	Error     string `json:"error,omitempty"`
 }
 

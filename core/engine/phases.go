@@ -80,14 +80,14 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 // sampleRecord is how a rollout is stored: the trajectory plus why it was
 // kept or rejected and which harness and weights produced it.
 type sampleRecord struct {
-	Kind       string                 `json:"kind"` // "w" (weight step) or "s" (harness scoring)
-	Step       int                    `json:"step"`
-	Iteration  int                    `json:"iteration"`
-	Round      int                    `json:"round"`
-	Kept       bool                   `json:"kept"`
-	Why        string                 `json:"why"`
-	Harness    string                 `json:"harness"`
-	Weights    string                 `json:"weights"`
+	Kind       string               `json:"kind"` // "w" (weight step) or "s" (harness scoring)
+	Step       int                  `json:"step"`
+	Iteration  int                  `json:"iteration"`
+	Round      int                  `json:"round"`
+	Kept       bool                 `json:"kept"`
+	Why        string               `json:"why"`
+	Harness    string               `json:"harness"`
+	Weights    string               `json:"weights"`
 	Trajectory harnesses.Trajectory `json:"trajectory"`
 }
 

@@ -74,8 +74,8 @@ type State struct {
 	Paused bool `json:"paused"`
 	Force  bool `json:"force"`
 	// ControlApplied is the journal sequence of the last command applied.
-	ControlApplied uint64 `json:"control_applied"`
-	Done           bool   `json:"done"`
+	ControlApplied uint64   `json:"control_applied"`
+	Done           bool     `json:"done"`
 	Summary        *Summary `json:"summary,omitempty"`
 }
 
