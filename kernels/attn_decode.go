@@ -17,14 +17,18 @@ func attnScores4(s []float32, lds int, q []float32, hd int, k []float32, ldk, n 
 	_ = s[3*lds+n-1]
 	_ = q[4*hd-1]
 	_ = k[(hd-1)*ldk+n-1]
-	n8 := 0
-	if useAsm && hd > 0 {
-		n8 = n &^ 7
-		if n8 > 0 {
-			attnScores4AVX2(&s[0], lds, &q[0], hd, &k[0], ldk, n8)
-		}
+	if !useAsm || n < 8 {
+		attnScores4Go(s, lds, q, hd, k, ldk, 0, n)
+		return
 	}
-	attnScores4Go(s, lds, q, hd, k, ldk, n8, n)
+	n8 := n &^ 7
+	attnScores4AVX2(&s[0], lds, &q[0], hd, &k[0], ldk, n8)
+	if n8 < n {
+		// The last 8 positions again: a position's score is the same FMA
+		// chain whichever block computes it, so the overlap rewrites the
+		// same bits.
+		attnScores4AVX2(&s[n-8], lds, &q[0], hd, &k[n-8], ldk, 8)
+	}
 }
 
 // attnScores4Go is attnScores4 for positions p0 ≤ p < n, in plain Go.
@@ -54,16 +58,12 @@ func attnMix4(o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
 		_ = pr[3*ldp+n-1]
 		_ = v[(hd-1)*ldv+n-1]
 	}
-	n8 := 0
-	if useAsm && hd%2 == 0 {
-		n8 = n &^ 7
+	if useAsm && hd%2 == 0 && n > 0 {
+		attnMix4AVX2(&o[0], &pr[0], ldp, &v[0], ldv, hd, n)
+		return
 	}
-	if n8 > 0 {
-		attnMix4AVX2(&o[0], &pr[0], ldp, &v[0], ldv, hd, n8)
-	} else {
-		clear(o[:4*hd])
-	}
-	attnMix4Go(o, pr, ldp, v, ldv, hd, n8, n)
+	clear(o[:4*hd])
+	attnMix4Go(o, pr, ldp, v, ldv, hd, 0, n)
 }
 
 // attnMix4Go adds the terms p0 ≤ p < n of attnMix4 into o, in plain Go.

@@ -17,8 +17,9 @@ package kernels
 func attnScores4AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n8 int)
 
 // attnMix4AVX2 sets o[i*hd+d] (i < 4, d < hd, hd even) to the sum over
-// p < n8 (a positive multiple of 8) of pr[i*ldp+p]·v[d*ldv+p]: FMAs into
-// 8 lane sums (lane p%8), reduced as hsum8 does.
+// p < n (n ≥ 1) of pr[i*ldp+p]·v[d*ldv+p]: FMAs into 8 lane sums (lane
+// p%8; the last n%8 positions through masked loads, which touch no memory
+// past n), reduced as hsum8 does.
 //
 //go:noescape
-func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n8 int)
+func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int)

@@ -122,13 +122,27 @@ scdone:
 	VADDSS       T, X, X;  \
 	VMOVSS       X, addr
 
-// func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n8 int)
+// tailmask<> holds eight -1 then eight 0 (int32): the 8 lanes starting at
+// element 8-t have the first t lanes set.
+DATA tailmask<>+0(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+8(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+16(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+24(SB)/8, $0xffffffffffffffff
+DATA tailmask<>+32(SB)/8, $0
+DATA tailmask<>+40(SB)/8, $0
+DATA tailmask<>+48(SB)/8, $0
+DATA tailmask<>+56(SB)/8, $0
+GLOBL tailmask<>(SB), RODATA|NOPTR, $64
+
+// func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int)
 //
 // Two dimensions d, d+1 at a time: eight accumulators, Y(i) for row i at
 // d and Y(4+i) at d+1, over all positions; each value vector loaded once
-// feeds four FMAs. Registers: R14 &o[d], R9 hd bytes, SI/R11/R12/R13 pr
-// rows, DX v row d, BX v row d+1, R10 ldv bytes, CX n8 bytes, AX position
-// bytes, R8 pairs of d left, DI scratch address.
+// feeds four FMAs. The last n%8 positions are loaded under the mask Y14
+// (all clear when n%8 = 0). Registers: R14 &o[d], R9 hd bytes,
+// SI/R11/R12/R13 pr rows, DX v row d, BX v row d+1, R10 ldv bytes, CX
+// bytes of whole blocks, AX position bytes, R8 pairs of d left, DI
+// scratch.
 TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-56
 	MOVQ o+0(FP), R14
 	MOVQ pr+8(FP), SI
@@ -144,8 +158,14 @@ TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-56
 	MOVQ R9, R8
 	SHRQ $1, R8
 	SHLQ $2, R9
-	MOVQ n8+48(FP), CX
-	SHLQ $2, CX
+	MOVQ    n+48(FP), CX
+	MOVQ    CX, AX
+	ANDQ    $7, AX
+	NEGQ    AX
+	LEAQ    tailmask<>+32(SB), DI
+	VMOVUPS (DI)(AX*4), Y14
+	ANDQ    $-8, CX
+	SHLQ    $2, CX
 
 mixd:
 	LEAQ   (DX)(R10*1), BX
@@ -160,6 +180,8 @@ mixd:
 	XORQ   AX, AX
 
 mixp:
+	CMPQ        AX, CX
+	JGE         mixtail
 	VMOVUPS     (DX)(AX*1), Y8
 	VMOVUPS     (BX)(AX*1), Y9
 	VMOVUPS     (SI)(AX*1), Y10
@@ -175,8 +197,23 @@ mixp:
 	VFMADD231PS Y8, Y13, Y3
 	VFMADD231PS Y9, Y13, Y7
 	ADDQ        $32, AX
-	CMPQ        AX, CX
-	JLT         mixp
+	JMP         mixp
+
+mixtail:
+	VMASKMOVPS  (DX)(AX*1), Y14, Y8
+	VMASKMOVPS  (BX)(AX*1), Y14, Y9
+	VMASKMOVPS  (SI)(AX*1), Y14, Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y4
+	VMASKMOVPS  (R11)(AX*1), Y14, Y11
+	VFMADD231PS Y8, Y11, Y1
+	VFMADD231PS Y9, Y11, Y5
+	VMASKMOVPS  (R12)(AX*1), Y14, Y12
+	VFMADD231PS Y8, Y12, Y2
+	VFMADD231PS Y9, Y12, Y6
+	VMASKMOVPS  (R13)(AX*1), Y14, Y13
+	VFMADD231PS Y8, Y13, Y3
+	VFMADD231PS Y9, Y13, Y7
 
 	MOVQ      R14, DI
 	HSUMSTORE(Y0, X0, X8, (DI))
