@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,9 +37,14 @@ var migrations = map[int]func(tx *bolt.Tx) error{}
 // same file waits up to timeout for the first to close it.
 func Open(path string, timeout time.Duration) (*DB, error) {
 	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// Name ourselves as the holder, for a second process's error message.
+	_ = os.WriteFile(path+".lock", []byte(fmt.Sprintf("pid %d (%s)", os.Getpid(), strings.Join(os.Args, " "))), 0o644)
 	db := &DB{bolt: b, path: path, blobDir: path + ".blobs"}
 	if err := b.Update(db.init); err != nil {
 		b.Close()
@@ -89,7 +95,20 @@ func isEmpty(tx *bolt.Tx) bool {
 }
 
 // Close closes the workspace.
-func (db *DB) Close() error { return db.bolt.Close() }
+func (db *DB) Close() error {
+	os.Remove(db.path + ".lock")
+	return db.bolt.Close()
+}
+
+// holder describes the process that holds path open, from the note it
+// left beside the database.
+func holder(path string) string {
+	b, err := os.ReadFile(path + ".lock")
+	if err != nil || len(b) == 0 {
+		return "another process"
+	}
+	return string(b)
+}
 
 // Path is the file the workspace lives in.
 func (db *DB) Path() string { return db.path }

@@ -144,8 +144,12 @@ func TestBlobsAndCheckpoints(t *testing.T) {
 
 func TestSecondOpenTimesOut(t *testing.T) {
 	db := open(t)
-	if _, err := Open(db.Path(), 50*time.Millisecond); err == nil {
+	_, err := Open(db.Path(), 50*time.Millisecond)
+	if err == nil {
 		t.Fatal("a second open of a locked workspace succeeded")
+	}
+	if want := fmt.Sprintf("in use by pid %d", os.Getpid()); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not name the holder (%q)", err, want)
 	}
 }
 
@@ -179,5 +183,18 @@ func TestTruncateAndDeleteBlob(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(db.blobDir, h)); !os.IsNotExist(err) {
 		t.Fatalf("blob file left behind: %v", err)
+	}
+}
+
+func TestCorruptFileRefusedAndUntouched(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.db")
+	junk := bytes.Repeat([]byte("not a bbolt file "), 4096)
+	os.WriteFile(path, junk, 0o644)
+	if _, err := Open(path, time.Second); err == nil {
+		t.Fatal("a corrupt file opened")
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(after, junk) {
+		t.Fatal("refusing a corrupt file changed it")
 	}
 }
