@@ -118,3 +118,46 @@ func SiLUMul(out, g, u []float32) {
 	sameLen("SiLUMul", len(out), len(u))
 	siluMul(out, g, u)
 }
+
+// maxOf is the larger of a and b as the assembly's VMAXPS computes it with
+// a as its first source: a if a > b, else b (so b when either is NaN).
+func maxOf(a, b float32) float32 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// scaleMaxGo multiplies x by s in place and returns the largest product:
+// 8 lane maxima over the first len(x)&^7 elements, reduced as the
+// assembly does, then the rest in order. NaNs may be skipped; the empty
+// slice gives -Inf.
+func scaleMaxGo(x []float32, s float32) float32 {
+	n8 := len(x) &^ 7
+	neg := float32(math.Inf(-1))
+	l := [8]float32{neg, neg, neg, neg, neg, neg, neg, neg}
+	for i := 0; i < n8; i += 8 {
+		for j := range l {
+			v := x[i+j] * s
+			x[i+j] = v
+			l[j] = maxOf(l[j], v)
+		}
+	}
+	m := hmax8(&l)
+	for i := n8; i < len(x); i++ {
+		v := x[i] * s
+		x[i] = v
+		m = maxOf(m, v)
+	}
+	return m
+}
+
+// hmax8 reduces 8 lane maxima in the assembly's order (that of hsum8).
+func hmax8(l *[8]float32) float32 {
+	c0, c1, c2, c3 := maxOf(l[0], l[4]), maxOf(l[1], l[5]), maxOf(l[2], l[6]), maxOf(l[3], l[7])
+	return maxOf(maxOf(c0, c2), maxOf(c1, c3))
+}
+
+// ScaleMax multiplies x by s in place and returns the largest element
+// (a softmax row's scaling and its max shift).
+func ScaleMax(x []float32, s float32) float32 { return scaleMax(x, s) }

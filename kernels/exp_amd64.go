@@ -60,3 +60,30 @@ func siluMul(out, g, u []float32) {
 	}
 	siluMulGo(out[n8:], g[n8:len(out)], u[n8:len(out)])
 }
+
+// scaleMaxAVX2 multiplies x (len(x) a multiple of 8) by s in place and
+// returns the maximum as scaleMaxGo computes it:
+//
+//	l := [8]float32{-Inf, ...}
+//	for i := range x {
+//		x[i] *= s
+//		l[i%8] = maxOf(l[i%8], x[i])
+//	}
+//	return hmax8(&l)
+//
+//go:noescape
+func scaleMaxAVX2(x []float32, s float32) float32
+
+func scaleMax(x []float32, s float32) float32 {
+	n8 := len(x) &^ 7
+	if !useAsm || n8 == 0 {
+		return scaleMaxGo(x, s)
+	}
+	m := scaleMaxAVX2(x[:n8], s)
+	for i := n8; i < len(x); i++ {
+		v := x[i] * s
+		x[i] = v
+		m = maxOf(m, v)
+	}
+	return m
+}

@@ -206,3 +206,34 @@ siluloop:
 siludone:
 	VZEROUPPER
 	RET
+
+// func scaleMaxAVX2(x []float32, s float32) float32
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS s+24(FP), Y2
+	VBROADCASTSS expc<>+416(SB), Y0
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y0, Y3, Y0 // -Inf
+	XORQ         AX, AX
+
+smloop:
+	CMPQ    AX, CX
+	JGE     smdone
+	VMOVUPS (SI)(AX*4), Y1
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (SI)(AX*4)
+	VMAXPS  Y1, Y0, Y0
+	ADDQ    $8, AX
+	JMP     smloop
+
+smdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X1, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VMOVSS       X0, ret+32(FP)
+	VZEROUPPER
+	RET

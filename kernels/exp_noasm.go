@@ -5,3 +5,4 @@ package kernels
 func expSub(x []float32, sub float32) float32 { return expSubGo(x, sub) }
 func sigmoid32(out, x []float32)              { sigmoidGo(out, x) }
 func siluMul(out, g, u []float32)             { siluMulGo(out, g, u) }
+func scaleMax(x []float32, s float32) float32 { return scaleMaxGo(x, s) }

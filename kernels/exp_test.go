@@ -114,6 +114,30 @@ func testExpKernels(t *testing.T, r *rand.Rand, n int) {
 		t.Fatalf("ExpSub n=%d: sum %v, want %v", n, sum, ref)
 	}
 
+	// ScaleMax: the products bit for bit (one rounding each), the max
+	// against its Go twin and against the true max of the products.
+	sx, sxw := padded(n, guard)
+	for i := range sx {
+		sx[i] = 50 * (2*r.Float32() - 1)
+	}
+	sc := 4*r.Float32() - 2
+	stwin := append([]float32(nil), sx...)
+	want := float32(math.Inf(-1))
+	for _, v := range sx {
+		want = max(want, v*sc)
+	}
+	m := ScaleMax(sx, sc)
+	mt := scaleMaxGo(stwin, sc)
+	checkGuards(t, sxw, n, "ScaleMax x")
+	if !sameBits32(m, mt) || m != want {
+		t.Fatalf("ScaleMax n=%d: max %v, Go twin %v, want %v", n, m, mt, want)
+	}
+	for i := range sx {
+		if !sameBits32(sx[i], stwin[i]) {
+			t.Fatalf("ScaleMax n=%d: x[%d] = %v, Go twin %v", n, i, sx[i], stwin[i])
+		}
+	}
+
 	// Sigmoid and SiLUMul, with special values.
 	u, uw := guardedInput(r, n)
 	for _, alias := range []bool{false, true} {

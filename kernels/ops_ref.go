@@ -77,11 +77,7 @@ func opSoftmax[T Float](row []T, scale T) float64 {
 // over a row of probabilities ≤ 1 lose nothing that matters next to
 // float32 outputs).
 func opSoftmax32(row []float32, s float32) float64 {
-	mx := float32(math.Inf(-1))
-	for j := range row {
-		row[j] *= s
-		mx = max(mx, row[j])
-	}
+	mx := scaleMax(row, s)
 	sum := expSub(row, mx)
 	scale(1/sum, row)
 	return float64(mx) + math.Log(float64(sum))
