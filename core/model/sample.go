@@ -59,10 +59,14 @@ type SamplerOptions struct {
 // batched decoding and prefix reuse. It implements policy.Policy. It is not
 // safe for concurrent use, and the Model must not be trained while a
 // Generate call runs (between calls is fine: caches follow the weights).
+// On a backend that packs weights (the CPU float32 one) it keeps a packed
+// copy of every matrix, in float32 or, with BF16, in bfloat16 (so as much
+// memory again as the model's matrices, or half), repacked on the first
+// Generate after the weights change.
 type Sampler struct {
 	m       *Model
 	opts    SamplerOptions
-	version uint64 // Model.Version the bf16 copy and prefix cache belong to
+	version uint64 // Model.Version the packed or bf16 copy and prefix cache belong to
 	bfArena kernels.Tensor
 	bw      *weights // bf16 views, or nil
 	// pk holds every matrix prepacked (see packed.go), or nil when the
