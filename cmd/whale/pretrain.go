@@ -16,7 +16,7 @@ func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
 	var promptWeight, peakLR float64
-	var warmup, stopAfter int
+	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
 	var steps, batch, every, tasks int
 	var resume, asJSON bool
@@ -50,6 +50,10 @@ func newPretrainCmd() *cobra.Command {
 			o.Steps, o.Batch, o.CheckpointEvery, o.Resume = steps, batch, every, resume
 			o.Corpus.TasksPerDomain = tasks
 			o.Init, o.PeakLR, o.Warmup, o.StopAfter = init, peakLR, warmup, stopAfter
+			if drills < 0 {
+				return usageError{fmt.Errorf("--drills %d is negative", drills)}
+			}
+			o.Corpus.Mix.Drills = drills
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
 					return usageError{fmt.Errorf("--prompt-weight %v outside [0, 1]", promptWeight)}
@@ -84,6 +88,7 @@ func newPretrainCmd() *cobra.Command {
 	f.Float64Var(&promptWeight, "prompt-weight", float64(def.Corpus.Mix.PromptWeight), "loss weight of prompt tokens (completion tokens weigh 1)")
 	f.Float64Var(&peakLR, "peak-lr", def.PeakLR, "peak learning rate (cosine decay to a twentieth of it)")
 	f.IntVar(&warmup, "warmup", def.Warmup, "warmup steps")
+	f.IntVar(&drills, "drills", def.Corpus.Mix.Drills, "synthetic copy drills added to the corpus")
 	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c

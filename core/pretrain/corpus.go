@@ -41,6 +41,8 @@ type Mix struct {
 	PromptWeight float32
 	// MaxTokens drops demonstrations longer than this many tokens.
 	MaxTokens int
+	// Drills is the number of synthetic copy drills added (see drill.go).
+	Drills int `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.
@@ -175,6 +177,20 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		}
 		st.Variants = len(variants)
 		c.Stats[name] = st
+	}
+	if opts.Mix.Drills > 0 {
+		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills)
+		st := DomainStats{Demos: len(ds), Sequences: len(ds)}
+		for _, s := range ds {
+			st.Tokens += len(s.Tokens)
+			for _, w := range s.Mask {
+				if w == 1 {
+					st.Completion++
+				}
+			}
+		}
+		c.Seqs = append(c.Seqs, ds...)
+		c.Stats["drills"] = st
 	}
 	c.Hash = hashSeqs(c.Seqs)
 	return c, nil
