@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"sort"
+
+	"whale/core/model"
 )
 
 // Config is everything that determines a run. It is stored with the run,
@@ -47,6 +49,10 @@ type Config struct {
 	Temperature  float32 `json:"temperature"`
 	// Harness is the starting harness: a built-in name ("h0") or source.
 	Harness string `json:"harness"`
+	// Model is the configuration of the weights being trained (set by New
+	// from the environment's model), so a run resumes without the file it
+	// started from.
+	Model *model.Config `json:"model,omitempty"`
 }
 
 // Presets size a run. tiny is for tests (a 2-cycle run in under a minute

@@ -18,6 +18,7 @@ import (
 	"whale/core/weights"
 	"whale/data"
 	"whale/harnesses"
+	"whale/kernels"
 )
 
 // Env is what a run runs on; cmd wires it.
@@ -88,6 +89,10 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if env.Model != nil {
+		mc := env.Model.Config
+		cfg.Model = &mc
+	}
 	e, err := newEngine(cfg, env, runID)
 	if err != nil {
 		return nil, err
@@ -128,8 +133,10 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 }
 
 // Resume reopens a stored run at its last resume point. Commands journaled
-// after that point are applied again before the run continues.
-func Resume(env Env, runID string) (*Engine, error) {
+// after that point are applied again before the run continues. env.Model
+// may be nil: the model is then built from the run's stored configuration
+// on backend be (its weights come from the resume point either way).
+func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	r, err := env.Store.GetRun(runID)
 	if err != nil {
 		return nil, err
@@ -140,6 +147,14 @@ func Resume(env Env, runID string) (*Engine, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
+	}
+	if env.Model == nil {
+		if cfg.Model == nil {
+			return nil, fmt.Errorf("engine: run %s: no model configuration stored", runID)
+		}
+		if env.Model, err = model.New(*cfg.Model, be, 0); err != nil {
+			return nil, fmt.Errorf("engine: run %s: %w", runID, err)
+		}
 	}
 	e, err := newEngine(cfg, env, runID)
 	if err != nil {

@@ -147,7 +147,9 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 			t.Fatalf("stop at %d: %v", stopAt, err)
 		}
 		// A new process: fresh model, fresh policy, same store.
-		c, err := Resume(testEnv(t, dbB), "run")
+		envC := testEnv(t, dbB)
+		envC.Model = nil // rebuilt from the stored configuration
+		c, err := Resume(envC, kernels.NewCPU(), "run")
 		if err != nil {
 			t.Fatal(err)
 		}
