@@ -246,8 +246,11 @@ func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
 			// a is [k,m]: the panel's rows at one p are contiguous.
 			src := g.a[pc*m+ic+ir:]
 			if h == gemmMR {
+				// Element by element: a 24-byte array copy compiles to a
+				// call to memmove, which cost more than the copy.
 				for p := 0; p < kc; p++ {
-					*(*[gemmMR]float32)(dst[p*gemmMR:]) = *(*[gemmMR]float32)(src[p*m:])
+					d, r := (*[gemmMR]float32)(dst[p*gemmMR:]), (*[gemmMR]float32)(src[p*m:])
+					d[0], d[1], d[2], d[3], d[4], d[5] = r[0], r[1], r[2], r[3], r[4], r[5]
 				}
 				continue
 			}
