@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/basemodel"
+	"whale/core/ckpt"
+	"whale/core/eval"
+	"whale/core/model"
+	"whale/core/policy"
+	"whale/core/pretrain"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/harnesses"
+	"whale/kernels"
+)
+
+func init() { register(newEvalCmd) }
+
+// evalReport is `whale eval --json` output: eval.Report's figures plus
+// what was evaluated, so a figure can be traced to its inputs.
+type evalReport struct {
+	eval.Report
+	Domain       string  `json:"domain"`
+	Split        string  `json:"split"`
+	Harness      string  `json:"harness"`
+	HarnessHash  string  `json:"harness_hash"`
+	Policy       string  `json:"policy"`
+	Model        string  `json:"model,omitempty"`
+	ModelHash    string  `json:"model_hash,omitempty"`
+	Seed         uint64  `json:"seed"`
+	DataSeed     uint64  `json:"data_seed"`
+	Temperature  float32 `json:"temperature"`
+	MaxNewTokens int     `json:"max_new_tokens"`
+	PolicyCalls  int     `json:"policy_calls"`
+	Seconds      float64 `json:"seconds"`
+	// HarnessErrors holds the first harness errors (file:line:col).
+	HarnessErrors []string `json:"harness_errors,omitempty"`
+}
+
+// gridRow is one candidate of `whale eval --grid`.
+type gridRow struct {
+	Knob   string     `json:"knob"`
+	Choice string     `json:"choice"`
+	File   string     `json:"file"`
+	Report evalReport `json:"report"`
+	Delta  float64    `json:"delta"`
+}
+
+// evalSetup is everything one evaluation needs besides the harness.
+type evalSetup struct {
+	dom      data.Domain
+	tasks    []data.Task
+	pol      policy.Policy
+	polName  string
+	model    string
+	hash     string
+	dataSeed uint64
+	opts     harnesses.RunOptions
+	// trace, if set, receives every trajectory as one JSON line.
+	trace io.Writer
+}
+
+// loadEvalModel returns the model named by --model ("" = the embedded
+// one), its name, hash and the data seed its corpus was built from.
+func loadEvalModel(path string) (*model.Model, string, string, uint64, error) {
+	if path == "" {
+		m, err := basemodel.Load(kernels.NewCPU())
+		if err != nil {
+			return nil, "", "", 0, err
+		}
+		in, err := basemodel.EmbeddedInfo()
+		if err != nil {
+			return nil, "", "", 0, err
+		}
+		return m, basemodel.Name, basemodel.SHA256, in.DataSeed, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", "", 0, fmt.Errorf("read --model: %w", err)
+	}
+	m, meta, err := ckpt.DecodeModel(b, path, kernels.NewCPU())
+	if err != nil {
+		return nil, "", "", 0, err
+	}
+	dataSeed := uint64(1)
+	if v, ok := meta[pretrain.MetaDataSeed]; ok {
+		if dataSeed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return nil, "", "", 0, fmt.Errorf("%s: metadata %q = %q is not a seed", path, pretrain.MetaDataSeed, v)
+		}
+	}
+	s := sha256.Sum256(b)
+	return m, path, hex.EncodeToString(s[:]), dataSeed, nil
+}
+
+// runEval runs one harness source and summarises the rollouts.
+func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalReport, error) {
+	h, err := harnesses.Load(name, src, harnesses.EnvOf(st.dom))
+	if err != nil {
+		return evalReport{}, err
+	}
+	t0 := time.Now()
+	ts, err := harnesses.Run(ctx, h, st.dom, st.tasks, st.pol, tokenizer.Bytes{}, st.opts)
+	if err != nil {
+		return evalReport{}, err
+	}
+	if st.trace != nil {
+		enc := json.NewEncoder(st.trace)
+		for _, tr := range ts {
+			if err := enc.Encode(tr); err != nil {
+				return evalReport{}, fmt.Errorf("write trace: %w", err)
+			}
+		}
+	}
+	outs := make([]eval.Outcome, len(ts))
+	rep := evalReport{Domain: st.dom.Name(), Split: split, Harness: name, HarnessHash: h.Hash, Policy: st.polName,
+		Model: st.model, ModelHash: st.hash, Seed: st.opts.Seed, DataSeed: st.dataSeed,
+		Temperature: st.opts.Temperature, MaxNewTokens: st.opts.MaxNewTokens}
+	for i, tr := range ts {
+		outs[i] = eval.Outcome{TaskID: tr.TaskID, Reward: tr.Reward, Failure: string(tr.Failure)}
+		rep.PolicyCalls += len(tr.Calls)
+		if tr.Error != "" && len(rep.HarnessErrors) < 5 {
+			rep.HarnessErrors = append(rep.HarnessErrors, tr.TaskID+": "+tr.Error)
+		}
+	}
+	if rep.Report, err = eval.Summarise(outs, st.opts.Seed); err != nil {
+		return evalReport{}, err
+	}
+	rep.Seconds = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+func newEvalCmd() *cobra.Command {
+	var domain, harness, split, modelPath, pol, gridDir, tracePath string
+	var k, n, maxNew int
+	var seed, dataSeed uint64
+	var temp float64
+	var asJSON, exact bool
+	c := &cobra.Command{
+		Use:   "eval --domain D --harness FILE|h0 --split val|audit|test --k K",
+		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
+		Long: "Runs the first N tasks of a split K times each through the harness with the model (the embedded base\n" +
+			"model unless --model FILE), the oracle or the random policy, and prints mean@k (mean correctness over\n" +
+			"the K samples of each task, averaged over tasks), pass@k, a 95% bootstrap interval of mean@k over\n" +
+			"tasks and the failures by kind. The model samples at --temperature (default 1). The domain is\n" +
+			"opened with the data seed the model's corpus was built from (its train split), unless --data-seed.\n" +
+			"With --grid DIR it also scores every one-knob change of the harness's SEARCH_SPACE and the\n" +
+			"combination of the knob choices that beat it, writing each candidate's source into DIR.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if k < 1 || n < 1 || maxNew < 1 {
+				return usageError{fmt.Errorf("--k (%d), --n (%d) and --max-new-tokens (%d) must be at least 1", k, n, maxNew)}
+			}
+			if !harnessContains(data.Splits, split) {
+				return usageError{fmt.Errorf("unknown --split %q (want one of %s)", split, strings.Join(data.Splits, ", "))}
+			}
+			if harness == "" {
+				return usageError{fmt.Errorf("--harness FILE|h0 is required")}
+			}
+			if !(temp >= 0) {
+				return usageError{fmt.Errorf("--temperature %v must be ≥ 0", temp)}
+			}
+			st := &evalSetup{polName: pol, opts: harnesses.RunOptions{Seed: seed, K: k, Temperature: float32(temp), MaxNewTokens: maxNew, KeyPrefix: split + "/"}}
+			var m *model.Model
+			switch pol {
+			case "model":
+				var err error
+				if m, st.model, st.hash, st.dataSeed, err = loadEvalModel(modelPath); err != nil {
+					return err
+				}
+			case "oracle", "random":
+				if modelPath != "" {
+					return usageError{fmt.Errorf("--model needs --policy model, not %s", pol)}
+				}
+				st.dataSeed = 1
+			default:
+				return usageError{fmt.Errorf("unknown --policy %q (want model, oracle or random)", pol)}
+			}
+			if cmd.Flags().Changed("data-seed") {
+				st.dataSeed = dataSeed
+			}
+			d, err := openHarnessDomain(domain, st.dataSeed)
+			if err != nil {
+				return err
+			}
+			st.dom = d
+			switch pol {
+			case "model":
+				st.pol = model.NewSampler(m, model.SamplerOptions{Exact: exact})
+			case "oracle":
+				st.pol = harnesses.NewOracle(d, tokenizer.Bytes{})
+			case "random":
+				st.pol = harnesses.NewRandom(tokenizer.Bytes{})
+			}
+			if st.tasks, err = d.Tasks(split); err != nil {
+				return err
+			}
+			if len(st.tasks) > n {
+				st.tasks = st.tasks[:n]
+			}
+			name, src, err := readHarnessSource(harness, domain)
+			if err != nil {
+				return err
+			}
+			if tracePath != "" {
+				tf, err := os.Create(tracePath)
+				if err != nil {
+					return fmt.Errorf("--trace: %w", err)
+				}
+				defer tf.Close()
+				st.trace = tf
+			}
+			log := cmd.ErrOrStderr()
+			st.opts.Progress = progressPrinter(log, name)
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			base, err := runEval(ctx, st, name, src, split)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if gridDir == "" {
+				if asJSON {
+					return printJSON(out, base)
+				}
+				printEval(out, base)
+				return nil
+			}
+			rows, err := runGrid(ctx, st, log, name, src, split, gridDir, base)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(out, map[string]any{"base": base, "candidates": rows})
+			}
+			printEval(out, base)
+			fmt.Fprintf(out, "\n%-24s %-34s %8s %8s  %s\n", "knob", "choice", "mean@k", "delta", "file")
+			for _, r := range rows {
+				fmt.Fprintf(out, "%-24s %-34s %8.4f %+8.4f  %s\n", r.Knob, harnessOneLine(r.Choice), r.Report.MeanAtK, r.Delta, r.File)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	f.StringVar(&harness, "harness", "", "harness file, or the name of a built-in one (h0)")
+	f.StringVar(&split, "split", data.SplitVal, "split: "+strings.Join(data.Splits, ", "))
+	f.IntVar(&k, "k", 1, "samples per task")
+	f.IntVar(&n, "n", 1<<30, "number of tasks (the first N of the split; default all)")
+	f.StringVar(&modelPath, "model", "", "model file (safetensors written by whale pretrain or ckpt); default the embedded base model")
+	f.StringVar(&pol, "policy", "model", "policy: model, oracle or random")
+	f.Uint64Var(&seed, "seed", 1, "sampling seed (with each request's key it fixes every sampled token)")
+	f.Uint64Var(&dataSeed, "data-seed", 1, "seed of the domain (default: the model's corpus data seed, 1 for oracle and random)")
+	f.Float64Var(&temp, "temperature", 1, "sampling temperature (0 = greedy)")
+	f.IntVar(&maxNew, "max-new-tokens", 256, "completion length bound of each policy call")
+	f.BoolVar(&exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
+	f.StringVar(&gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
+	f.StringVar(&tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+// runGrid scores every one-knob mutation of src, then the combination of
+// every knob choice that beat src.
+func runGrid(ctx context.Context, st *evalSetup, log io.Writer, name, src, split, dir string, base evalReport) ([]gridRow, error) {
+	space, err := harnesses.SpaceOf(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("grid: %w", err)
+	}
+	var rows []gridRow
+	best := map[string]gridRow{}
+	for _, d := range space {
+		for _, choice := range d.Choices {
+			if choice == d.Current {
+				continue
+			}
+			cand, err := harnesses.Mutate(src, d.Knob, choice)
+			if err != nil {
+				return nil, err
+			}
+			file := filepath.Join(dir, gridFileName(d.Knob, choice))
+			if err := os.WriteFile(file, []byte(cand), 0o644); err != nil {
+				return nil, fmt.Errorf("grid: %w", err)
+			}
+			rep, err := runEval(ctx, st, file, cand, split)
+			if err != nil {
+				return nil, err
+			}
+			row := gridRow{Knob: d.Knob, Choice: choice, File: file, Report: rep, Delta: rep.MeanAtK - base.MeanAtK}
+			fmt.Fprintf(log, "grid: %s = %s: mean@k %.4f (%+.4f)\n", d.Knob, harnessOneLine(choice), rep.MeanAtK, row.Delta)
+			rows = append(rows, row)
+			if row.Delta > 0 && row.Delta > best[d.Knob].Delta {
+				best[d.Knob] = row
+			}
+		}
+	}
+	if len(best) > 1 {
+		knobs := make([]string, 0, len(best))
+		for kn := range best {
+			knobs = append(knobs, kn)
+		}
+		sort.Strings(knobs)
+		cand := src
+		var parts []string
+		for _, kn := range knobs {
+			if cand, err = harnesses.Mutate(cand, kn, best[kn].Choice); err != nil {
+				return nil, err
+			}
+			parts = append(parts, kn+"="+best[kn].Choice)
+		}
+		file := filepath.Join(dir, "combined.star")
+		if err := os.WriteFile(file, []byte(cand), 0o644); err != nil {
+			return nil, fmt.Errorf("grid: %w", err)
+		}
+		rep, err := runEval(ctx, st, file, cand, split)
+		if err != nil {
+			return nil, err
+		}
+		row := gridRow{Knob: "combined", Choice: strings.Join(parts, ", "), File: file, Report: rep, Delta: rep.MeanAtK - base.MeanAtK}
+		fmt.Fprintf(log, "grid: combined (%s): mean@k %.4f (%+.4f)\n", row.Choice, rep.MeanAtK, row.Delta)
+		rows = append(rows, row)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Delta > rows[j].Delta })
+	return rows, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// gridFileName names a candidate file after its knob and choice.
+func gridFileName(knob, choice string) string {
+	c := unsafeName.ReplaceAllString(choice, "_")
+	if len(c) > 40 {
+		s := sha256.Sum256([]byte(choice))
+		c = c[:24] + "-" + hex.EncodeToString(s[:4])
+	}
+	return knob + "=" + strings.Trim(c, "_") + ".star"
+}
+
+// progressPrinter prints a line to stderr whenever another tenth of the
+// rollouts is done.
+func progressPrinter(w io.Writer, name string) func(done, total int) {
+	last := -1
+	return func(done, total int) {
+		if total == 0 {
+			return
+		}
+		if tenth := 10 * done / total; tenth != last {
+			last = tenth
+			fmt.Fprintf(w, "eval %s: %d/%d rollouts done\n", name, done, total)
+		}
+	}
+}
+
+func printEval(w io.Writer, r evalReport) {
+	fmt.Fprintf(w, "%s (%s) on %s/%s, policy %s", r.Harness, r.HarnessHash[:12], r.Domain, r.Split, r.Policy)
+	if r.Model != "" {
+		fmt.Fprintf(w, ", model %s (%s)", r.Model, r.ModelHash[:12])
+	}
+	fmt.Fprintf(w, "\ntasks %d × k %d = %d rollouts, %d policy calls, %.1fs (temperature %g, seed %d, data seed %d)\n",
+		r.Tasks, r.K, r.Rollouts, r.PolicyCalls, r.Seconds, r.Temperature, r.Seed, r.DataSeed)
+	fmt.Fprintf(w, "mean@%d %.4f  95%% CI [%.4f, %.4f]  pass@%d %.4f\n", r.K, r.MeanAtK, r.CI95[0], r.CI95[1], r.K, r.PassAtK)
+	kinds := make([]string, 0, len(r.FailureKinds))
+	for kind := range r.FailureKinds {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	for _, kind := range kinds {
+		fmt.Fprintf(w, "  %-14s %d\n", kind, r.FailureKinds[kind])
+	}
+	for _, e := range r.HarnessErrors {
+		fmt.Fprintf(w, "harness error: %s\n", e)
+	}
+}
