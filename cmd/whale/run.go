@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/engine"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/kernels"
+)
+
+func init() {
+	register(newRunCmd)
+	register(newRunsCmd)
+	register(newShowCmd)
+	register(newResumeCmd)
+}
+
+// openStore opens the workspace named by --db, failing within a second if
+// another process holds it.
+func openStore(path string) (*store.DB, error) {
+	return store.Open(path, time.Second)
+}
+
+// interruptible returns a context cancelled by SIGINT or SIGTERM.
+func interruptible(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// runDomain opens the run's domain: generated from seed (the model's data
+// seed, so the splits are the ones its pretraining never saw beyond train),
+// or imported with --data.
+func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error) {
+	if dataPath == "" {
+		return domains.Open(domain, seed)
+	}
+	dom, _, err := domains.Import(format, dataPath, data.ImportOptions{Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	if dom.Name() != domain {
+		return nil, fmt.Errorf("--data %s holds %s tasks, not %s", dataPath, dom.Name(), domain)
+	}
+	return dom, nil
+}
+
+func newRunCmd() *cobra.Command {
+	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
+	var e float64
+	var i, budget, rounds int
+	var seed uint64
+	var headless, asJSON bool
+	c := &cobra.Command{
+		Use:   "run --headless --domain D",
+		Short: "Run a WHALE alternation: weight phases and harness phases under a schedule",
+		Long: "Starts a run in the workspace (--db): Phase A trains the weights by rejection sampling through the\n" +
+			"current harness, Phase B searches harnesses against the frozen weights, and the schedule\n" +
+			"(fixed (E, I) or adaptive patience) decides when to switch. Progress goes to stderr; the run\n" +
+			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !headless {
+				return usageError{errors.New("the workbench TUI is not built yet: run with --headless")}
+			}
+			if domain == "" {
+				return usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + ")")}
+			}
+			if (dataPath == "") != (format == "") {
+				return usageError{errors.New("--data and --format go together")}
+			}
+			cfg, err := engine.Preset(preset, domain)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.Seed = seed
+			flags := cmd.Flags()
+			if flags.Changed("schedule") {
+				cfg.Schedule = schedule
+			}
+			if flags.Changed("E") {
+				cfg.E = e
+			}
+			if flags.Changed("I") {
+				cfg.I = i
+			}
+			if flags.Changed("weights") {
+				cfg.Operator = op
+			}
+			if flags.Changed("budget") {
+				cfg.Budget = budget
+			}
+			if flags.Changed("rounds") {
+				cfg.MaxRounds = rounds
+			}
+			if flags.Changed("harness") {
+				if cfg.Harness, err = harnessArg(harness, domain); err != nil {
+					return err
+				}
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			db, err := openStore(dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			m, _, _, dataSeed, err := loadEvalModel(modelPath)
+			if err != nil {
+				return err
+			}
+			dom, err := runDomain(domain, dataPath, format, dataSeed)
+			if err != nil {
+				return err
+			}
+			cfg.DataSeed = dataSeed
+			env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}
+			id, err := newRunID(db, domain)
+			if err != nil {
+				return err
+			}
+			eng, err := engine.New(cfg, env, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s schedule, %s, preset %s, db %s\n", id, domain, cfg.Schedule, cfg.Operator, cfg.Preset, dbPath)
+			return drive(cmd, eng, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
+	f.StringVar(&domain, "domain", "", "math, searchqa or chess")
+	f.StringVar(&dataPath, "data", "", "import tasks from FILE instead of the generated splits")
+	f.StringVar(&format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	f.StringVar(&schedule, "schedule", "fixed", "fixed or adaptive")
+	f.Float64Var(&e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
+	f.IntVar(&i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
+	f.StringVar(&op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
+	f.StringVar(&preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
+	f.IntVar(&budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
+	f.IntVar(&rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
+	f.Uint64Var(&seed, "seed", 1, "seed of everything the run samples")
+	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
+	f.StringVar(&modelPath, "model", "", "starting weights (default: the embedded base model)")
+	f.StringVar(&harness, "harness", "h0", "starting harness: a built-in name or a .star file")
+	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	return c
+}
+
+// harnessArg turns --harness into what the engine stores: a built-in name
+// as is, a file as its source.
+func harnessArg(arg, domain string) (string, error) {
+	if _, err := os.Stat(arg); err != nil {
+		return arg, nil // a built-in name; the engine checks it
+	}
+	b, err := os.ReadFile(arg)
+	if err != nil {
+		return "", fmt.Errorf("--harness: %w", err)
+	}
+	return string(b), nil
+}
+
+func newRunID(db *store.DB, domain string) (string, error) {
+	runs, err := db.Runs()
+	if err != nil {
+		return "", err
+	}
+	taken := map[string]bool{}
+	for _, r := range runs {
+		taken[r.ID] = true
+	}
+	base := fmt.Sprintf("%s-%s", domain, time.Now().UTC().Format("20060102-150405"))
+	id := base
+	for n := 2; taken[id]; n++ {
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	return id, nil
+}
+
+// drive runs the engine to its end, printing progress lines from its
+// events, and prints the summary.
+func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
+	ctx, stop := interruptible(cmd.Context())
+	defer stop()
+	sub := eng.Subscribe(1024)
+	done := make(chan struct{})
+	log := cmd.ErrOrStderr()
+	go func() {
+		defer close(done)
+		for range sub.Ready() {
+			evs, dropped := sub.Drain()
+			if dropped > 0 {
+				fmt.Fprintf(log, "(%d events not shown)\n", dropped)
+			}
+			for _, ev := range evs {
+				printEvent(log, ev)
+			}
+		}
+	}()
+	sum, err := eng.Run(ctx)
+	<-done
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(log, "interrupted: the run stopped at its last resume point; continue with 'whale resume %s'\n", eng.RunID)
+		}
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), sum)
+	}
+	printSummary(cmd.OutOrStdout(), sum)
+	return nil
+}
+
+func printEvent(w io.Writer, ev engine.Event) {
+	switch ev.Kind {
+	case engine.EvPhaseStarted:
+		fmt.Fprintf(w, "round %d: %s phase starts (%d rollouts so far)\n", ev.Round, ev.Phase, ev.Rollouts)
+	case engine.EvWeightStep:
+		var d struct {
+			Stats struct {
+				Rollouts, Kept int
+				Loss           float64
+			} `json:"stats"`
+			RewardMean float64         `json:"reward_mean"`
+			Patience   engine.Patience `json:"patience"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		fmt.Fprintf(w, "  step %d: reward %.3f, kept %d/%d, loss %.4f (phase %d/%d)\n", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Patience.Done, max(d.Patience.Min, d.Patience.Max))
+	case engine.EvHarnessIteration:
+		var d struct {
+			Result struct {
+				Candidates []string
+				Accepted   string
+				Changed    bool
+				BestScore  float64 `json:"best_score"`
+				Rollouts   int
+			} `json:"result"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		mark := ""
+		if d.Result.Changed {
+			mark = " (new incumbent)"
+		}
+		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, short12(d.Result.Accepted), mark)
+	case engine.EvPhaseEnded:
+		var r engine.PhaseRecord
+		json.Unmarshal(ev.Data, &r)
+		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d rollouts\n", r.Round, r.Kind, r.ValBefore, r.ValAfter, r.Rollouts)
+	case engine.EvControl:
+		fmt.Fprintf(w, "control: %s\n", ev.Data)
+	case engine.EvRunFinished:
+		fmt.Fprintln(w, "run finished")
+	}
+}
+
+func short12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func printSummary(w io.Writer, s engine.Summary) {
+	fmt.Fprintf(w, "run %s (%s, %s schedule): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, s.Schedule, s.Rounds, s.Rollouts, s.EvalRollouts)
+	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s\n", "phase", "round", "rollouts", "val from", "val to")
+	for _, p := range s.Phases {
+		fmt.Fprintf(w, "%-8s %5d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Rollouts, p.ValBefore, p.ValAfter)
+	}
+	fmt.Fprintf(w, "best val mean@8 %.3f; test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.BestValMean8, s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
+	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", short12(s.FinalHarness), s.BestCkpt)
+}
+
+func newRunsCmd() *cobra.Command {
+	var dbPath string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs in a workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := openStore(dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			runs, err := db.Runs()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				RunID   string `json:"run_id"`
+				Status  string `json:"status"`
+				Domain  string `json:"domain"`
+				Created string `json:"created"`
+			}
+			rows := []row{}
+			for _, r := range runs {
+				var cfg engine.Config
+				json.Unmarshal(r.Config, &cfg)
+				rows = append(rows, row{r.ID, r.Status, cfg.Domain, r.Created.Format(time.RFC3339)})
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rows)
+			}
+			for _, r := range rows {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-32s %-9s %-9s %s\n", r.RunID, r.Status, r.Domain, r.Created)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return c
+}
+
+func newShowCmd() *cobra.Command {
+	var dbPath string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: status, phases so far, its summary when finished",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := openStore(dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, err := db.GetRun(args[0])
+			if err != nil {
+				return err
+			}
+			var st engine.State
+			if len(r.Cursor) > 0 {
+				if err := json.Unmarshal(r.Cursor, &st); err != nil {
+					return fmt.Errorf("run %s: resume point: %w", r.ID, err)
+				}
+			}
+			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
+				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, r.Status, st.Round, st.Phase, st.Step, st.Iteration)
+			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", st.Ledger.Train, st.Ledger.Search, st.Ledger.Eval)
+			if st.Summary != nil {
+				printSummary(w, *st.Summary)
+			} else if len(r.Cursor) > 0 {
+				fmt.Fprintf(w, "resumable: whale resume %s --headless\n", r.ID)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func newResumeCmd() *cobra.Command {
+	var dbPath, dataPath, format string
+	var headless, asJSON bool
+	c := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run from its last resume point (a finished run prints its summary)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := openStore(dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, err := db.GetRun(args[0])
+			if err != nil {
+				return err
+			}
+			var cfg engine.Config
+			if err := json.Unmarshal(r.Config, &cfg); err != nil {
+				return fmt.Errorf("run %s: stored config: %w", r.ID, err)
+			}
+			if !headless && r.Status != "finished" {
+				return usageError{errors.New("the workbench TUI is not built yet: resume with --headless")}
+			}
+			dom, err := runDomain(cfg.Domain, dataPath, format, cfg.DataSeed)
+			if err != nil {
+				return err
+			}
+			env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+			eng, err := engine.Resume(env, kernels.NewCPU(), r.ID)
+			if err != nil {
+				return err
+			}
+			return drive(cmd, eng, asJSON)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
+	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
+	f.StringVar(&dataPath, "data", "", "the --data the run was started with")
+	f.StringVar(&format, "format", "", "the --format the run was started with")
+	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	return c
+}
