@@ -15,7 +15,8 @@ func init() { register(newPretrainCmd) }
 func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
-	var promptWeight, peakLR float64
+	var promptWeight, peakLR, drillRandom, floorLR float64
+	var drillAnswerOnly bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
 	var steps, batch, every, tasks int
@@ -54,6 +55,12 @@ func newPretrainCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--drills %d is negative", drills)}
 			}
 			o.Corpus.Mix.Drills = drills
+			if !(drillRandom >= 0 && drillRandom <= 1) {
+				return usageError{fmt.Errorf("--drill-random %v outside [0, 1]", drillRandom)}
+			}
+			o.Corpus.Mix.DrillRandom = drillRandom
+			o.Corpus.Mix.DrillAnswerOnly = drillAnswerOnly
+			o.FloorLR = floorLR
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
 					return usageError{fmt.Errorf("--prompt-weight %v outside [0, 1]", promptWeight)}
@@ -89,6 +96,9 @@ func newPretrainCmd() *cobra.Command {
 	f.Float64Var(&peakLR, "peak-lr", def.PeakLR, "peak learning rate (cosine decay to a twentieth of it)")
 	f.IntVar(&warmup, "warmup", def.Warmup, "warmup steps")
 	f.IntVar(&drills, "drills", def.Corpus.Mix.Drills, "synthetic copy drills added to the corpus")
+	f.Float64Var(&drillRandom, "drill-random", def.Corpus.Mix.DrillRandom, "share of drills that repeat random letters")
+	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
+	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")
 	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c

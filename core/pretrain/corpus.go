@@ -43,6 +43,12 @@ type Mix struct {
 	MaxTokens int
 	// Drills is the number of synthetic copy drills added (see drill.go).
 	Drills int `json:",omitempty"`
+	// DrillRandom is the share of drills that repeat random letters.
+	DrillRandom float64 `json:",omitempty"`
+	// DrillAnswerOnly puts no loss on a drill's prompt: the first copy
+	// of random letters is unpredictable, and its loss only adds noise
+	// while the model has yet to learn to copy.
+	DrillAnswerOnly bool `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.
@@ -179,7 +185,7 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		c.Stats[name] = st
 	}
 	if opts.Mix.Drills > 0 {
-		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills)
+		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills, opts.Mix.DrillRandom, opts.Mix.DrillAnswerOnly)
 		st := DomainStats{Demos: len(ds), Sequences: len(ds)}
 		for _, s := range ds {
 			st.Tokens += len(s.Tokens)

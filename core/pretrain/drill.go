@@ -18,19 +18,26 @@ import (
 // word problems, moves out of the legal list. The drills use made-up
 // words and numbers only, never task data.
 
-// drillSequences returns n drills drawn from rng.
-func drillSequences(rng *rand.Rand, n int) []model.Sequence {
+// drillSequences returns n drills drawn from rng; a share random of them
+// repeat strings of uniformly random letters, which nothing but copying
+// predicts (the syllable words of the other drills are partly predictable
+// from spelling alone, which slows learning to copy).
+func drillSequences(rng *rand.Rand, n int, random float64, answerOnly bool) []model.Sequence {
 	tok := tokenizer.Bytes{}
 	out := make([]model.Sequence, 0, n)
 	for i := 0; i < n; i++ {
 		var prompt, answer string
-		switch rng.IntN(3) {
-		case 0:
-			prompt, answer = drillRepeat(rng)
-		case 1:
-			prompt, answer = drillLookup(rng)
-		default:
-			prompt, answer = drillNumbers(rng)
+		if rng.Float64() < random {
+			prompt, answer = drillLetters(rng)
+		} else {
+			switch rng.IntN(3) {
+			case 0:
+				prompt, answer = drillRepeat(rng)
+			case 1:
+				prompt, answer = drillLookup(rng)
+			default:
+				prompt, answer = drillNumbers(rng)
+			}
 		}
 		ids, err := tokenizer.EncodeChat(tok, []tokenizer.Message{{Role: "user", Content: prompt}}, true)
 		if err != nil {
@@ -39,7 +46,9 @@ func drillSequences(rng *rand.Rand, n int) []model.Sequence {
 		s := model.Sequence{Tokens: ids, Mask: make([]float32, len(ids))}
 		// The repeated half inside the prompt is itself a copy target.
 		for j := range s.Mask {
-			s.Mask[j] = 0.25
+			if !answerOnly {
+				s.Mask[j] = 0.25
+			}
 		}
 		for _, t := range tok.Encode(answer) {
 			s.Tokens = append(s.Tokens, t)
@@ -119,4 +128,18 @@ func drillNumbers(rng *rand.Rand) (string, string) {
 	w := drillWord(rng)
 	return fmt.Sprintf("%s has %s %ss and gets %s more. Write the calculation with %s.", w, a, strings.ToLower(drillWord(rng)), c, op),
 		"<tool>calc: " + a + " " + op + " " + c + "</tool>"
+}
+
+// drillLetters: say back groups of random letters.
+func drillLetters(rng *rand.Rand) (string, string) {
+	var b strings.Builder
+	for k := 8 + rng.IntN(12); k > 0; k-- {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		for j := 3 + rng.IntN(4); j > 0; j-- {
+			b.WriteByte(byte('a' + rng.IntN(26)))
+		}
+	}
+	return "Repeat exactly: " + b.String(), "<answer>" + b.String() + "</answer>"
 }

@@ -58,6 +58,9 @@ type Options struct {
 	// PeakLR/20 at Steps.
 	PeakLR float64
 	Warmup int
+	// FloorLR is where the cosine ends; 0 means PeakLR/20. Equal to
+	// PeakLR it is a constant rate after warmup.
+	FloorLR float64
 	// CheckpointEvery writes the resume point (and the model so far)
 	// every so many steps; 0 means only at the end.
 	CheckpointEvery int
@@ -119,6 +122,7 @@ type trainRecord struct {
 	Mix      Mix          `json:"mix"`
 	Tasks    int          `json:"tasks_per_domain,omitempty"`
 	Init     string       `json:"init_sha256,omitempty"`
+	FloorLR  float64      `json:"floor_lr,omitempty"`
 }
 
 // Train builds the corpus, then trains from scratch or from the resume
@@ -141,7 +145,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	rec := trainRecord{Preset: o.Preset, Config: o.Config, Seed: o.Seed, DataSeed: o.DataSeed, Steps: o.Steps, Batch: o.Batch,
-		PeakLR: o.PeakLR, Warmup: o.Warmup, Mix: o.Corpus.Mix, Tasks: o.Corpus.TasksPerDomain}
+		PeakLR: o.PeakLR, Warmup: o.Warmup, Mix: o.Corpus.Mix, Tasks: o.Corpus.TasksPerDomain, FloorLR: o.FloorLR}
 	var init *ckpt.File
 	if o.Init != "" {
 		b, err := os.ReadFile(o.Init)
@@ -196,7 +200,11 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		logf("pretrain: starting from the weights of %s (sha256 %s)", o.Init, rec.Init[:12])
 	}
 	tc := model.DefaultTrainConfig()
-	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: o.PeakLR / 20, Warmup: o.Warmup, Total: o.Steps}
+	floor := o.FloorLR
+	if floor == 0 {
+		floor = o.PeakLR / 20
+	}
+	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: floor, Warmup: o.Warmup, Total: o.Steps}
 	tr, err := model.NewTrainer(m, tc)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
