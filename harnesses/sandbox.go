@@ -256,10 +256,12 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 }
 
 // charge adds work done inside a builtin to the thread's step count, so
-// that builtins cannot do unbounded work for one interpreter step.
+// that builtins cannot do unbounded work for one interpreter step. One step
+// per 16 bytes scanned puts a builtin's work on the scale of an
+// interpreter step (tens of nanoseconds), so the step limits bound time.
 func charge(thread *starlark.Thread, n int) {
 	if n > 0 {
-		thread.Steps += uint64(n)/64 + 1
+		thread.Steps += uint64(n)/16 + 1
 	}
 }
 
