@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunsShowMisuse(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	out, err := runWhale(t, "runs", "--db", db, "--json")
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("runs of an empty workspace: %q, %v", out, err)
+	}
+	if _, err := runWhale(t, "show", "nope", "--db", db); err == nil || isUsage(err) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("show of a missing run: %v (want a plain error naming it)", err)
+	}
+	if _, err := runWhale(t, "run", "--domain", "math", "--db", db); !isUsage(err) {
+		t.Fatalf("run without --headless: %v, want a usage error", err)
+	}
+	if _, err := runWhale(t, "run", "--headless", "--db", db); !isUsage(err) {
+		t.Fatalf("run without --domain: %v, want a usage error", err)
+	}
+	if _, err := runWhale(t, "run", "--headless", "--domain", "math", "--weights", "ppo", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "operator") {
+		t.Fatalf("--weights ppo: %v, want a usage error naming the field", err)
+	}
+	if _, err := runWhale(t, "show", "--db", db); !isUsage(err) {
+		t.Fatalf("show without RUN: %v, want a usage error", err)
+	}
+}
+
+// TestRunTinyThenResumeFinished drives the real wiring with the embedded
+// model: a tiny run to its end, then show and resume of the finished run.
+func TestRunTinyThenResumeFinished(t *testing.T) {
+	if os.Getenv("WHALE_LONG_TESTS") == "" {
+		t.Skip("a tiny run takes about a minute; set WHALE_LONG_TESTS=1")
+	}
+	db := filepath.Join(t.TempDir(), "w.db")
+	out, err := runWhale(t, "run", "--headless", "--domain", "math", "--preset", "tiny", "--db", db, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		RunID  string `json:"run_id"`
+		Rounds int    `json:"rounds"`
+		Phases []struct {
+			Kind string `json:"kind"`
+		} `json:"phases"`
+	}
+	lastJSONLine(t, out, &sum)
+	if sum.Rounds != 2 || len(sum.Phases) != 4 {
+		t.Fatalf("tiny run summary: %+v", sum)
+	}
+	out, err = runWhale(t, "show", sum.RunID, "--db", db, "--json")
+	var show struct {
+		Status    string `json:"status"`
+		Resumable bool   `json:"resumable"`
+	}
+	lastJSONLine(t, out, &show)
+	if err != nil || show.Status != "finished" || show.Resumable {
+		t.Fatalf("show: %+v, %v", show, err)
+	}
+	again, err := runWhale(t, "resume", sum.RunID, "--db", db, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum2 struct {
+		RunID string `json:"run_id"`
+	}
+	lastJSONLine(t, again, &sum2)
+	if sum2.RunID != sum.RunID {
+		t.Fatalf("resume of a finished run printed %q", again)
+	}
+}
