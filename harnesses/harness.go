@@ -393,3 +393,15 @@ func (h *Harness) where(name string) string {
 	}
 	return h.File
 }
+
+// ParseAction runs the harness's parse_action on a completion text outside
+// any episode: the engine uses it to re-verify a stored sample under a
+// newer harness (would this harness read the same action from the same
+// text?). A nil action means the harness finds none.
+func (h *Harness) ParseAction(text string) (*data.Action, error) {
+	v, err := h.call("parse_action", starlark.String(text))
+	if err != nil {
+		return nil, err
+	}
+	return toAction(h.where("parse_action"), "parse_action", v)
+}

@@ -62,8 +62,9 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 
 func newRunCmd() *cobra.Command {
 	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
+	var proposer, gridKnobs, proposerURL, proposerModel string
 	var e float64
-	var i, budget, rounds int
+	var i, budget, rounds, replay, candidates int
 	var seed uint64
 	var headless, asJSON bool
 	c := &cobra.Command{
@@ -107,6 +108,16 @@ func newRunCmd() *cobra.Command {
 			}
 			if flags.Changed("rounds") {
 				cfg.MaxRounds = rounds
+			}
+			if flags.Changed("replay") {
+				cfg.Replay = replay
+			}
+			if flags.Changed("candidates") {
+				cfg.Candidates = candidates
+			}
+			cfg.Proposer, cfg.ProposerURL, cfg.ProposerModel = proposer, proposerURL, proposerModel
+			if gridKnobs != "" {
+				cfg.GridKnobs = strings.Split(gridKnobs, ",")
 			}
 			if flags.Changed("harness") {
 				if cfg.Harness, err = harnessArg(harness, domain); err != nil {
@@ -159,6 +170,12 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
 	f.StringVar(&modelPath, "model", "", "starting weights (default: the embedded base model)")
 	f.StringVar(&harness, "harness", "h0", "starting harness: a built-in name or a .star file")
+	f.IntVar(&replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
+	f.IntVar(&candidates, "candidates", 0, "harness candidates per iteration, M (preset default)")
+	f.StringVar(&proposer, "proposer", "mutation", "harness proposer: mutation, grid or llm")
+	f.StringVar(&gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
+	f.StringVar(&proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+	f.StringVar(&proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	return c
 }

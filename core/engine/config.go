@@ -21,7 +21,13 @@ type Config struct {
 	I        int     `json:"i"`
 
 	// Operator is the weight phase's operator: "rsft", "dpo" or "grpo".
-	Operator  string  `json:"operator"`
+	Operator string `json:"operator"`
+	// Replay, when > 0, also trains each RSFT step on the kept samples of
+	// the previous Replay steps. A replayed sample from an older harness is
+	// re-verified under the current one (its final completion must parse to
+	// the same action) or dropped; the counts are reported. Off (0) by
+	// default: the paper warns that such samples contaminate the phase.
+	Replay    int     `json:"replay,omitempty"`
 	Threshold float64 `json:"threshold"`
 	LR        float64 `json:"lr"`
 
@@ -30,6 +36,13 @@ type Config struct {
 	PromptsPerStep int `json:"prompts_per_step"`
 	Group          int `json:"group"`
 	TrainTasks     int `json:"train_tasks"`
+	// Proposer is "mutation" (one knob of the incumbent's SEARCH_SPACE per
+	// candidate), "grid" (the product of GridKnobs' choices) or "llm" (an
+	// OpenAI-compatible chat endpoint at ProposerURL serving ProposerModel).
+	Proposer      string   `json:"proposer"`
+	GridKnobs     []string `json:"grid_knobs,omitempty"`
+	ProposerURL   string   `json:"proposer_url,omitempty"`
+	ProposerModel string   `json:"proposer_model,omitempty"`
 	// Candidates (M) per harness iteration, each scored once on ValTasks.
 	Candidates int `json:"candidates"`
 	ValTasks   int `json:"val_tasks"`
@@ -110,12 +123,20 @@ func (c Config) Validate() error {
 		return bad("i", "%d (want ≥ 1)", c.I)
 	case c.Operator != "rsft" && c.Operator != "dpo" && c.Operator != "grpo":
 		return bad("operator", "%q (want rsft, dpo or grpo)", c.Operator)
+	case c.Replay < 0 || (c.Replay > 0 && c.Operator != "rsft"):
+		return bad("replay", "%d (want ≥ 0, and replay only with the rsft operator)", c.Replay)
 	case !(c.Threshold >= 0 && c.Threshold <= 1):
 		return bad("threshold", "%v outside [0, 1]", c.Threshold)
 	case !(c.LR > 0):
 		return bad("lr", "%v (want > 0)", c.LR)
 	case c.PromptsPerStep < 1 || c.Group < 1 || c.TrainTasks < c.PromptsPerStep:
 		return bad("prompts_per_step", "P=%d, G=%d, train tasks %d (want P, G ≥ 1 and at least P train tasks)", c.PromptsPerStep, c.Group, c.TrainTasks)
+	case c.Proposer != "" && c.Proposer != "mutation" && c.Proposer != "grid" && c.Proposer != "llm":
+		return bad("proposer", "%q (want mutation, grid or llm)", c.Proposer)
+	case c.Proposer == "grid" && (len(c.GridKnobs) == 0 || len(c.GridKnobs) > 2):
+		return bad("grid_knobs", "%v (a grid varies one or two knobs)", c.GridKnobs)
+	case c.Proposer == "llm" && (c.ProposerURL == "" || c.ProposerModel == ""):
+		return bad("proposer_url", "the llm proposer needs an endpoint URL and a model name")
 	case c.Candidates < 1 || c.ValTasks < 1 || c.TestTasks < 1 || c.AuditTasks < 0:
 		return bad("candidates", "M=%d with %d val, %d audit, %d test tasks (want M, val, test ≥ 1)", c.Candidates, c.ValTasks, c.AuditTasks, c.TestTasks)
 	case c.ValK < 1 || c.TestK < 1:

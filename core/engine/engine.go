@@ -70,8 +70,10 @@ type Engine struct {
 	test  []data.Task
 
 	harnessCache map[string]*harnesses.Harness
-	broker       *Broker[Event]
-	control      chan Command
+	// traces are recent failures of the incumbent, for the LLM proposer.
+	traces  []string
+	broker  *Broker[Event]
+	control chan Command
 
 	// stopAfter, if set, is asked after every saved resume point whether
 	// to stop as if killed (tests of resume).

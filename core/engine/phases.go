@@ -18,10 +18,15 @@ import (
 
 // weightStepData is the payload of EvWeightStep.
 type weightStepData struct {
-	Stats      weights.Stats `json:"stats"`
-	RewardMean float64       `json:"reward_mean"`
-	Patience   Patience      `json:"patience"`
-	Skipped    string        `json:"skipped,omitempty"`
+	Stats weights.Stats `json:"stats"`
+	// Replayed counts samples of earlier steps trained on again, and
+	// ReplayDropped those dropped because the current harness reads a
+	// different action from their completion.
+	Replayed      int      `json:"replayed,omitempty"`
+	ReplayDropped int      `json:"replay_dropped,omitempty"`
+	RewardMean    float64  `json:"reward_mean"`
+	Patience      Patience `json:"patience"`
+	Skipped       string   `json:"skipped,omitempty"`
 }
 
 // weightStep samples G rollouts for each of P train tasks through the
@@ -51,6 +56,15 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	}
 	mean /= float64(len(ts))
 	d := weightStepData{RewardMean: mean}
+	fresh := samples
+	if e.Cfg.Replay > 0 {
+		var old []weights.Sample
+		if old, d.ReplayDropped, err = e.replaySamples(h); err != nil {
+			return false, err
+		}
+		d.Replayed = len(old)
+		samples = append(append([]weights.Sample(nil), samples...), old...)
+	}
 	d.Stats, err = e.op.Step(samples)
 	if errors.Is(err, model.ErrNonFinite) {
 		// The trainer refused the step and left the weights as they were;
@@ -61,6 +75,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	}
 	if err := e.storeSamples(ts, "w", d.Stats); err != nil {
 		return false, err
+	}
+	if e.Cfg.Replay > 0 {
+		e.remember(ts, fresh)
 	}
 	e.st.Step++
 	e.st.PhaseSteps++
@@ -148,6 +165,9 @@ func (e *Engine) scorer() search.Scorer {
 		for _, t := range ts {
 			byTask[t.TaskID] = t.Reward
 		}
+		if hash == e.st.Archive.Incumbent {
+			e.noteFailures(ts)
+		}
 		out := make([]float64, len(tasks))
 		for i, t := range tasks {
 			out[i] = byTask[t.ID]
@@ -181,8 +201,8 @@ type boardRow struct {
 // the incoming harness under the new weights (the reference counts it as an
 // iteration).
 func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
-	s := &search.Searcher{Proposer: search.Mutation{}, Scorer: e.scorer(), M: e.Cfg.Candidates, Rescore: true}
 	a := e.st.Archive
+	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Rescore: true}
 	e.st.Iteration++
 	var r search.IterationResult
 	var err error
@@ -388,4 +408,84 @@ func (e *Engine) finish(ctx context.Context) error {
 	}
 	e.st.Summary, e.st.Done = sum, true
 	return e.emit(EvRunFinished, mustJSON(sum))
+}
+
+// replaySamples returns the remembered kept samples of the last Replay
+// steps that the current harness h still reads the same way, and how many
+// it dropped.
+func (e *Engine) replaySamples(h *harnesses.Harness) ([]weights.Sample, int, error) {
+	var out []weights.Sample
+	var keep []replayed
+	dropped := 0
+	for _, r := range e.st.Replay {
+		if r.Step < e.st.Step-e.Cfg.Replay {
+			continue // too old: forgotten
+		}
+		if r.Harness != h.Hash {
+			act, err := h.ParseAction(r.Text)
+			if err != nil || act == nil || act.Kind != r.Action.Kind || act.Text != r.Action.Text {
+				dropped++
+				continue
+			}
+		}
+		keep = append(keep, r)
+		out = append(out, r.Sample)
+	}
+	e.st.Replay = keep
+	return out, dropped, nil
+}
+
+// remember adds this step's kept samples to the replay buffer.
+func (e *Engine) remember(ts []harnesses.Trajectory, samples []weights.Sample) {
+	for i, t := range ts {
+		if t.Reward < e.Cfg.Threshold {
+			continue
+		}
+		r := replayed{Sample: samples[i], Step: e.st.Step, Harness: e.st.Archive.Incumbent, Weights: e.st.Weights}
+		for _, c := range t.Calls {
+			if c.Action != nil && (c.Outcome == "answer" || c.Outcome == "move") {
+				r.Text, r.Action = c.Text, *c.Action
+			}
+		}
+		if r.Action.Kind != "" {
+			e.st.Replay = append(e.st.Replay, r)
+		}
+	}
+}
+
+// proposer builds the configured Phase B proposer.
+func (e *Engine) proposer() search.Proposer {
+	switch e.Cfg.Proposer {
+	case "grid":
+		return &search.Grid{Base: e.st.Archive.Entries[e.st.Archive.Incumbent].Source, Knobs: e.Cfg.GridKnobs}
+	case "llm":
+		return &search.LLM{URL: e.Cfg.ProposerURL, Model: e.Cfg.ProposerModel, Env: harnesses.EnvOf(e.env.Domain),
+			Contract: harnessContract, Traces: e.traces}
+	}
+	return search.Mutation{}
+}
+
+// harnessContract is what the LLM proposer is told about harnesses.
+const harnessContract = `A harness defines SYSTEM_PROMPT, USER_PROMPT (with {observation}), FORMAT_RETRY_BUDGET,
+INVALID_RETRY_BUDGET, MAX_TURNS, TOOLS, CONTEXT_TOKENS, format_observation(obs, state),
+parse_action(text) -> {"kind": "answer"|"move"|"tool", "text"|"tool"/"args": ...} or None,
+is_valid_action(obs, action), and optionally format_tool_result(name, result, state),
+next_step(state) and compact_history(messages, state). Modules: re, json, math; no load, no I/O.
+Budgets: retries 0..10, turns up to twice the domain default. The answer a harness submits must
+occur in the model's completion: a harness may extract, never invent. Keep SEARCH_SPACE valid.`
+
+// noteFailures keeps a few failed rollouts of the incumbent as short
+// traces for the LLM proposer.
+func (e *Engine) noteFailures(ts []harnesses.Trajectory) {
+	e.traces = e.traces[:0]
+	for _, t := range ts {
+		if t.Failure == "" || len(t.Calls) == 0 || len(e.traces) == 8 {
+			continue
+		}
+		last := t.Calls[len(t.Calls)-1].Text
+		if len(last) > 400 {
+			last = last[:400] + "…"
+		}
+		e.traces = append(e.traces, fmt.Sprintf("task %s failed (%s); last completion:\n%s", t.TaskID, t.Failure, last))
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"whale/core/search"
+	"whale/core/weights"
+	"whale/data"
 )
 
 // Ledger counts rollouts by purpose, with the completion tokens they
@@ -71,6 +73,9 @@ type State struct {
 	BestVal  float64 `json:"best_val"`
 	BestCkpt string  `json:"best_ckpt"`
 
+	// Replay holds kept samples of recent weight steps (Config.Replay).
+	Replay []replayed `json:"replay,omitempty"`
+
 	Paused bool `json:"paused"`
 	Force  bool `json:"force"`
 	// ControlApplied is the journal sequence of the last command applied.
@@ -112,4 +117,16 @@ func mustJSON(v any) json.RawMessage {
 		panic("engine: marshal " + err.Error()) // only engine-owned types reach here
 	}
 	return b
+}
+
+// replayed is a kept sample remembered for replay, with where it came from.
+type replayed struct {
+	Sample  weights.Sample `json:"sample"`
+	Step    int            `json:"step"`
+	Harness string         `json:"harness"`
+	Weights string         `json:"weights"`
+	// Text and Action are the final completion and what the harness read
+	// from it, for re-verification under another harness.
+	Text   string      `json:"text"`
+	Action data.Action `json:"action"`
 }
