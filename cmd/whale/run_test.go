@@ -73,3 +73,18 @@ func TestRunTinyThenResumeFinished(t *testing.T) {
 		t.Fatalf("resume of a finished run printed %q", again)
 	}
 }
+
+func TestGCMisuseAndEmpty(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	if _, err := runWhale(t, "gc", "--db", db, "--keep", "-1"); !isUsage(err) {
+		t.Fatalf("--keep -1: %v, want a usage error", err)
+	}
+	out, err := runWhale(t, "gc", "--db", db, "--json")
+	var r struct {
+		Blobs int `json:"blobs_deleted"`
+	}
+	lastJSONLine(t, out, &r)
+	if err != nil || r.Blobs != 0 {
+		t.Fatalf("gc of an empty workspace: %q, %v", out, err)
+	}
+}

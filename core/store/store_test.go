@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -196,5 +197,53 @@ func TestCorruptFileRefusedAndUntouched(t *testing.T) {
 	after, _ := os.ReadFile(path)
 	if !bytes.Equal(after, junk) {
 		t.Fatal("refusing a corrupt file changed it")
+	}
+}
+
+func TestMigrationStepsRunInOrder(t *testing.T) {
+	db := open(t)
+	db.CreateRun("r", []byte("{}"), time.Now())
+	db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, u64(0)) })
+	path := db.Path()
+	db.Close()
+	if _, err := Open(path, time.Second); err == nil || !strings.Contains(err.Error(), "no migration from schema 0") {
+		t.Fatalf("an old file without a migration: %v", err)
+	}
+	migrations[0] = func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put([]byte("migrated"), []byte("yes")) }
+	defer delete(migrations, 0)
+	db2, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	db2.bolt.View(func(tx *bolt.Tx) error {
+		if string(tx.Bucket(bucketMeta).Get([]byte("migrated"))) != "yes" || binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)) != SchemaVersion {
+			t.Error("migration step did not run or the version was not raised")
+		}
+		return nil
+	})
+	if _, err := db2.GetRun("r"); err != nil {
+		t.Fatalf("data lost in migration: %v", err)
+	}
+}
+
+func TestCollectGarbage(t *testing.T) {
+	db := open(t)
+	kept, _ := db.PutBlob([]byte("kept by a checkpoint"))
+	live, _ := db.PutBlob([]byte("a resume point's"))
+	dead, _ := db.PutBlob([]byte("garbage"))
+	db.PutCheckpoint(Checkpoint{ID: "c1", Manifest: []byte("{}"), Blobs: []string{kept}})
+	n, freed, err := db.CollectGarbage(func(h string) bool { return h == live })
+	if err != nil || n != 1 || freed != int64(len("garbage")) {
+		t.Fatalf("collected %d blobs, %d bytes, %v", n, freed, err)
+	}
+	if db.HasBlob(dead) || !db.HasBlob(kept) || !db.HasBlob(live) {
+		t.Fatal("wrong blobs collected")
+	}
+	if err := db.DeleteCheckpoint("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := db.CollectGarbage(func(string) bool { return false }); n != 2 {
+		t.Fatalf("after dropping the checkpoint %d blobs collected, want 2", n)
 	}
 }

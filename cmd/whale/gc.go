@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/engine"
+)
+
+func init() { register(newGCCmd) }
+
+func newGCCmd() *cobra.Command {
+	var dbPath string
+	var keep int
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "gc",
+		Short: "Drop old kept checkpoints (--keep N per run) and delete blobs nothing references",
+		Long: "Every phase boundary keeps a checkpoint. With --keep N, each run keeps its N most recent kept\n" +
+			"checkpoints and its best-val one; the others are dropped. Then every blob that no checkpoint\n" +
+			"and no run's resume point references is deleted. Without --keep only unreferenced blobs go.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keep < 0 {
+				return usageError{fmt.Errorf("--keep %d must be ≥ 0", keep)}
+			}
+			db, err := openStore(dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			runs, err := db.Runs()
+			if err != nil {
+				return err
+			}
+			live := map[string]bool{}
+			dropped := []string{}
+			for _, r := range runs {
+				var st engine.State
+				if len(r.Cursor) > 0 {
+					if err := json.Unmarshal(r.Cursor, &st); err != nil {
+						return fmt.Errorf("run %s: resume point: %w", r.ID, err)
+					}
+				}
+				for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights} {
+					live[h] = true
+				}
+				if !cmd.Flags().Changed("keep") {
+					continue
+				}
+				ids, err := db.Checkpoints(r.ID + "/")
+				if err != nil {
+					return err
+				}
+				// Order by round, then the weights phase before the harness
+				// phase of that round (ids are RUN/NN-phase).
+				sort.Slice(ids, func(i, j int) bool {
+					oi := strings.Replace(ids[i], "-weights", "-0", 1)
+					oj := strings.Replace(ids[j], "-weights", "-0", 1)
+					return strings.Replace(oi, "-harness", "-1", 1) < strings.Replace(oj, "-harness", "-1", 1)
+				})
+				for i, id := range ids {
+					if i >= len(ids)-keep || id == st.BestCkpt {
+						continue
+					}
+					if err := db.DeleteCheckpoint(id); err != nil {
+						return err
+					}
+					dropped = append(dropped, id)
+				}
+			}
+			n, freed, err := db.CollectGarbage(func(h string) bool { return live[h] })
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"checkpoints_dropped": dropped, "blobs_deleted": n, "bytes_freed": freed}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dropped %d checkpoints%s; deleted %d blobs, %.1f MB\n", len(dropped), list(dropped), n, float64(freed)/1e6)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	c.Flags().IntVar(&keep, "keep", 0, "kept checkpoints to keep per run (besides its best-val one)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}
+
+func list(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(ids, ", ") + ")"
+}
