@@ -12,12 +12,12 @@ import (
 
 func TestEvalOracleIsExact(t *testing.T) {
 	for _, d := range []string{"math", "searchqa", "chess"} {
-		out, err := harnessCLI(t, "eval", "--domain", d, "--harness", "h0", "--split", "test", "--k", "2", "--policy", "oracle", "--json")
+		out, err := runWhale(t, "eval", "--domain", d, "--harness", "h0", "--split", "test", "--k", "2", "--policy", "oracle", "--json")
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
 		var rep evalReport
-		harnessLastJSON(t, out, &rep)
+		lastJSONLine(t, out, &rep)
 		if rep.MeanAtK != 1 || rep.PassAtK != 1 || rep.CI95 != [2]float64{1, 1} || rep.K != 2 || rep.Rollouts != 2*rep.Tasks || rep.Tasks < 200 {
 			t.Errorf("%s: oracle report %+v, want mean@2 = pass@2 = 1 over the whole test split", d, rep)
 		}
@@ -28,12 +28,12 @@ func TestEvalOracleIsExact(t *testing.T) {
 }
 
 func TestEvalRandomScoresNearZero(t *testing.T) {
-	out, err := harnessCLI(t, "eval", "--domain", "math", "--harness", "h0", "--split", "val", "--k", "2", "--n", "64", "--policy", "random", "--json")
+	out, err := runWhale(t, "eval", "--domain", "math", "--harness", "h0", "--split", "val", "--k", "2", "--n", "64", "--policy", "random", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep evalReport
-	harnessLastJSON(t, out, &rep)
+	lastJSONLine(t, out, &rep)
 	if rep.MeanAtK > 0.05 || rep.Rollouts != 128 {
 		t.Fatalf("random policy report %+v", rep)
 	}
@@ -51,13 +51,13 @@ func TestEvalMisuse(t *testing.T) {
 		{"eval", "--domain", "math", "--harness", "h0", "--policy", "oracle", "--model", "x.safetensors"},
 		{"eval", "--domain", "nope", "--harness", "h0", "--policy", "oracle"},
 	} {
-		_, err := harnessCLI(t, args...)
+		_, err := runWhale(t, args...)
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: want a usage error, got %v", args, err)
 		}
 	}
-	_, err := harnessCLI(t, "eval", "--domain", "math", "--harness", "h0", "--model", filepath.Join(t.TempDir(), "missing.safetensors"))
+	_, err := runWhale(t, "eval", "--domain", "math", "--harness", "h0", "--model", filepath.Join(t.TempDir(), "missing.safetensors"))
 	var ue usageError
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "missing.safetensors") {
 		t.Errorf("missing model file: want an error naming it (exit 1), got %v", err)
@@ -66,7 +66,7 @@ func TestEvalMisuse(t *testing.T) {
 
 func TestEvalGridWritesCandidates(t *testing.T) {
 	dir := t.TempDir()
-	out, err := harnessCLI(t, "eval", "--domain", "chess", "--harness", "h0", "--split", "val", "--n", "8", "--policy", "oracle", "--grid", dir, "--json")
+	out, err := runWhale(t, "eval", "--domain", "chess", "--harness", "h0", "--split", "val", "--n", "8", "--policy", "oracle", "--grid", dir, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestEvalGridWritesCandidates(t *testing.T) {
 		Base       evalReport `json:"base"`
 		Candidates []gridRow  `json:"candidates"`
 	}
-	harnessLastJSON(t, out, &rep)
+	lastJSONLine(t, out, &rep)
 	if rep.Base.MeanAtK != 1 || len(rep.Candidates) < 10 {
 		t.Fatalf("grid: base %.3f, %d candidates", rep.Base.MeanAtK, len(rep.Candidates))
 	}
@@ -93,12 +93,12 @@ func TestEvalGridWritesCandidates(t *testing.T) {
 // calibration's business (docs/BASE_MODEL.md), not this test's.
 func TestEvalEmbeddedSmoke(t *testing.T) {
 	for _, d := range []string{"math", "searchqa", "chess"} {
-		out, err := harnessCLI(t, "eval", "--domain", d, "--harness", "h0", "--split", "val", "--k", "1", "--n", "16", "--max-new-tokens", "96", "--json")
+		out, err := runWhale(t, "eval", "--domain", d, "--harness", "h0", "--split", "val", "--k", "1", "--n", "16", "--max-new-tokens", "96", "--json")
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
 		var rep evalReport
-		harnessLastJSON(t, out, &rep)
+		lastJSONLine(t, out, &rep)
 		if rep.Tasks != 16 || rep.Rollouts != 16 || rep.ModelHash != basemodel.SHA256 || rep.PolicyCalls < 16 {
 			t.Fatalf("%s: report %+v", d, rep)
 		}

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"whale/core/engine"
 )
 
 func init() { register(newGCCmd) }
@@ -40,11 +37,9 @@ func newGCCmd() *cobra.Command {
 			live := map[string]bool{}
 			dropped := []string{}
 			for _, r := range runs {
-				var st engine.State
-				if len(r.Cursor) > 0 {
-					if err := json.Unmarshal(r.Cursor, &st); err != nil {
-						return fmt.Errorf("run %s: resume point: %w", r.ID, err)
-					}
+				_, st, err := readRun(r)
+				if err != nil {
+					return err
 				}
 				for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights} {
 					live[h] = true

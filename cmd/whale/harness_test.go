@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,34 +10,13 @@ import (
 	"whale/harnesses"
 )
 
-// harnessCLI runs the root command in-process and returns stdout and the
-// error main would turn into an exit status.
-func harnessCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
-}
-
-func harnessLastJSON(t *testing.T, out string, v any) {
-	t.Helper()
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
-		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
-	}
-}
-
 func TestHarnessCheckValid(t *testing.T) {
-	out, err := harnessCLI(t, "harness", "check", "h0", "--domain", "math", "--json")
+	out, err := runWhale(t, "harness", "check", "h0", "--domain", "math", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep harnessCheckReport
-	harnessLastJSON(t, out, &rep)
+	lastJSONLine(t, out, &rep)
 	if !rep.Valid || len(rep.Hash) != 64 || len(rep.Space) == 0 || len(rep.Knobs) == 0 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -50,7 +27,7 @@ func TestHarnessCheckInvalid(t *testing.T) {
 	if err := os.WriteFile(p, []byte("SYSTEM_PROMPT = 3\nMAX_TURNS = 1000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := harnessCLI(t, "harness", "check", p, "--domain", "math", "--json")
+	out, err := runWhale(t, "harness", "check", p, "--domain", "math", "--json")
 	var ue usageError
 	if err == nil || errors.As(err, &ue) {
 		t.Fatalf("want a plain error (exit 1), got %v", err)
@@ -59,7 +36,7 @@ func TestHarnessCheckInvalid(t *testing.T) {
 		t.Fatalf("error lacks the file:line message:\n%v", err)
 	}
 	var rep harnessCheckReport
-	harnessLastJSON(t, out, &rep)
+	lastJSONLine(t, out, &rep)
 	if rep.Valid || len(rep.Issues) == 0 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -70,12 +47,12 @@ func TestHarnessRunOracleAndRandom(t *testing.T) {
 		policy string
 		ok     func(float64) bool
 	}{{"oracle", func(m float64) bool { return m == 1 }}, {"random", func(m float64) bool { return m < 0.05 }}} {
-		out, err := harnessCLI(t, "harness", "run", "h0", "--domain", "math", "--policy", c.policy, "--n", "20", "--json")
+		out, err := runWhale(t, "harness", "run", "h0", "--domain", "math", "--policy", c.policy, "--n", "20", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var rep harnessRunReport
-		harnessLastJSON(t, out, &rep)
+		lastJSONLine(t, out, &rep)
 		if rep.Tasks != 20 || !c.ok(rep.Mean) {
 			t.Fatalf("%s: report %+v", c.policy, rep)
 		}
@@ -90,7 +67,7 @@ func TestHarnessUsageErrors(t *testing.T) {
 		{"harness", "run", "h0", "--domain", "math", "--n", "0"},
 		{"harness", "diff", "only-one"},
 	} {
-		_, err := harnessCLI(t, args...)
+		_, err := runWhale(t, args...)
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Fatalf("%v: want a usage error (exit 2), got %v", args, err)
@@ -111,7 +88,7 @@ func TestHarnessDiff(t *testing.T) {
 	if err := os.WriteFile(p, []byte(mut), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := harnessCLI(t, "harness", "diff", "h0", p, "--domain", "math")
+	out, err := runWhale(t, "harness", "diff", "h0", p, "--domain", "math")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ func TestPretrainTinyResumes(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.safetensors")
 	args := []string{"pretrain", "--preset", "tiny", "--steps", "4", "--batch", "2", "--tasks", "4", "--checkpoint-every", "2", "--json"}
-	out, err := harnessCLI(t, append(args, "--out", a)...)
+	out, err := runWhale(t, append(args, "--out", a)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,14 +21,14 @@ func TestPretrainTinyResumes(t *testing.T) {
 		Done       bool   `json:"done"`
 		CorpusHash string `json:"corpus_hash"`
 	}
-	harnessLastJSON(t, out, &rep)
+	lastJSONLine(t, out, &rep)
 	if rep.Steps != 4 || !rep.Done || len(rep.CorpusHash) != 64 {
 		t.Fatalf("report %+v", rep)
 	}
 	// --resume on a finished run's resume point does no further steps and
 	// rewrites the same bytes.
 	before, _ := os.ReadFile(a)
-	if _, err := harnessCLI(t, append(args, "--out", a, "--resume")...); err != nil {
+	if _, err := runWhale(t, append(args, "--out", a, "--resume")...); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(a)
@@ -36,12 +36,12 @@ func TestPretrainTinyResumes(t *testing.T) {
 		t.Fatal("resuming a finished run changed the model")
 	}
 	// The eval command reads what pretrain wrote.
-	out, err = harnessCLI(t, "eval", "--domain", "chess", "--harness", "h0", "--n", "2", "--max-new-tokens", "8", "--model", a, "--json")
+	out, err = runWhale(t, "eval", "--domain", "chess", "--harness", "h0", "--n", "2", "--max-new-tokens", "8", "--model", a, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ev evalReport
-	harnessLastJSON(t, out, &ev)
+	lastJSONLine(t, out, &ev)
 	if ev.Rollouts != 2 || ev.Model != a || len(ev.ModelHash) != 64 {
 		t.Fatalf("eval of the pretrained file: %+v", ev)
 	}
@@ -53,7 +53,7 @@ func TestPretrainMisuse(t *testing.T) {
 		{"pretrain", "--out", "x", "--preset", "huge"},
 		{"pretrain", "--out", "x", "--steps", "0"},
 	} {
-		_, err := harnessCLI(t, args...)
+		_, err := runWhale(t, args...)
 		var ue usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: want a usage error, got %v", args, err)

@@ -29,6 +29,22 @@ func init() {
 	register(newResumeCmd)
 }
 
+// readRun decodes a stored run's configuration and resume point (a zero
+// State when it has none yet).
+func readRun(r store.Run) (engine.Config, engine.State, error) {
+	var cfg engine.Config
+	var st engine.State
+	if err := json.Unmarshal(r.Config, &cfg); err != nil {
+		return cfg, st, fmt.Errorf("run %s: stored config: %w", r.ID, err)
+	}
+	if len(r.Cursor) > 0 {
+		if err := json.Unmarshal(r.Cursor, &st); err != nil {
+			return cfg, st, fmt.Errorf("run %s: resume point: %w", r.ID, err)
+		}
+	}
+	return cfg, st, nil
+}
+
 // openStore opens the workspace named by --db, failing within a second if
 // another process holds it.
 func openStore(path string) (*store.DB, error) {
@@ -329,8 +345,10 @@ func newRunsCmd() *cobra.Command {
 			}
 			rows := []row{}
 			for _, r := range runs {
-				var cfg engine.Config
-				json.Unmarshal(r.Config, &cfg)
+				cfg, _, err := readRun(r)
+				if err != nil {
+					return err
+				}
 				rows = append(rows, row{r.ID, r.Status, cfg.Domain, r.Created.Format(time.RFC3339)})
 			}
 			if asJSON {
@@ -364,11 +382,9 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var st engine.State
-			if len(r.Cursor) > 0 {
-				if err := json.Unmarshal(r.Cursor, &st); err != nil {
-					return fmt.Errorf("run %s: resume point: %w", r.ID, err)
-				}
+			_, st, err := readRun(r)
+			if err != nil {
+				return err
 			}
 			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
 				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary}
@@ -408,9 +424,9 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var cfg engine.Config
-			if err := json.Unmarshal(r.Config, &cfg); err != nil {
-				return fmt.Errorf("run %s: stored config: %w", r.ID, err)
+			cfg, _, err := readRun(r)
+			if err != nil {
+				return err
 			}
 			if !headless && r.Status != "finished" {
 				return usageError{errors.New("the workbench TUI is not built yet: resume with --headless")}
