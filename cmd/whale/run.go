@@ -234,16 +234,35 @@ func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
 	sub := eng.Subscribe(1024)
 	done := make(chan struct{})
 	log := cmd.ErrOrStderr()
+	bar := isTerminal(log)
+	phases := 2 * eng.Cfg.MaxRounds
 	go func() {
 		defer close(done)
+		ended := 0
 		for range sub.Ready() {
 			evs, dropped := sub.Drain()
-			if dropped > 0 {
+			if dropped > 0 && !bar {
 				fmt.Fprintf(log, "(%d events not shown)\n", dropped)
 			}
 			for _, ev := range evs {
-				printEvent(log, ev)
+				if ev.Kind == engine.EvPhaseEnded {
+					ended++
+				}
+				if !bar {
+					printEvent(log, ev)
+					continue
+				}
+				// On a terminal: phase boundaries as lines, the rest as
+				// one bar redrawn in place.
+				if ev.Kind == engine.EvPhaseEnded || ev.Kind == engine.EvRunFinished || ev.Kind == engine.EvControl {
+					fmt.Fprint(log, "\r\033[K")
+					printEvent(log, ev)
+				}
+				fmt.Fprintf(log, "\r\033[K%s", progressBar(ended, phases, ev))
 			}
+		}
+		if bar {
+			fmt.Fprintln(log)
 		}
 	}()
 	sum, err := eng.Run(ctx)
@@ -450,4 +469,33 @@ func newResumeCmd() *cobra.Command {
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	return c
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar renders the run's progress: phases ended out of the run's
+// phases (when the rounds bound it), then where it is now.
+func progressBar(ended, phases int, ev engine.Event) string {
+	const width = 24
+	bar := ""
+	if phases > 0 {
+		n := min(width, ended*width/phases)
+		bar = "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + fmt.Sprintf("] %d/%d phases  ", ended, phases)
+	}
+	where := fmt.Sprintf("round %d %s", ev.Round, ev.Phase)
+	switch ev.Phase {
+	case engine.PhaseWeights:
+		where += fmt.Sprintf(" step %d", ev.Step)
+	case engine.PhaseHarness:
+		where += fmt.Sprintf(" iteration %d", ev.Iteration)
+	}
+	return fmt.Sprintf("%s%s  %d rollouts", bar, where, ev.Rollouts)
 }

@@ -236,3 +236,34 @@ func withoutResumed(evs []Event) []Event {
 	}
 	return out
 }
+
+// A command journaled after the last resume point (the process died
+// before saving again) is applied when the run resumes.
+func TestResumeReplaysJournaledCommands(t *testing.T) {
+	cfg := tinyConfig(t)
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	e.stopAfter = func(State) bool { saves++; return saves == 3 }
+	if _, err := e.Run(context.Background()); !errors.Is(err, errStopped) {
+		t.Fatal(err)
+	}
+	if _, err := db.AppendControl("j", mustJSON(journaled{Command: Command{Kind: "freeze", Target: "MAX_TURNS"}})); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, db)
+	env.Model = nil
+	r, err := Resume(env, kernels.NewCPU(), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.State().Archive.Frozen["MAX_TURNS"] {
+		t.Fatal("a journaled freeze was not replayed on resume")
+	}
+	if r.State().ControlApplied != 1 {
+		t.Fatalf("control applied %d, want 1", r.State().ControlApplied)
+	}
+}

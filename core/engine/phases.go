@@ -333,14 +333,14 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 		return err
 	}
 	e.st.ValBefore = val
-	next := PhaseHarness
+	next, round := PhaseHarness, e.st.Round
 	if e.st.Phase == PhaseHarness {
-		next = PhaseWeights
-		e.st.Round++
+		next, round = PhaseWeights, round+1
 	}
-	if budgetOver || (e.Cfg.MaxRounds > 0 && e.st.Round > e.Cfg.MaxRounds) {
+	if budgetOver || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
 		return e.finish(ctx)
 	}
+	e.st.Round = round
 	return e.beginPhase(next)
 }
 
@@ -399,13 +399,12 @@ func (e *Engine) finish(ctx context.Context) error {
 	if err := e.loadWeights(final); err != nil {
 		return err
 	}
-	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Rounds: e.st.Round - 1,
+	// Rounds counts the rounds begun (the last may have been cut short by
+	// the budget).
+	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Rounds: e.st.Round,
 		Rollouts: e.st.Ledger.Budgeted(), EvalRollouts: e.st.Ledger.Eval, Phases: e.st.Phases,
 		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt}
-	if e.st.Phase == PhaseWeights && e.st.PhaseSteps == 0 {
-		sum.Rounds = e.st.Round - 1
-	}
 	e.st.Summary, e.st.Done = sum, true
 	return e.emit(EvRunFinished, mustJSON(sum))
 }
