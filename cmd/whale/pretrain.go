@@ -16,7 +16,7 @@ func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
 	var promptWeight, peakLR, drillRandom, floorLR float64
-	var drillAnswerOnly bool
+	var drillAnswerOnly, drillRaw bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
 	var steps, batch, every, tasks int
@@ -60,6 +60,7 @@ func newPretrainCmd() *cobra.Command {
 			}
 			o.Corpus.Mix.DrillRandom = drillRandom
 			o.Corpus.Mix.DrillAnswerOnly = drillAnswerOnly
+			o.Corpus.Mix.DrillRaw = drillRaw
 			o.FloorLR = floorLR
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
@@ -97,6 +98,7 @@ func newPretrainCmd() *cobra.Command {
 	f.IntVar(&warmup, "warmup", def.Warmup, "warmup steps")
 	f.IntVar(&drills, "drills", def.Corpus.Mix.Drills, "synthetic copy drills added to the corpus")
 	f.Float64Var(&drillRandom, "drill-random", def.Corpus.Mix.DrillRandom, "share of drills that repeat random letters")
+	f.BoolVar(&drillRaw, "drill-raw", false, "random-letter drills as bare 100-letter copies without chat framing")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")
 	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")

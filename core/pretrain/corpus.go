@@ -49,6 +49,9 @@ type Mix struct {
 	// of random letters is unpredictable, and its loss only adds noise
 	// while the model has yet to learn to copy.
 	DrillAnswerOnly bool `json:",omitempty"`
+	// DrillRaw renders the random-letter drills as bare copies (see
+	// rawCopy) instead of chat turns.
+	DrillRaw bool `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.
@@ -185,7 +188,7 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		c.Stats[name] = st
 	}
 	if opts.Mix.Drills > 0 {
-		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills, opts.Mix.DrillRandom, opts.Mix.DrillAnswerOnly)
+		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills, opts.Mix.DrillRandom, opts.Mix.DrillAnswerOnly, opts.Mix.DrillRaw)
 		st := DomainStats{Demos: len(ds), Sequences: len(ds)}
 		for _, s := range ds {
 			st.Tokens += len(s.Tokens)

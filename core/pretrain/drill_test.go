@@ -10,7 +10,7 @@ import (
 
 func TestDrillsAnswerFromTheirPrompt(t *testing.T) {
 	tok := tokenizer.Bytes{}
-	for i, s := range drillSequences(rand.New(rand.NewPCG(1, 2)), 60, 0.3, false) {
+	for i, s := range drillSequences(rand.New(rand.NewPCG(1, 2)), 60, 0.3, false, false) {
 		if len(s.Tokens) != len(s.Mask) {
 			t.Fatalf("drill %d: %d tokens, %d mask", i, len(s.Tokens), len(s.Mask))
 		}
