@@ -217,6 +217,15 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	e.st.PhaseSteps++
+	// Overfitting alarm: every newly accepted harness is also scored on the
+	// audit split, which selection never sees.
+	if inc := a.Entries[a.Incumbent]; (r.Changed || !inc.HasAudit) && len(e.audit) > 0 {
+		rep, err := e.evalSplit(ctx, data.SplitAudit, e.audit, a.Incumbent, 1)
+		if err != nil {
+			return false, err
+		}
+		inc.Audit, inc.HasAudit = rep.MeanAtK, true
+	}
 	end := e.st.schedule().HarnessIteration(r.BestScore)
 	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience()}
 	for i, ent := range a.Leaderboard() {
@@ -311,14 +320,8 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	}
 	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
 		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force}
-	if e.st.Phase == PhaseHarness && len(e.audit) > 0 {
-		rep, err := e.evalSplit(ctx, data.SplitAudit, e.audit, a.Incumbent, 1)
-		if err != nil {
-			return err
-		}
-		inc := a.Entries[a.Incumbent]
-		inc.Audit, inc.HasAudit = rep.MeanAtK, true
-		gap := inc.Score - rep.MeanAtK
+	if inc := a.Entries[a.Incumbent]; e.st.Phase == PhaseHarness && inc.HasAudit {
+		gap := inc.Score - inc.Audit
 		rec.AuditGap = &gap
 	}
 	e.st.Phases = append(e.st.Phases, rec)

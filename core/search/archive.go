@@ -89,6 +89,7 @@ func (a *Archive) ResetScores(weights string) {
 	a.Weights = weights
 	for _, e := range a.Entries {
 		e.Score, e.Scored, e.Sum, e.SumSq, e.Complete = 0, 0, 0, 0, false
+		e.Audit, e.HasAudit = 0, false
 	}
 }
 
