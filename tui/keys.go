@@ -1,0 +1,41 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// keyMap is every key the workbench answers to; `?` shows it whole.
+type keyMap struct {
+	Run, Harnesses, Samples, Checkpoints, Log key.Binding
+	Tab, Up, Down, Enter, Back                key.Binding
+	Force, Pause, Help, Quit                  key.Binding
+	Prune, Unprune                            key.Binding
+	Kind, Kept, Reload                        key.Binding
+	Yes                                       key.Binding
+}
+
+var keys = keyMap{
+	Run:         key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "run pane")),
+	Harnesses:   key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "harnesses pane")),
+	Samples:     key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "samples pane")),
+	Checkpoints: key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "checkpoints pane")),
+	Log:         key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "log pane")),
+	Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+	Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+	Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open sample")),
+	Back:        key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
+	Force:       key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force a phase switch (asks y/n)")),
+	Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause / resume")),
+	Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "this key map")),
+	Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit (the run resumes later)")),
+	Prune:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "prune the selected harness")),
+	Unprune:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unprune the selected harness")),
+	Kind:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "samples: cycle the failure-kind filter")),
+	Kept:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "samples: show kept ones too")),
+	Reload:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload from the store")),
+	Yes:         key.NewBinding(key.WithKeys("y", "Y")),
+}
+
+func (k keyMap) all() []key.Binding {
+	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
+		k.Enter, k.Back, k.Force, k.Pause, k.Help, k.Quit, k.Prune, k.Unprune, k.Kind, k.Kept, k.Reload}
+}

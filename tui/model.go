@@ -1,0 +1,570 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"whale/core/engine"
+	"whale/core/eval"
+	"whale/core/weights"
+)
+
+// Controller is where control commands go: the engine in a run, a fake in
+// tests.
+type Controller interface {
+	Send(engine.Command) error
+}
+
+// Options wires a workbench to a run.
+type Options struct {
+	RunID     string
+	Domain    string
+	ModelDesc string
+	Schedule  string
+	Preset    string
+	Budget    int // 0: the rounds bound the run
+	Rounds    int
+	// Events is the engine's subscription; nil shows only History.
+	Events *engine.Subscription[engine.Event]
+	// Control receives force, pause, resume, prune and unprune.
+	Control Controller
+	// Run runs the engine to its end or until ctx is cancelled; nil when
+	// something else drives the engine (tests).
+	Run func(ctx context.Context) error
+	// History are the run's stored events, replayed into the panes before
+	// live ones (a resumed run).
+	History []engine.Event
+	// Samples loads the run's stored samples; nil leaves the pane empty.
+	Samples func() ([]Sample, error)
+	// Now is the clock for elapsed time (tests fix it).
+	Now func() time.Time
+}
+
+type pane int
+
+const (
+	paneRun pane = iota
+	paneHarnesses
+	paneSamples
+	paneCheckpoints
+	paneLog
+	paneCount
+)
+
+var paneNames = [paneCount]string{"Run", "Harnesses", "Samples", "Checkpoints", "Log"}
+
+// Model is the workbench's top tea.Model.
+type Model struct {
+	opt    Options
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	width, height int
+	pane          pane
+	help          bool
+	confirm       bool // f was pressed; y sends force
+	err           string
+	status        string // the run's end, once known
+	started       time.Time
+	now           time.Time
+
+	run runView
+	// Harnesses pane.
+	boardSel int
+	// Samples pane.
+	samples     []Sample
+	sampleSel   int
+	kindFilter  string
+	showKept    bool
+	detail      bool
+	detailOff   int
+	samplesErr  string
+	loadingSamp bool
+	// Checkpoints and Log panes.
+	ckptSel int
+	logOff  int
+}
+
+// runView is what the events have told: the latest-value snapshot the
+// panes draw.
+type runView struct {
+	segments    []segment
+	rollouts    int
+	round       int
+	phase       engine.Phase
+	step, iter  int
+	rewards     []float64
+	vals        []valPoint
+	patience    *engine.Patience
+	stats       *weights.Stats
+	board       []BoardRow
+	checkpoints []checkpoint
+	log         []string
+	dropped     int
+	paused      bool
+	finished    bool
+	summary     *engine.Summary
+}
+
+type segment struct {
+	kind       engine.Phase
+	round      int
+	start, end int // budgeted rollouts; end < 0 while running
+	forced     bool
+}
+
+type valPoint struct {
+	rollouts int
+	mean     float64
+}
+
+// BoardRow is one leaderboard row of a harness_iteration event.
+type BoardRow struct {
+	Hash      string  `json:"hash"`
+	Parent    string  `json:"parent,omitempty"`
+	Mechanism string  `json:"mechanism,omitempty"`
+	Score     float64 `json:"score"`
+	CILo      float64 `json:"ci_lo"`
+	CIHi      float64 `json:"ci_hi"`
+	Rollouts  int     `json:"rollouts"`
+	Iteration int     `json:"iteration"`
+	Status    string  `json:"status"`
+}
+
+type checkpoint struct {
+	ID, Weights, Harness string
+	Round, Step          int
+	Val                  float64
+}
+
+const logCap = 1000
+
+// Messages.
+type (
+	eventsMsg struct {
+		events  []engine.Event
+		dropped int
+		closed  bool
+	}
+	runEndedMsg struct{ err error }
+	tickMsg     time.Time
+	samplesMsg  struct {
+		samples []Sample
+		err     error
+	}
+)
+
+// New returns a workbench for opt; History is applied at once.
+func New(opt Options) *Model {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24}
+	m.started = opt.Now()
+	m.now = m.started
+	for _, ev := range opt.History {
+		m.apply(ev)
+	}
+	return m
+}
+
+// Stop cancels the run the model started; the engine stops at its next
+// check and keeps its last resume point.
+func (m *Model) Stop() { m.cancel() }
+
+// Init starts the engine, the event reader and the redraw tick.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{tick(), m.loadSamples()}
+	if m.opt.Run != nil {
+		run, ctx := m.opt.Run, m.ctx
+		cmds = append(cmds, func() tea.Msg { return runEndedMsg{err: run(ctx)} })
+	}
+	if m.opt.Events != nil {
+		cmds = append(cmds, waitEvents(m.opt.Events))
+	}
+	return tea.Batch(cmds...)
+}
+
+// waitEvents blocks until the broker signals, then hands over everything
+// queued; Update re-arms it.
+func waitEvents(sub *engine.Subscription[engine.Event]) tea.Cmd {
+	return func() tea.Msg {
+		_, ok := <-sub.Ready()
+		evs, dropped := sub.Drain()
+		return eventsMsg{events: evs, dropped: dropped, closed: !ok}
+	}
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(100*time.Millisecond, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m *Model) loadSamples() tea.Cmd {
+	if m.opt.Samples == nil {
+		return nil
+	}
+	m.loadingSamp = true
+	load := m.opt.Samples
+	return func() tea.Msg {
+		s, err := load()
+		return samplesMsg{samples: s, err: err}
+	}
+}
+
+// Update handles one message; it never does I/O.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tickMsg:
+		m.now = m.opt.Now()
+		return m, tick()
+	case eventsMsg:
+		for _, ev := range msg.events {
+			m.apply(ev)
+		}
+		m.run.dropped += msg.dropped
+		if msg.closed {
+			return m, nil
+		}
+		return m, waitEvents(m.opt.Events)
+	case runEndedMsg:
+		switch {
+		case msg.err == nil:
+			m.status = "run finished"
+		case m.ctx.Err() != nil:
+			m.status = "run stopped; resume it later"
+		default:
+			m.status = "run failed"
+			m.err = msg.err.Error()
+		}
+	case samplesMsg:
+		m.loadingSamp = false
+		if msg.err != nil {
+			m.samplesErr = msg.err.Error()
+		} else {
+			m.samplesErr = ""
+			m.samples = msg.samples
+			m.clampSamples()
+		}
+	case tea.KeyMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) send(c engine.Command) {
+	if m.opt.Control == nil {
+		m.err = "no run to control"
+		return
+	}
+	if err := m.opt.Control.Send(c); err != nil {
+		m.err = fmt.Sprintf("%s: %v", c.Kind, err)
+	}
+}
+
+func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	m.err = ""
+	if m.confirm {
+		m.confirm = false
+		if key.Matches(k, keys.Yes) {
+			m.send(engine.Command{Kind: "force"})
+		}
+		return m, nil
+	}
+	if m.help {
+		m.help = false
+		if !key.Matches(k, keys.Quit) {
+			return m, nil
+		}
+	}
+	switch {
+	case key.Matches(k, keys.Quit):
+		m.cancel()
+		return m, tea.Quit
+	case key.Matches(k, keys.Help):
+		m.help = true
+	case key.Matches(k, keys.Force):
+		m.confirm = true
+	case key.Matches(k, keys.Pause):
+		if m.run.paused {
+			m.send(engine.Command{Kind: "resume"})
+		} else {
+			m.send(engine.Command{Kind: "pause"})
+		}
+	case key.Matches(k, keys.Run):
+		m.pane = paneRun
+	case key.Matches(k, keys.Harnesses):
+		m.pane = paneHarnesses
+	case key.Matches(k, keys.Samples):
+		m.pane = paneSamples
+		return m, m.loadSamples()
+	case key.Matches(k, keys.Checkpoints):
+		m.pane = paneCheckpoints
+	case key.Matches(k, keys.Log):
+		m.pane = paneLog
+	case key.Matches(k, keys.Tab):
+		m.pane = (m.pane + 1) % paneCount
+		if m.pane == paneSamples {
+			return m, m.loadSamples()
+		}
+	default:
+		return m.paneKey(k)
+	}
+	return m, nil
+}
+
+func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	up, down := key.Matches(k, keys.Up), key.Matches(k, keys.Down)
+	switch m.pane {
+	case paneHarnesses:
+		switch {
+		case up:
+			m.boardSel = max(0, m.boardSel-1)
+		case down:
+			m.boardSel = min(max(0, len(m.run.board)-1), m.boardSel+1)
+		case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
+			if m.boardSel >= len(m.run.board) {
+				m.err = "no harness selected"
+				return m, nil
+			}
+			kind := "prune"
+			if key.Matches(k, keys.Unprune) {
+				kind = "unprune"
+			}
+			m.send(engine.Command{Kind: kind, Target: m.run.board[m.boardSel].Hash})
+		}
+	case paneSamples:
+		if m.detail {
+			switch {
+			case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
+				m.detail, m.detailOff = false, 0
+			case up:
+				m.detailOff = max(0, m.detailOff-1)
+			case down:
+				m.detailOff++
+			}
+			return m, nil
+		}
+		vis := m.visibleSamples()
+		switch {
+		case up:
+			m.sampleSel = max(0, m.sampleSel-1)
+		case down:
+			m.sampleSel = min(max(0, len(vis)-1), m.sampleSel+1)
+		case key.Matches(k, keys.Enter):
+			if len(vis) == 0 {
+				m.err = "no sample to open"
+			} else {
+				m.detail = true
+			}
+		case key.Matches(k, keys.Kind):
+			m.kindFilter = nextKind(m.sampleKinds(), m.kindFilter)
+			m.sampleSel = 0
+		case key.Matches(k, keys.Kept):
+			m.showKept = !m.showKept
+			m.sampleSel = 0
+		case key.Matches(k, keys.Reload):
+			return m, m.loadSamples()
+		}
+	case paneCheckpoints:
+		switch {
+		case up:
+			m.ckptSel = max(0, m.ckptSel-1)
+		case down:
+			m.ckptSel = min(max(0, len(m.run.checkpoints)-1), m.ckptSel+1)
+		}
+	case paneLog:
+		switch {
+		case up:
+			m.logOff = min(max(0, len(m.run.log)-1), m.logOff+1)
+		case down:
+			m.logOff = max(0, m.logOff-1)
+		}
+	}
+	return m, nil
+}
+
+// apply folds one event into the snapshot. A payload that does not decode
+// is logged, not fatal: the screen must survive an engine newer than it.
+func (m *Model) apply(ev engine.Event) {
+	r := &m.run
+	r.rollouts = max(r.rollouts, ev.Rollouts)
+	if ev.Round > 0 {
+		r.round = ev.Round
+	}
+	r.step, r.iter = ev.Step, ev.Iteration
+	bad := func(err error) {
+		m.logLine(fmt.Sprintf("#%d %s: payload unreadable: %v", ev.Seq, ev.Kind, err))
+	}
+	line := ""
+	switch ev.Kind {
+	case engine.EvRunStarted:
+		var cfg engine.Config
+		if err := json.Unmarshal(ev.Data, &cfg); err != nil {
+			bad(err)
+			return
+		}
+		if cfg.Domain != "" {
+			m.opt.Domain = cfg.Domain
+		}
+		m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.Schedule, cfg.Preset, cfg.Budget, cfg.MaxRounds
+		line = fmt.Sprintf("run started: %s, %s schedule, preset %s", cfg.Domain, cfg.Schedule, cfg.Preset)
+	case engine.EvRunResumed:
+		line = "run resumed"
+	case engine.EvPhaseStarted:
+		var d struct {
+			Kind  engine.Phase `json:"kind"`
+			Round int          `json:"round"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+			r.segments[n-1].end = ev.Rollouts
+		}
+		r.segments = append(r.segments, segment{kind: d.Kind, round: d.Round, start: ev.Rollouts, end: -1})
+		r.phase, r.patience = d.Kind, nil
+		line = fmt.Sprintf("round %d: %s phase", d.Round, d.Kind)
+	case engine.EvWeightStep:
+		var d struct {
+			Stats      weights.Stats   `json:"stats"`
+			RewardMean float64         `json:"reward_mean"`
+			Patience   engine.Patience `json:"patience"`
+			Skipped    string          `json:"skipped"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		r.rewards = append(r.rewards, d.RewardMean)
+		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
+		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss)
+		if d.Skipped != "" {
+			line += " (skipped: " + d.Skipped + ")"
+		}
+	case engine.EvHarnessIteration:
+		var d struct {
+			Patience engine.Patience `json:"patience"`
+			Board    []BoardRow      `json:"board"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		r.board, r.patience, r.phase = d.Board, &d.Patience, engine.PhaseHarness
+		m.boardSel = min(m.boardSel, max(0, len(r.board)-1))
+		line = fmt.Sprintf("iteration %d: %d on the board", ev.Iteration, len(d.Board))
+		if len(d.Board) > 0 {
+			line += fmt.Sprintf(", best %s %.3f", short(d.Board[0].Hash), d.Board[0].Score)
+		}
+	case engine.EvPhaseEnded:
+		var rec engine.PhaseRecord
+		if err := json.Unmarshal(ev.Data, &rec); err != nil {
+			bad(err)
+			return
+		}
+		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+			r.segments[n-1].end = ev.Rollouts
+			r.segments[n-1].forced = rec.Forced
+		}
+		r.vals = append(r.vals, valPoint{rollouts: ev.Rollouts, mean: rec.ValAfter})
+		line = fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter)
+		if rec.Forced {
+			line += " (forced)"
+		}
+	case engine.EvEval:
+		var d struct {
+			Split  string      `json:"split"`
+			Report eval.Report `json:"report"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		if d.Split == "val" && len(r.vals) == 0 {
+			r.vals = append(r.vals, valPoint{rollouts: ev.Rollouts, mean: d.Report.MeanAtK})
+		}
+		line = fmt.Sprintf("eval %s: mean@%d %.3f", d.Split, d.Report.K, d.Report.MeanAtK)
+	case engine.EvControl:
+		var d struct {
+			Kind   string `json:"kind"`
+			Target string `json:"target"`
+			Error  string `json:"error"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		if d.Error == "" {
+			switch d.Kind {
+			case "pause":
+				r.paused = true
+			case "resume":
+				r.paused = false
+			}
+		}
+		line = "control: " + d.Kind
+		if d.Target != "" {
+			line += " " + short(d.Target)
+		}
+		if d.Error != "" {
+			line += " refused: " + d.Error
+			m.err = line
+		}
+	case engine.EvCheckpoint:
+		var d struct {
+			ID      string `json:"id"`
+			Weights string `json:"weights"`
+			Harness string `json:"harness"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			bad(err)
+			return
+		}
+		c := checkpoint{ID: d.ID, Weights: d.Weights, Harness: d.Harness, Round: ev.Round, Step: ev.Step}
+		if n := len(r.vals); n > 0 {
+			c.Val = r.vals[n-1].mean
+		}
+		r.checkpoints = append(r.checkpoints, c)
+		line = "checkpoint " + d.ID
+	case engine.EvRunFinished:
+		var s engine.Summary
+		if err := json.Unmarshal(ev.Data, &s); err != nil {
+			bad(err)
+			return
+		}
+		r.finished, r.summary = true, &s
+		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+			r.segments[n-1].end = ev.Rollouts
+		}
+		line = fmt.Sprintf("run finished: test mean@8 %.3f, best val %.3f", s.TestMean8, s.BestValMean)
+	case engine.EvError:
+		line = "error: " + string(ev.Data)
+		m.err = line
+	default:
+		line = ev.Kind
+	}
+	m.logLine(fmt.Sprintf("#%-5d %s", ev.Seq, line))
+}
+
+func (m *Model) logLine(s string) {
+	m.run.log = append(m.run.log, s)
+	if len(m.run.log) > logCap {
+		m.run.log = append(m.run.log[:0:0], m.run.log[len(m.run.log)-logCap:]...)
+	}
+}
+
+func short(h string) string {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}

@@ -1,0 +1,105 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"whale/core/store"
+	"whale/harnesses"
+)
+
+// Sample is one stored rollout with why it was kept or rejected.
+type Sample struct {
+	Seq        uint64               `json:"-"`
+	Kind       string               `json:"kind"`
+	Step       int                  `json:"step"`
+	Iteration  int                  `json:"iteration"`
+	Round      int                  `json:"round"`
+	Kept       bool                 `json:"kept"`
+	Why        string               `json:"why"`
+	Harness    string               `json:"harness"`
+	Weights    string               `json:"weights"`
+	Trajectory harnesses.Trajectory `json:"trajectory"`
+}
+
+// maxSamples bounds how many of the newest samples the pane holds.
+const maxSamples = 2000
+
+// StoreSamples returns a loader of run's samples from db, newest first.
+func StoreSamples(db *store.DB, run string) func() ([]Sample, error) {
+	return func() ([]Sample, error) {
+		var out []Sample
+		err := db.Samples(run, 0, func(seq uint64, rec []byte) error {
+			var s Sample
+			if err := json.Unmarshal(rec, &s); err != nil {
+				return fmt.Errorf("tui: sample %d of run %s: %w", seq, run, err)
+			}
+			s.Seq = seq
+			out = append(out, s)
+			if len(out) > 2*maxSamples {
+				out = append(out[:0:0], out[len(out)-maxSamples:]...)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tui: reading samples of run %s: %w", run, err)
+		}
+		if len(out) > maxSamples {
+			out = out[len(out)-maxSamples:]
+		}
+		slices.Reverse(out)
+		return out, nil
+	}
+}
+
+func (m *Model) visibleSamples() []Sample {
+	var out []Sample
+	for _, s := range m.samples {
+		if s.Kept && !m.showKept {
+			continue
+		}
+		if m.kindFilter != "" && s.Why != m.kindFilter {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// sampleKinds lists the failure kinds present, sorted.
+func (m *Model) sampleKinds() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range m.samples {
+		if !s.Kept && !seen[s.Why] {
+			seen[s.Why] = true
+			out = append(out, s.Why)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// nextKind cycles "" (all) → each kind → "".
+func nextKind(kinds []string, cur string) string {
+	if cur == "" {
+		if len(kinds) == 0 {
+			return ""
+		}
+		return kinds[0]
+	}
+	i := slices.Index(kinds, cur)
+	if i < 0 || i+1 >= len(kinds) {
+		return ""
+	}
+	return kinds[i+1]
+}
+
+func (m *Model) clampSamples() {
+	n := len(m.visibleSamples())
+	m.sampleSel = min(m.sampleSel, max(0, n-1))
+	if n == 0 {
+		m.detail = false
+	}
+}

@@ -1,0 +1,18 @@
+package tui
+
+import "github.com/charmbracelet/lipgloss"
+
+// All styles of the workbench.
+var (
+	stTitle     = lipgloss.NewStyle().Bold(true).Foreground(colAccent)
+	stTabActive = lipgloss.NewStyle().Bold(true).Foreground(colAccent).Underline(true)
+	stTab       = lipgloss.NewStyle().Foreground(colMuted)
+	stMuted     = lipgloss.NewStyle().Foreground(colMuted)
+	stWeights   = lipgloss.NewStyle().Foreground(colWeights)
+	stHarness   = lipgloss.NewStyle().Foreground(colHarness)
+	stError     = lipgloss.NewStyle().Bold(true).Foreground(colError)
+	stGood      = lipgloss.NewStyle().Foreground(colGood)
+	stSelected  = lipgloss.NewStyle().Bold(true).Background(colSelected)
+	stHeader    = lipgloss.NewStyle().Bold(true)
+	stConfirm   = lipgloss.NewStyle().Bold(true).Foreground(colHarness)
+)
