@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/spf13/cobra"
+
+	"whale/core/engine"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data/domains"
+	"whale/kernels"
+	"whale/tui"
+)
+
+func init() { register(newTUICmd) }
+
+// tuiFlags are what `whale tui` (and `whale` on a terminal) start from.
+type tuiFlags struct {
+	db, domain, preset, run string
+	fresh                   bool
+	seed                    uint64
+}
+
+func newTUICmd() *cobra.Command {
+	var fl tuiFlags
+	c := &cobra.Command{
+		Use:   "tui [--db F] [--domain D] [--preset P] [--run ID]",
+		Short: "Open the workbench: watch and steer a run (new, or resume --run / the newest unfinished one)",
+		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
+			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
+			"Without --run it offers to resume the newest unfinished run in --db, else starts a new run with\n" +
+			"the embedded model. q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return openWorkbench(cmd, fl) },
+	}
+	f := c.Flags()
+	f.StringVar(&fl.db, "db", "whale.db", "workspace file")
+	f.StringVar(&fl.domain, "domain", "math", "domain of a new run: "+strings.Join(domains.Names(), ", "))
+	f.StringVar(&fl.preset, "preset", "small", "size of a new run: "+strings.Join(engine.PresetNames(), ", "))
+	f.StringVar(&fl.run, "run", "", "resume this run instead of starting one")
+	f.BoolVar(&fl.fresh, "new", false, "start a new run even if an unfinished one could be resumed")
+	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
+	return c
+}
+
+// newestUnfinished returns the newest run that is not finished and has a
+// resume point, or "".
+func newestUnfinished(db *store.DB) (string, error) {
+	runs, err := db.Runs()
+	if err != nil {
+		return "", err
+	}
+	best := store.Run{}
+	for _, r := range runs {
+		if r.Status != "finished" && len(r.Cursor) > 0 && (best.ID == "" || r.Created.After(best.Created)) {
+			best = r
+		}
+	}
+	return best.ID, nil
+}
+
+// askYes asks a yes/no question on w, reading one line from r; an empty
+// answer is yes.
+func askYes(r io.Reader, w io.Writer, q string) bool {
+	fmt.Fprintf(w, "%s [Y/n] ", q)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "" || a == "y" || a == "yes"
+}
+
+func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
+	if !isTerminal(cmd.OutOrStdout()) {
+		return usageError{errors.New("the workbench needs a terminal on stdout; without one run 'whale run --headless --domain D' (or 'whale resume RUN --headless')")}
+	}
+	db, err := openStore(fl.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	runID := fl.run
+	if runID == "" && !fl.fresh {
+		id, err := newestUnfinished(db)
+		if err != nil {
+			return err
+		}
+		if id != "" && askYes(cmd.InOrStdin(), cmd.ErrOrStderr(), fmt.Sprintf("resume unfinished run %s?", id)) {
+			runID = id
+		}
+	}
+	var eng *engine.Engine
+	var history []engine.Event
+	modelDesc := "embedded base model"
+	if runID != "" {
+		r, err := db.GetRun(runID)
+		if err != nil {
+			return err
+		}
+		cfg, _, err := readRun(r)
+		if err != nil {
+			return err
+		}
+		if r.Status == "finished" {
+			return usageError{fmt.Errorf("run %s is finished: 'whale show %s' reports it", runID, runID)}
+		}
+		dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
+		if err != nil {
+			return err
+		}
+		env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+		if eng, err = engine.Resume(env, kernels.NewCPU(), runID); err != nil {
+			return err
+		}
+		modelDesc = "resumed weights"
+		err = db.Events(runID, 0, func(seq uint64, rec []byte) error {
+			var ev engine.Event
+			if err := json.Unmarshal(rec, &ev); err != nil {
+				return fmt.Errorf("run %s: stored event %d: %w", runID, seq, err)
+			}
+			history = append(history, ev)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		if !slices.Contains(domains.Names(), fl.domain) {
+			return usageError{fmt.Errorf("--domain %q: want one of %s", fl.domain, strings.Join(domains.Names(), ", "))}
+		}
+		cfg, err := engine.Preset(fl.preset, fl.domain)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Seed = fl.seed
+		m, _, _, dataSeed, err := loadEvalModel("")
+		if err != nil {
+			return err
+		}
+		dom, err := runDomain(fl.domain, "", "", dataSeed)
+		if err != nil {
+			return err
+		}
+		cfg.DataSeed = dataSeed
+		if err := cfg.Validate(); err != nil {
+			return usageError{err}
+		}
+		id, err := newRunID(db, fl.domain)
+		if err != nil {
+			return err
+		}
+		env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}
+		if eng, err = engine.New(cfg, env, id); err != nil {
+			return err
+		}
+	}
+	// Subscribe before the engine starts so that no event is missed.
+	sub := eng.Subscribe(4096)
+	done := make(chan error, 1)
+	// The tea.Cmd that runs the engine may start after the program has
+	// ended (q at once); closed stops it from starting then.
+	var mu sync.Mutex
+	started, closed := false, false
+	m := tui.New(tui.Options{
+		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.Schedule,
+		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
+		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
+		Run: func(ctx context.Context) error {
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				return context.Canceled
+			}
+			started = true
+			mu.Unlock()
+			_, err := eng.Run(ctx)
+			done <- err
+			return err
+		},
+	})
+	_, perr := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run()
+	m.Stop()
+	mu.Lock()
+	closed = true
+	wait := started
+	mu.Unlock()
+	if wait {
+		// The engine stops at its next check of the context and keeps its
+		// last resume point; the store closes only after it has stopped.
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %v\n", eng.RunID, err)
+		}
+	}
+	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
+		return fmt.Errorf("tui: %w", perr)
+	}
+	st := eng.State()
+	if st.Done {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s finished: 'whale show %s'\n", eng.RunID, eng.RunID)
+	} else {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: 'whale tui --run %s' or 'whale resume %s --headless' continues it\n", eng.RunID, eng.RunID, eng.RunID)
+	}
+	return nil
+}
