@@ -52,9 +52,9 @@ func (m *Model) viewTabs() string {
 	for i, n := range paneNames {
 		label := fmt.Sprintf("%d %s", i+1, n)
 		if pane(i) == m.pane {
-			parts = append(parts, stTabActive.Render(label))
+			parts = append(parts, stTabActive.Render("["+label+"]"))
 		} else {
-			parts = append(parts, stTab.Render(label))
+			parts = append(parts, stTab.Render(" "+label+" "))
 		}
 	}
 	return strings.Join(parts, "  ")
@@ -256,7 +256,7 @@ func (m *Model) viewHarnesses(w, h int) []string {
 	if len(b) == 0 {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
-	out := []string{stHeader.Render(fmt.Sprintf("%-3s %-8s %-8s %-14s %-15s %6s %4s %s", "#", "id", "parent", "mechanism", "score ± CI", "rolls", "it", "status"))}
+	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-8s %-14s %-15s %6s %4s %s", "#", "id", "parent", "mechanism", "score ± CI", "rolls", "it", "status"))}
 	rows := h - 2
 	first := max(0, min(m.boardSel-rows+1, len(b)-rows))
 	for i := first; i < len(b) && i < first+rows; i++ {

@@ -1,0 +1,292 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"whale/core/engine"
+	"whale/core/eval"
+	"whale/core/weights"
+	"whale/harnesses"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestMain(m *testing.M) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// fakeControl records commands instead of running an engine.
+type fakeControl struct {
+	sent []engine.Command
+	err  error
+}
+
+func (f *fakeControl) Send(c engine.Command) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.sent = append(f.sent, c)
+	return nil
+}
+
+func ev(t *testing.T, seq uint64, kind string, round, step, iter, rollouts int, data any) engine.Event {
+	t.Helper()
+	var raw json.RawMessage
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = b
+	}
+	return engine.Event{Seq: seq, Kind: kind, Round: round, Step: step, Iteration: iter, Rollouts: rollouts, Data: raw}
+}
+
+// script is a short synthetic run: a weight phase of three steps, a
+// harness phase of two iterations, a checkpoint, and the next weight phase.
+func script(t *testing.T) []engine.Event {
+	board := []BoardRow{
+		{Hash: "aaaaaaaa1111", Mechanism: "incumbent", Score: 0.42, CILo: 0.38, CIHi: 0.46, Rollouts: 64, Iteration: 0, Status: "incumbent"},
+		{Hash: "bbbbbbbb2222", Parent: "aaaaaaaa1111", Mechanism: "retry_format", Score: 0.40, CILo: 0.33, CIHi: 0.47, Rollouts: 32, Iteration: 1, Status: "candidate"},
+		{Hash: "cccccccc3333", Parent: "aaaaaaaa1111", Mechanism: "max_turns", Score: 0.31, CILo: 0.25, CIHi: 0.37, Rollouts: 32, Iteration: 2, Status: "pruned"},
+	}
+	stats := func(kept int) weights.Stats {
+		return weights.Stats{Rollouts: 16, Kept: kept, Rejected: map[string]int{"wrong_answer": 16 - kept - 1, "format": 1}, Trained: kept, Loss: 1.25, GradNorm: 0.5, LR: 1e-4}
+	}
+	pw := func(done, since int, best, cur float64) engine.Patience {
+		return engine.Patience{Phase: engine.PhaseWeights, Done: done, Min: 2, Max: 6, Since: since, Limit: 3, Best: best, Current: cur}
+	}
+	ph := func(done, since int) engine.Patience {
+		return engine.Patience{Phase: engine.PhaseHarness, Done: done, Min: 1, Max: 4, Since: since, Limit: 2, Best: 0.42, Current: 0.40}
+	}
+	return []engine.Event{
+		ev(t, 1, engine.EvRunStarted, 0, 0, 0, 0, engine.Config{Domain: "math", Schedule: "adaptive", Preset: "tiny", Budget: 200, MaxRounds: 2}),
+		ev(t, 2, engine.EvEval, 0, 0, 0, 0, map[string]any{"split": "val", "report": eval.Report{K: 8, MeanAtK: 0.30}}),
+		ev(t, 3, engine.EvPhaseStarted, 1, 0, 0, 0, map[string]any{"kind": engine.PhaseWeights, "round": 1}),
+		ev(t, 4, engine.EvWeightStep, 1, 1, 0, 16, map[string]any{"stats": stats(5), "reward_mean": 0.31, "patience": pw(1, 0, 0.31, 0.31)}),
+		ev(t, 5, engine.EvWeightStep, 1, 2, 0, 32, map[string]any{"stats": stats(7), "reward_mean": 0.44, "patience": pw(2, 0, 0.38, 0.38)}),
+		ev(t, 6, engine.EvWeightStep, 1, 3, 0, 48, map[string]any{"stats": stats(6), "reward_mean": 0.39, "patience": pw(3, 1, 0.38, 0.36)}),
+		ev(t, 7, engine.EvPhaseEnded, 1, 3, 0, 48, engine.PhaseRecord{Kind: engine.PhaseWeights, Round: 1, Rollouts: 48, Steps: 3, ValBefore: 0.30, ValAfter: 0.36}),
+		ev(t, 8, engine.EvCheckpoint, 1, 3, 0, 48, map[string]any{"id": "r1-weights-s3", "weights": "wwwwwwww9999", "harness": "aaaaaaaa1111"}),
+		ev(t, 9, engine.EvPhaseStarted, 1, 3, 0, 48, map[string]any{"kind": engine.PhaseHarness, "round": 1}),
+		ev(t, 10, engine.EvHarnessIteration, 1, 3, 1, 80, map[string]any{"patience": ph(1, 0), "board": board[:2]}),
+		ev(t, 11, engine.EvControl, 1, 3, 1, 80, map[string]any{"kind": "prune", "target": "cccccccc3333"}),
+		ev(t, 12, engine.EvHarnessIteration, 1, 3, 2, 112, map[string]any{"patience": ph(2, 1), "board": board}),
+	}
+}
+
+func sample(seq uint64, kept bool, why string) Sample {
+	return Sample{Seq: seq, Kind: "w", Step: 2, Round: 1, Kept: kept, Why: why, Harness: "aaaaaaaa1111",
+		Trajectory: harnesses.Trajectory{TaskID: "math-17", Reward: 0.2, Turns: 2,
+			Messages: []harnesses.Message{{Role: "user", Content: "What is 6 * 7?"}, {Role: "assistant", Content: "Answer: 41"}},
+			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop"}},
+			Tools:    []harnesses.ToolCall{{Turn: 1, Tool: "calc", Args: "6*7", Shown: "42"}}}}
+}
+
+func newTest(t *testing.T, ctl Controller) *Model {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := New(Options{RunID: "math-test", ModelDesc: "embedded base model", History: script(t), Control: ctl,
+		Now: func() time.Time { return t0.Add(75 * time.Second) }})
+	m.started = t0
+	m.Update(tickMsg(t0))
+	m.Update(samplesMsg{samples: []Sample{sample(9, false, "wrong_answer"), sample(8, true, "reward ≥ threshold"), sample(7, false, "format")}})
+	return m
+}
+
+func press(m *Model, keys ...string) {
+	for _, k := range keys {
+		var msg tea.KeyMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case " ":
+			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		m.Update(msg)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v (run go test ./tui -update)", path, err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestPaneGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string
+		w, h int
+	}{
+		{"run_80x24", nil, 80, 24},
+		{"run_120x30", nil, 120, 30},
+		{"harnesses_80x24", []string{"2", "down"}, 80, 24},
+		{"samples_80x24", []string{"3"}, 80, 24},
+		{"samples_kept_80x24", []string{"3", "a"}, 80, 24},
+		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24},
+		{"checkpoints_80x24", []string{"4"}, 80, 24},
+		{"log_80x24", []string{"5"}, 80, 24},
+		{"help_80x24", []string{"?"}, 80, 24},
+		{"confirm_80x24", []string{"f"}, 80, 24},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTest(t, &fakeControl{})
+			m.Update(tea.WindowSizeMsg{Width: tc.w, Height: tc.h})
+			press(m, tc.keys...)
+			v := m.View()
+			if n := strings.Count(v, "\n") + 1; n != tc.h {
+				t.Errorf("view has %d lines, want %d", n, tc.h)
+			}
+			for i, l := range strings.Split(v, "\n") {
+				if w := lipgloss.Width(l); w > tc.w {
+					t.Errorf("line %d is %d wide, want ≤ %d: %q", i, w, tc.w, l)
+				}
+			}
+			golden(t, tc.name, v)
+		})
+	}
+}
+
+func TestForceAsksFirst(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	press(m, "f", "n")
+	if len(ctl.sent) != 0 {
+		t.Fatalf("f n sent %v", ctl.sent)
+	}
+	press(m, "f", "y")
+	if len(ctl.sent) != 1 || ctl.sent[0].Kind != "force" {
+		t.Fatalf("f y sent %v, want one force", ctl.sent)
+	}
+}
+
+func TestPruneSendsSelectedHash(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	press(m, "x") // not on the Harnesses pane: nothing
+	press(m, "2", "down", "x", "down", "u")
+	want := []engine.Command{{Kind: "prune", Target: "bbbbbbbb2222"}, {Kind: "unprune", Target: "cccccccc3333"}}
+	if len(ctl.sent) != len(want) {
+		t.Fatalf("sent %v, want %v", ctl.sent, want)
+	}
+	for i := range want {
+		if ctl.sent[i] != want[i] {
+			t.Errorf("command %d = %v, want %v", i, ctl.sent[i], want[i])
+		}
+	}
+}
+
+func TestPauseToggles(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	press(m, " ")
+	m.apply(ev(t, 13, engine.EvControl, 1, 3, 2, 112, map[string]any{"kind": "pause"}))
+	press(m, " ")
+	if len(ctl.sent) != 2 || ctl.sent[0].Kind != "pause" || ctl.sent[1].Kind != "resume" {
+		t.Fatalf("sent %v, want pause then resume", ctl.sent)
+	}
+}
+
+func TestErrorShownThenClearedOnKey(t *testing.T) {
+	ctl := &fakeControl{err: errors.New("engine: control queue full")}
+	m := newTest(t, ctl)
+	press(m, "f", "y")
+	if !strings.Contains(m.View(), "control queue full") {
+		t.Fatalf("footer lacks the error:\n%s", m.View())
+	}
+	press(m, "1")
+	if strings.Contains(m.View(), "control queue full") {
+		t.Fatal("error not cleared by the next key")
+	}
+}
+
+func TestQuitStopsTheRun(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	if cmd == nil {
+		t.Fatal("q returned no command")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("q did not quit")
+	}
+	if m.ctx.Err() == nil {
+		t.Fatal("q did not cancel the run's context")
+	}
+}
+
+func TestSampleFilterCyclesKinds(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	press(m, "3")
+	if n := len(m.visibleSamples()); n != 2 {
+		t.Fatalf("rejected samples = %d, want 2", n)
+	}
+	press(m, "c")
+	if m.kindFilter != "format" || len(m.visibleSamples()) != 1 {
+		t.Fatalf("after c: filter %q, %d samples", m.kindFilter, len(m.visibleSamples()))
+	}
+	press(m, "c", "c")
+	if m.kindFilter != "" {
+		t.Fatalf("filter did not cycle back to all: %q", m.kindFilter)
+	}
+}
+
+// TestEventsThroughBroker feeds events through a real broker the way the
+// engine publishes them and checks the model re-arms until it closes.
+func TestEventsThroughBroker(t *testing.T) {
+	b := engine.NewBroker[engine.Event]()
+	sub := b.Subscribe(2)
+	m := New(Options{RunID: "r", Events: sub})
+	for _, e := range script(t)[:4] {
+		b.Publish(e)
+	}
+	msg := waitEvents(sub)().(eventsMsg)
+	if len(msg.events) != 2 || msg.dropped != 2 {
+		t.Fatalf("drained %d events, %d dropped; want 2 and 2", len(msg.events), msg.dropped)
+	}
+	if _, cmd := m.Update(msg); cmd == nil {
+		t.Fatal("model did not re-arm the event reader")
+	}
+	b.Close()
+	msg = waitEvents(sub)().(eventsMsg)
+	if !msg.closed {
+		t.Fatal("closed broker not reported")
+	}
+	if _, cmd := m.Update(msg); cmd != nil {
+		t.Fatal("model re-armed after the broker closed")
+	}
+	if m.run.dropped != 2 {
+		t.Fatalf("dropped = %d, want 2", m.run.dropped)
+	}
+}
