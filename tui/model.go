@@ -171,6 +171,8 @@ func New(opt Options) *Model {
 	for _, ev := range opt.History {
 		m.apply(ev)
 	}
+	// A refusal in the history is in the log; the footer is for now.
+	m.err = ""
 	return m
 }
 

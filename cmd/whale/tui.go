@@ -126,6 +126,9 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			if err := json.Unmarshal(rec, &ev); err != nil {
 				return fmt.Errorf("run %s: stored event %d: %w", runID, seq, err)
 			}
+			if ev.Seq == 0 {
+				ev.Seq = seq
+			}
 			history = append(history, ev)
 			return nil
 		})
