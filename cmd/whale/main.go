@@ -66,7 +66,7 @@ func runDefault(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unknown command %q; run 'whale --help'", args[0])}
 	}
-	return cmd.Help()
+	return defaultWorkbench(cmd)
 }
 
 func main() {

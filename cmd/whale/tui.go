@@ -53,6 +53,24 @@ func newTUICmd() *cobra.Command {
 	return c
 }
 
+// noTerminal says what the workbench would have done and how to run
+// without it; it is an error (exit 1), not a usage error.
+func noTerminal(fl tuiFlags) error {
+	what := fmt.Sprintf("start a new %s run (preset %s) in %s, or offer to resume its newest unfinished run", fl.domain, fl.preset, fl.db)
+	if fl.run != "" {
+		what = fmt.Sprintf("resume run %s in %s", fl.run, fl.db)
+	}
+	return fmt.Errorf("stdout is not a terminal: the workbench would %s.\n"+
+		"Run headless instead: whale run --headless --domain %s --preset %s --db %s (or whale resume RUN --headless --db %s)",
+		what, fl.domain, fl.preset, fl.db, fl.db)
+}
+
+// defaultWorkbench is `whale` with no arguments: the workbench with the
+// defaults of `whale tui`.
+func defaultWorkbench(cmd *cobra.Command) error {
+	return openWorkbench(cmd, tuiFlags{db: "whale.db", domain: "math", preset: "small", seed: 1})
+}
+
 // newestUnfinished returns the newest run that is not finished and has a
 // resume point, or "".
 func newestUnfinished(db *store.DB) (string, error) {
@@ -80,7 +98,7 @@ func askYes(r io.Reader, w io.Writer, q string) bool {
 
 func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 	if !isTerminal(cmd.OutOrStdout()) {
-		return usageError{errors.New("the workbench needs a terminal on stdout; without one run 'whale run --headless --domain D' (or 'whale resume RUN --headless')")}
+		return noTerminal(fl)
 	}
 	db, err := openStore(fl.db)
 	if err != nil {
