@@ -256,6 +256,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.clampSamples()
 		}
 	case tea.KeyMsg:
+		// Keys typed faster than the screen reads them arrive as one
+		// message of several runes; each is a key of its own.
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			var cmds []tea.Cmd
+			for _, r := range msg.Runes {
+				_, c := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+				cmds = append(cmds, c)
+			}
+			return m, tea.Sequence(cmds...)
+		}
 		return m.key(msg)
 	}
 	return m, nil

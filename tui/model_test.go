@@ -192,6 +192,15 @@ func TestForceAsksFirst(t *testing.T) {
 	}
 }
 
+func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("fy5")})
+	if len(ctl.sent) != 1 || ctl.sent[0].Kind != "force" || m.pane != paneLog {
+		t.Fatalf("fy5 sent %v and focused pane %d; want force and the log", ctl.sent, m.pane)
+	}
+}
+
 func TestPruneSendsSelectedHash(t *testing.T) {
 	ctl := &fakeControl{}
 	m := newTest(t, ctl)
