@@ -9,7 +9,7 @@ type keyMap struct {
 	Force, Pause, Help, Quit                  key.Binding
 	Prune, Unprune                            key.Binding
 	Kind, Kept, Reload                        key.Binding
-	Yes                                       key.Binding
+	Filter, Yes                               key.Binding
 }
 
 var keys = keyMap{
@@ -32,10 +32,11 @@ var keys = keyMap{
 	Kind:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "samples: cycle the failure-kind filter")),
 	Kept:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "samples: show kept ones too")),
 	Reload:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload from the store")),
+	Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the focused list")),
 	Yes:         key.NewBinding(key.WithKeys("y", "Y")),
 }
 
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
-		k.Enter, k.Back, k.Force, k.Pause, k.Help, k.Quit, k.Prune, k.Unprune, k.Kind, k.Kept, k.Reload}
+		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Kind, k.Kept, k.Reload}
 }

@@ -88,6 +88,9 @@ type Model struct {
 	// Checkpoints and Log panes.
 	ckptSel int
 	logOff  int
+	// filter narrows each pane's list (`/`); filtering while it is typed.
+	filter    [paneCount]string
+	filtering bool
 }
 
 // runView is what the events have told: the latest-value snapshot the
@@ -283,6 +286,10 @@ func (m *Model) send(c engine.Command) {
 
 func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	m.err = ""
+	if m.filtering {
+		m.filterKey(k)
+		return m, nil
+	}
 	if m.confirm {
 		m.confirm = false
 		if key.Matches(k, keys.Yes) {
@@ -304,6 +311,12 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.help = true
 	case key.Matches(k, keys.Force):
 		m.confirm = true
+	case key.Matches(k, keys.Filter):
+		if m.pane == paneRun || (m.pane == paneSamples && m.detail) {
+			m.err = "nothing to filter here"
+		} else {
+			m.filtering = true
+		}
 	case key.Matches(k, keys.Pause):
 		if m.run.paused {
 			m.send(engine.Command{Kind: "resume"})
@@ -340,9 +353,10 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		case up:
 			m.boardSel = max(0, m.boardSel-1)
 		case down:
-			m.boardSel = min(max(0, len(m.run.board)-1), m.boardSel+1)
+			m.boardSel = min(max(0, len(m.boardRows())-1), m.boardSel+1)
 		case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
-			if m.boardSel >= len(m.run.board) {
+			rows := m.boardRows()
+			if m.boardSel >= len(rows) {
 				m.err = "no harness selected"
 				return m, nil
 			}
@@ -350,7 +364,7 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			if key.Matches(k, keys.Unprune) {
 				kind = "unprune"
 			}
-			m.send(engine.Command{Kind: kind, Target: m.run.board[m.boardSel].Hash})
+			m.send(engine.Command{Kind: kind, Target: rows[m.boardSel].Hash})
 		}
 	case paneSamples:
 		if m.detail {
@@ -390,12 +404,12 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		case up:
 			m.ckptSel = max(0, m.ckptSel-1)
 		case down:
-			m.ckptSel = min(max(0, len(m.run.checkpoints)-1), m.ckptSel+1)
+			m.ckptSel = min(max(0, len(m.checkpointRows())-1), m.ckptSel+1)
 		}
 	case paneLog:
 		switch {
 		case up:
-			m.logOff = min(max(0, len(m.run.log)-1), m.logOff+1)
+			m.logOff = min(max(0, len(m.logRows())-1), m.logOff+1)
 		case down:
 			m.logOff = max(0, m.logOff-1)
 		}

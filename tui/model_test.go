@@ -160,6 +160,7 @@ func TestPaneGolden(t *testing.T) {
 		{"log_80x24", []string{"5"}, 80, 24},
 		{"help_80x24", []string{"?"}, 80, 24},
 		{"confirm_80x24", []string{"f"}, 80, 24},
+		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTest(t, &fakeControl{})
@@ -214,6 +215,23 @@ func TestPruneSendsSelectedHash(t *testing.T) {
 		if ctl.sent[i] != want[i] {
 			t.Errorf("command %d = %v, want %v", i, ctl.sent[i], want[i])
 		}
+	}
+}
+
+func TestFilterNarrowsTheBoard(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	press(m, "2", "/", "m", "a", "x", "_", "enter")
+	if rows := m.boardRows(); len(rows) != 1 || rows[0].Hash != "cccccccc3333" {
+		t.Fatalf("filtered board = %v", rows)
+	}
+	press(m, "u")
+	if len(ctl.sent) != 1 || ctl.sent[0] != (engine.Command{Kind: "unprune", Target: "cccccccc3333"}) {
+		t.Fatalf("sent %v, want unprune of the one row left", ctl.sent)
+	}
+	press(m, "/", "esc")
+	if len(m.boardRows()) != 3 {
+		t.Fatal("esc did not clear the filter")
 	}
 }
 

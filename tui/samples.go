@@ -62,6 +62,9 @@ func (m *Model) visibleSamples() []Sample {
 		if m.kindFilter != "" && s.Why != m.kindFilter {
 			continue
 		}
+		if !matches(m.filter[paneSamples], s.Why, s.Harness, s.Trajectory.TaskID) {
+			continue
+		}
 		out = append(out, s)
 	}
 	return out

@@ -29,6 +29,9 @@ func (m *Model) View() string {
 	default:
 		body = m.viewLog(h - 2)
 	}
+	if f := m.filter[m.pane]; f != "" && !m.filtering && m.pane != paneRun {
+		body = append([]string{stMuted.Render("filter /" + f + " (esc in / clears)")}, body...)
+	}
 	lines := append([]string{m.viewTabs()}, fit(body, h-2)...)
 	lines = append(lines, m.viewFooter())
 	for i, l := range lines {
@@ -64,6 +67,8 @@ func (m *Model) viewFooter() string {
 	switch {
 	case m.confirm:
 		return stConfirm.Render("force a phase switch now? y/n")
+	case m.filtering:
+		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":
 		return stError.Render("error: " + m.err)
 	}
@@ -252,10 +257,10 @@ func (m *Model) patienceLines(w int) []string {
 }
 
 func (m *Model) viewHarnesses(w, h int) []string {
-	b := m.run.board
-	if len(b) == 0 {
+	if len(m.run.board) == 0 {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
+	b := m.boardRows()
 	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-8s %-14s %-15s %6s %4s %s", "#", "id", "parent", "mechanism", "score ± CI", "rolls", "it", "status"))}
 	rows := h - 2
 	first := max(0, min(m.boardSel-rows+1, len(b)-rows))
@@ -365,8 +370,8 @@ func (m *Model) viewSample(s Sample, w, h int) []string {
 }
 
 func (m *Model) viewCheckpoints(w, h int) []string {
-	cs := m.run.checkpoints
-	if len(cs) == 0 {
+	cs := m.checkpointRows()
+	if len(m.run.checkpoints) == 0 {
 		return []string{stMuted.Render("no checkpoint yet: one is kept at each phase boundary")}
 	}
 	out := []string{stHeader.Render(fmt.Sprintf("  %-24s %-5s %-5s %-8s %-8s %s", "id", "round", "step", "harness", "weights", "val"))}
@@ -386,7 +391,7 @@ func (m *Model) viewCheckpoints(w, h int) []string {
 }
 
 func (m *Model) viewLog(h int) []string {
-	l := m.run.log
+	l := m.logRows()
 	end := len(l) - m.logOff
 	start := max(0, end-h)
 	return append([]string(nil), l[start:end]...)
