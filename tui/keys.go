@@ -21,7 +21,7 @@ var keys = keyMap{
 	Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 	Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 	Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open sample")),
+	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open sample / harness diff")),
 	Back:        key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
 	Force:       key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force a phase switch (asks y/n)")),
 	Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause / resume")),

@@ -41,6 +41,9 @@ type Options struct {
 	History []engine.Event
 	// Samples loads the run's stored samples; nil leaves the pane empty.
 	Samples func() ([]Sample, error)
+	// HarnessSource returns a stored harness's source by hash (the
+	// leaderboard's diff); nil turns the diff off.
+	HarnessSource func(hash string) (string, error)
 	// Now is the clock for elapsed time (tests fix it).
 	Now func() time.Time
 }
@@ -74,8 +77,10 @@ type Model struct {
 	now           time.Time
 
 	run runView
-	// Harnesses pane.
+	// Harnesses pane; diff is open when non-nil.
 	boardSel int
+	diff     *diffMsg
+	diffOff  int
 	// Samples pane.
 	samples     []Sample
 	sampleSel   int
@@ -249,6 +254,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status = "run failed"
 			m.err = msg.err.Error()
 		}
+	case diffMsg:
+		if m.diff != nil && m.diff.hash == msg.hash {
+			m.diff = &msg
+		}
 	case samplesMsg:
 		m.loadingSamp = false
 		if msg.err != nil {
@@ -349,7 +358,40 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	up, down := key.Matches(k, keys.Up), key.Matches(k, keys.Down)
 	switch m.pane {
 	case paneHarnesses:
+		if m.diff != nil {
+			switch {
+			case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
+				m.diff, m.diffOff = nil, 0
+			case up:
+				m.diffOff = max(0, m.diffOff-1)
+			case down:
+				m.diffOff++
+			}
+			return m, nil
+		}
 		switch {
+		case key.Matches(k, keys.Enter):
+			rows := m.boardRows()
+			if m.boardSel >= len(rows) {
+				m.err = "no harness selected"
+				return m, nil
+			}
+			if m.opt.HarnessSource == nil {
+				m.err = "no harness archive to read sources from"
+				return m, nil
+			}
+			inc := ""
+			for _, r := range m.run.board {
+				if r.Status == "incumbent" {
+					inc = r.Hash
+				}
+			}
+			if inc == "" {
+				m.err = "no incumbent on the board"
+				return m, nil
+			}
+			m.diff = &diffMsg{hash: rows[m.boardSel].Hash, against: inc}
+			return m, m.loadDiff(m.diff.hash, inc)
 		case up:
 			m.boardSel = max(0, m.boardSel-1)
 		case down:

@@ -97,7 +97,17 @@ func sample(seq uint64, kept bool, why string) Sample {
 
 func newTest(t *testing.T, ctl Controller) *Model {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	src := map[string]string{
+		"aaaaaaaa1111": "MAX_TURNS = 4\nFORMAT_RETRIES = 1\ndef parse(x):\n    return x",
+		"bbbbbbbb2222": "MAX_TURNS = 4\nFORMAT_RETRIES = 2\ndef parse(x):\n    return x",
+	}
 	m := New(Options{RunID: "math-test", ModelDesc: "embedded base model", History: script(t), Control: ctl,
+		HarnessSource: func(h string) (string, error) {
+			if s, ok := src[h]; ok {
+				return s, nil
+			}
+			return "", errors.New("not archived")
+		},
 		Now: func() time.Time { return t0.Add(75 * time.Second) }})
 	m.started = t0
 	m.Update(tickMsg(t0))
@@ -160,12 +170,16 @@ func TestPaneGolden(t *testing.T) {
 		{"log_80x24", []string{"5"}, 80, 24},
 		{"help_80x24", []string{"?"}, 80, 24},
 		{"confirm_80x24", []string{"f"}, 80, 24},
+		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24},
 		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTest(t, &fakeControl{})
 			m.Update(tea.WindowSizeMsg{Width: tc.w, Height: tc.h})
 			press(m, tc.keys...)
+			if m.diff != nil { // run the source load as the program would
+				m.Update(m.loadDiff(m.diff.hash, m.diff.against)())
+			}
 			v := m.View()
 			if n := strings.Count(v, "\n") + 1; n != tc.h {
 				t.Errorf("view has %d lines, want %d", n, tc.h)
@@ -232,6 +246,13 @@ func TestFilterNarrowsTheBoard(t *testing.T) {
 	press(m, "/", "esc")
 	if len(m.boardRows()) != 3 {
 		t.Fatal("esc did not clear the filter")
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	got := strings.Join(lineDiff([]string{"a", "b", "c"}, []string{"a", "x", "c", "d"}), "|")
+	if want := "  a|- b|+ x|  c|+ d"; got != want {
+		t.Fatalf("diff = %q, want %q", got, want)
 	}
 }
 

@@ -20,6 +20,8 @@ func (m *Model) View() string {
 		body = m.viewHelp()
 	case m.pane == paneRun:
 		body = m.viewRun(w)
+	case m.pane == paneHarnesses && m.diff != nil:
+		body = m.viewDiff(h - 2)
 	case m.pane == paneHarnesses:
 		body = m.viewHarnesses(w, h-2)
 	case m.pane == paneSamples:
@@ -279,7 +281,7 @@ func (m *Model) viewHarnesses(w, h int) []string {
 		}
 		out = append(out, line)
 	}
-	return append(out, stMuted.Render("x prune · u unprune · ↑↓ select"))
+	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · ↑↓ select"))
 }
 
 func (m *Model) viewSamples(w, h int) []string {

@@ -194,6 +194,10 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.Schedule,
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
 		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
+		HarnessSource: func(hash string) (string, error) {
+			h, err := db.GetHarness(hash)
+			return h.Source, err
+		},
 		Run: func(ctx context.Context) error {
 			mu.Lock()
 			if closed {
