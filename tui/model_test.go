@@ -308,6 +308,10 @@ func TestSampleFilterCyclesKinds(t *testing.T) {
 	if m.kindFilter != "" {
 		t.Fatalf("filter did not cycle back to all: %q", m.kindFilter)
 	}
+	press(m, "/", "r", "o", "u", "n", "d", " ", "2", "enter")
+	if n := len(m.visibleSamples()); n != 0 {
+		t.Fatalf("round 2 filter kept %d samples of round 1", n)
+	}
 }
 
 // TestEventsThroughBroker feeds events through a real broker the way the

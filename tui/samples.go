@@ -62,7 +62,9 @@ func (m *Model) visibleSamples() []Sample {
 		if m.kindFilter != "" && s.Why != m.kindFilter {
 			continue
 		}
-		if !matches(m.filter[paneSamples], s.Why, s.Harness, s.Trajectory.TaskID) {
+		// "round 2" (or "r2") narrows to a cycle, a hash prefix to a harness.
+		if !matches(m.filter[paneSamples], s.Why, s.Harness, s.Trajectory.TaskID,
+			fmt.Sprintf("round %d", s.Round), fmt.Sprintf("r%d ", s.Round)) {
 			continue
 		}
 		out = append(out, s)
