@@ -93,7 +93,7 @@ func newRunCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !headless {
-				return usageError{errors.New("the workbench TUI is not built yet: run with --headless")}
+				return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
 			}
 			if domain == "" {
 				return usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + ")")}
@@ -448,7 +448,7 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			if !headless && r.Status != "finished" {
-				return usageError{errors.New("the workbench TUI is not built yet: resume with --headless")}
+				return usageError{errors.New("without --headless a run resumes in the workbench: use 'whale tui --run RUN' (or add --headless)")}
 			}
 			dom, err := runDomain(cfg.Domain, dataPath, format, cfg.DataSeed)
 			if err != nil {
