@@ -45,6 +45,25 @@ func readRun(r store.Run) (engine.Config, engine.State, error) {
 	return cfg, st, nil
 }
 
+// openRun opens the workspace and reads one run from it; on success the
+// caller closes the store.
+func openRun(dbPath, id string) (*store.DB, store.Run, engine.Config, engine.State, error) {
+	db, err := openStore(dbPath)
+	if err != nil {
+		return nil, store.Run{}, engine.Config{}, engine.State{}, err
+	}
+	r, err := db.GetRun(id)
+	if err == nil {
+		var cfg engine.Config
+		var st engine.State
+		if cfg, st, err = readRun(r); err == nil {
+			return db, r, cfg, st, nil
+		}
+	}
+	db.Close()
+	return nil, store.Run{}, engine.Config{}, engine.State{}, err
+}
+
 // openStore opens the workspace named by --db, failing within a second if
 // another process holds it.
 func openStore(path string) (*store.DB, error) {
@@ -392,19 +411,11 @@ func newShowCmd() *cobra.Command {
 		Short: "Show a run: status, phases so far, its summary when finished",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openStore(dbPath)
+			db, r, _, st, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			r, err := db.GetRun(args[0])
-			if err != nil {
-				return err
-			}
-			_, st, err := readRun(r)
-			if err != nil {
-				return err
-			}
 			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
 				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary}
 			if asJSON {
@@ -434,19 +445,11 @@ func newResumeCmd() *cobra.Command {
 		Short: "Continue a run from its last resume point (a finished run prints its summary)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openStore(dbPath)
+			db, r, cfg, _, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			r, err := db.GetRun(args[0])
-			if err != nil {
-				return err
-			}
-			cfg, _, err := readRun(r)
-			if err != nil {
-				return err
-			}
 			if !headless && r.Status != "finished" {
 				return usageError{errors.New("without --headless a run resumes in the workbench: use 'whale tui --run RUN' (or add --headless)")}
 			}

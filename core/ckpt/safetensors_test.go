@@ -103,8 +103,14 @@ func TestRefusesBadFiles(t *testing.T) {
 		{"missing", "tensor q_proj", func() error { _, err := f.Float32("q_proj", []int{1}); return err }},
 		{"truncated", "outside the", func() error { _, err := Decode(good[:len(good)-3], "m"); return err }},
 		{"short", "truncated", func() error { _, err := Decode(good[:5], "m"); return err }},
-		{"dtype", `tensor x: unsupported dtype "I64"`, func() error { _, err := Decode(withHeader(`{"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, 8), "m"); return err }},
-		{"size mismatch", "tensor x: shape [3] of F32 needs 12 bytes", func() error { _, err := Decode(withHeader(`{"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "m"); return err }},
+		{"dtype", `tensor x: unsupported dtype "I64"`, func() error {
+			_, err := Decode(withHeader(`{"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, 8), "m")
+			return err
+		}},
+		{"size mismatch", "tensor x: shape [3] of F32 needs 12 bytes", func() error {
+			_, err := Decode(withHeader(`{"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "m")
+			return err
+		}},
 		{"overlap", "overlap", func() error {
 			_, err := Decode(withHeader(`{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), "m")
 			return err
