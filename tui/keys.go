@@ -7,7 +7,7 @@ type keyMap struct {
 	Run, Harnesses, Samples, Checkpoints, Log key.Binding
 	Tab, Up, Down, Enter, Back                key.Binding
 	Force, Pause, Help, Quit                  key.Binding
-	Prune, Unprune                            key.Binding
+	Prune, Unprune, Knobs                     key.Binding
 	Kind, Kept, Reload                        key.Binding
 	Filter, Yes                               key.Binding
 }
@@ -19,8 +19,8 @@ var keys = keyMap{
 	Checkpoints: key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "checkpoints pane")),
 	Log:         key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "log pane")),
 	Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
-	Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-	Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+	Up:          key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "up")),
+	Down:        key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "down")),
 	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open sample / harness diff")),
 	Back:        key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
 	Force:       key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force a phase switch (asks y/n)")),
@@ -29,6 +29,7 @@ var keys = keyMap{
 	Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit (the run resumes later)")),
 	Prune:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "prune the selected harness")),
 	Unprune:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unprune the selected harness")),
+	Knobs:       key.NewBinding(key.WithKeys("k"), key.WithHelp("k", "harnesses: search-space knobs to freeze or free")),
 	Kind:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "samples: cycle the failure-kind filter")),
 	Kept:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "samples: show kept ones too")),
 	Reload:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload from the store")),
@@ -38,5 +39,5 @@ var keys = keyMap{
 
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
-		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Kind, k.Kept, k.Reload}
+		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Kind, k.Kept, k.Reload}
 }

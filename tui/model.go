@@ -93,6 +93,10 @@ type Model struct {
 	// Checkpoints and Log panes.
 	ckptSel int
 	logOff  int
+	// knobMode shows the incumbent's search-space knobs (`k`); enter
+	// freezes or frees the selected one.
+	knobMode bool
+	knobSel  int
 	// filter narrows each pane's list (`/`); filtering while it is typed.
 	filter    [paneCount]string
 	filtering bool
@@ -111,6 +115,8 @@ type runView struct {
 	patience    *engine.Patience
 	stats       *weights.Stats
 	board       []BoardRow
+	knobs       []string
+	frozen      map[string]bool
 	checkpoints []checkpoint
 	log         []string
 	dropped     int
@@ -358,6 +364,34 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	up, down := key.Matches(k, keys.Up), key.Matches(k, keys.Down)
 	switch m.pane {
 	case paneHarnesses:
+		if m.knobMode {
+			switch {
+			case key.Matches(k, keys.Back), key.Matches(k, keys.Knobs):
+				m.knobMode = false
+			case up:
+				m.knobSel = max(0, m.knobSel-1)
+			case down:
+				m.knobSel = min(max(0, len(m.run.knobs)-1), m.knobSel+1)
+			case key.Matches(k, keys.Enter):
+				if m.knobSel < len(m.run.knobs) {
+					kn := m.run.knobs[m.knobSel]
+					kind := "freeze"
+					if m.run.frozen[kn] {
+						kind = "unfreeze"
+					}
+					m.send(engine.Command{Kind: kind, Target: kn})
+				}
+			}
+			return m, nil
+		}
+		if key.Matches(k, keys.Knobs) {
+			if len(m.run.knobs) == 0 {
+				m.err = "no search space seen yet: it appears with the first harness iteration"
+				return m, nil
+			}
+			m.knobMode, m.knobSel = true, min(m.knobSel, len(m.run.knobs)-1)
+			return m, nil
+		}
 		if m.diff != nil {
 			switch {
 			case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
@@ -522,12 +556,18 @@ func (m *Model) apply(ev engine.Event) {
 		var d struct {
 			Patience engine.Patience `json:"patience"`
 			Board    []BoardRow      `json:"board"`
+			Knobs    []string        `json:"knobs"`
+			Frozen   []string        `json:"frozen"`
 		}
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			bad(err)
 			return
 		}
 		r.board, r.patience, r.phase = d.Board, &d.Patience, engine.PhaseHarness
+		r.knobs, r.frozen = d.Knobs, map[string]bool{}
+		for _, k := range d.Frozen {
+			r.frozen[k] = true
+		}
 		m.boardSel = min(m.boardSel, max(0, len(r.board)-1))
 		line = fmt.Sprintf("iteration %d: %d on the board", ev.Iteration, len(d.Board))
 		if len(d.Board) > 0 {
@@ -577,6 +617,11 @@ func (m *Model) apply(ev engine.Event) {
 				r.paused = true
 			case "resume":
 				r.paused = false
+			case "freeze", "unfreeze":
+				if r.frozen == nil {
+					r.frozen = map[string]bool{}
+				}
+				r.frozen[d.Target] = d.Kind == "freeze"
 			}
 		}
 		line = "control: " + d.Kind

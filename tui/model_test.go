@@ -342,3 +342,22 @@ func TestEventsThroughBroker(t *testing.T) {
 		t.Fatalf("dropped = %d, want 2", m.run.dropped)
 	}
 }
+
+func TestKnobsFreezeAndFree(t *testing.T) {
+	sink := &fakeControl{}
+	m := newTest(t, sink)
+	press(m, "2", "k")
+	if m.knobMode {
+		t.Fatal("knob list opened before any search space was seen")
+	}
+	m.apply(engine.Event{Kind: engine.EvHarnessIteration, Round: 1, Iteration: 1,
+		Data: []byte(`{"patience":{},"board":[],"knobs":["MAX_TURNS","parse_action"],"frozen":["parse_action"]}`)})
+	press(m, "k", "enter", "down", "enter", "esc")
+	want := []engine.Command{{Kind: "freeze", Target: "MAX_TURNS"}, {Kind: "unfreeze", Target: "parse_action"}}
+	if len(sink.sent) != 2 || sink.sent[0] != want[0] || sink.sent[1] != want[1] {
+		t.Fatalf("sent %v, want %v", sink.sent, want)
+	}
+	if m.knobMode {
+		t.Fatal("esc did not close the knob list")
+	}
+}

@@ -259,6 +259,26 @@ func (m *Model) patienceLines(w int) []string {
 }
 
 func (m *Model) viewHarnesses(w, h int) []string {
+	if m.knobMode {
+		out := []string{stHeader.Render("search-space knobs of the incumbent (frozen knobs are never varied)")}
+		for i, kn := range m.run.knobs {
+			mark := "[ ]"
+			if m.run.frozen[kn] {
+				mark = "[frozen]"
+			}
+			line := fmt.Sprintf("%-8s %s", mark, kn)
+			if i == m.knobSel {
+				line = stSelected.Render("> " + line)
+			} else {
+				line = "  " + line
+			}
+			out = append(out, line)
+			if len(out) >= h-1 {
+				break
+			}
+		}
+		return append(out, stMuted.Render("enter freeze / free · ↑↓ select · k or esc back"))
+	}
 	if len(m.run.board) == 0 {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
@@ -281,7 +301,7 @@ func (m *Model) viewHarnesses(w, h int) []string {
 		}
 		out = append(out, line)
 	}
-	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · ↑↓ select"))
+	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
 }
 
 func (m *Model) viewSamples(w, h int) []string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 
 	"whale/core/eval"
 	"whale/core/model"
@@ -180,6 +181,10 @@ func (e *Engine) scorer() search.Scorer {
 type harnessIterationData struct {
 	Result   search.IterationResult `json:"result"`
 	Patience Patience               `json:"patience"`
+	// Knobs are the incumbent's SEARCH_SPACE knobs and Frozen those a
+	// person froze (the TUI's knob list).
+	Knobs  []string `json:"knobs"`
+	Frozen []string `json:"frozen"`
 	// Board is the leaderboard after the iteration (top entries).
 	Board []boardRow `json:"board"`
 }
@@ -227,7 +232,16 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		inc.Audit, inc.HasAudit = rep.MeanAtK, true
 	}
 	end := e.st.schedule().HarnessIteration(r.BestScore)
-	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience()}
+	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience(), Frozen: []string{}}
+	if space, err := harnesses.SpaceOf(a.Entries[a.Incumbent].Source); err == nil {
+		for _, dim := range space {
+			d.Knobs = append(d.Knobs, dim.Knob)
+		}
+	}
+	for k := range a.Frozen {
+		d.Frozen = append(d.Frozen, k)
+	}
+	sort.Strings(d.Frozen)
 	for i, ent := range a.Leaderboard() {
 		if i == 20 {
 			break
