@@ -88,3 +88,16 @@ func TestGCMisuseAndEmpty(t *testing.T) {
 		t.Fatalf("gc of an empty workspace: %q, %v", out, err)
 	}
 }
+
+func TestExportMisuse(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	if _, err := runWhale(t, "export", "r/01-weights", "--db", db); !isUsage(err) {
+		t.Fatalf("export without --out: %v, want a usage error", err)
+	}
+	if _, err := runWhale(t, "export", "r/01-weights", "--out", t.TempDir(), "--dtype", "f8", "--db", db); !isUsage(err) {
+		t.Fatalf("--dtype f8: %v, want a usage error", err)
+	}
+	if _, err := runWhale(t, "export", "r/01-weights", "--out", t.TempDir(), "--db", db); err == nil || isUsage(err) || !strings.Contains(err.Error(), "r/01-weights") {
+		t.Fatalf("missing checkpoint: %v, want an error naming it", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"whale/core/ckpt"
 
 	"whale/core/model"
 	"whale/core/policy"
@@ -265,5 +266,42 @@ func TestResumeReplaysJournaledCommands(t *testing.T) {
 	}
 	if r.State().ControlApplied != 1 {
 		t.Fatalf("control applied %d, want 1", r.State().ControlApplied)
+	}
+}
+
+func TestExportCheckpoint(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.MaxRounds = 1
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	files, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, meta, err := ckpt.LoadModel(files[0], kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["whale.run"] != "x" || m.Config != testModel {
+		t.Fatalf("exported model metadata %v / config %+v", meta, m.Config)
+	}
+	man, _ := ReadCheckpoint(db, sum.BestCkpt)
+	blob, _ := db.GetBlob(man.Weights)
+	want, got := bytesf32(blob), m.ParamValues()
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("exported parameter %d = %v, stored %v", i, got[i], want[i])
+		}
+	}
+	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32"); err == nil {
+		t.Fatal("exporting a missing checkpoint succeeded")
 	}
 }

@@ -361,8 +361,8 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	return e.beginPhase(next)
 }
 
-// checkpointManifest is a kept checkpoint's manifest.
-type checkpointManifest struct {
+// CheckpointManifest is a kept checkpoint's manifest.
+type CheckpointManifest struct {
 	Run       string         `json:"run"`
 	Round     int            `json:"round"`
 	Phase     Phase          `json:"phase"`
@@ -377,7 +377,7 @@ type checkpointManifest struct {
 
 func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	id := fmt.Sprintf("%s/%02d-%s", e.RunID, rec.Round, rec.Kind)
-	man := checkpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
+	man := CheckpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
 		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config,
 		Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
 	if err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: []string{e.st.Weights, e.st.Optimizer}}); err != nil {
@@ -397,7 +397,7 @@ func (e *Engine) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var man checkpointManifest
+	var man CheckpointManifest
 	if err := json.Unmarshal(c.Manifest, &man); err != nil {
 		return fmt.Errorf("engine: checkpoint %s: %w", c.ID, err)
 	}
