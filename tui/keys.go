@@ -7,7 +7,7 @@ type keyMap struct {
 	Run, Harnesses, Samples, Checkpoints, Log key.Binding
 	Tab, Up, Down, Enter, Back                key.Binding
 	Force, Pause, Help, Quit                  key.Binding
-	Prune, Unprune, Knobs                     key.Binding
+	Prune, Unprune, Knobs, Export             key.Binding
 	Kind, Kept, Reload                        key.Binding
 	Filter, Yes                               key.Binding
 }
@@ -30,6 +30,7 @@ var keys = keyMap{
 	Prune:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "prune the selected harness")),
 	Unprune:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "unprune the selected harness")),
 	Knobs:       key.NewBinding(key.WithKeys("k"), key.WithHelp("k", "harnesses: search-space knobs to freeze or free")),
+	Export:      key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "checkpoints: export the selected one")),
 	Kind:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "samples: cycle the failure-kind filter")),
 	Kept:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "samples: show kept ones too")),
 	Reload:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload from the store")),
@@ -39,5 +40,5 @@ var keys = keyMap{
 
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
-		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Kind, k.Kept, k.Reload}
+		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Export, k.Kind, k.Kept, k.Reload}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// HarnessSource returns a stored harness's source by hash (the
 	// leaderboard's diff); nil turns the diff off.
 	HarnessSource func(hash string) (string, error)
+	// Export writes a kept checkpoint out of the workspace and returns
+	// where (the Checkpoints pane's `e`); nil turns export off.
+	Export func(id string) (string, error)
 	// Now is the clock for elapsed time (tests fix it).
 	Now func() time.Time
 }
@@ -259,6 +262,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		default:
 			m.status = "run failed"
 			m.err = msg.err.Error()
+		}
+	case exportedMsg:
+		if msg.err != nil {
+			m.err = "export " + msg.id + ": " + msg.err.Error()
+		} else {
+			m.run.log = append(m.run.log, "exported "+msg.id+" to "+msg.dir)
+			m.status = "exported " + msg.id + " to " + msg.dir
 		}
 	case diffMsg:
 		if m.diff != nil && m.diff.hash == msg.hash {
@@ -477,6 +487,21 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case paneCheckpoints:
 		switch {
+		case key.Matches(k, keys.Export):
+			rows := m.checkpointRows()
+			if m.ckptSel >= len(rows) {
+				m.err = "no checkpoint selected"
+				return m, nil
+			}
+			if m.opt.Export == nil {
+				m.err = "export is not available here"
+				return m, nil
+			}
+			id, export := rows[m.ckptSel].ID, m.opt.Export
+			return m, func() tea.Msg {
+				dir, err := export(id)
+				return exportedMsg{id: id, dir: dir, err: err}
+			}
 		case up:
 			m.ckptSel = max(0, m.ckptSel-1)
 		case down:
@@ -680,4 +705,10 @@ func short(h string) string {
 		return h[:8]
 	}
 	return h
+}
+
+// exportedMsg reports a finished checkpoint export.
+type exportedMsg struct {
+	id, dir string
+	err     error
 }

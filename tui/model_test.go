@@ -361,3 +361,19 @@ func TestKnobsFreezeAndFree(t *testing.T) {
 		t.Fatal("esc did not close the knob list")
 	}
 }
+
+func TestExportSelectedCheckpoint(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	var asked string
+	m.opt.Export = func(id string) (string, error) { asked = id; return "export/" + id, nil }
+	m.apply(engine.Event{Kind: engine.EvCheckpoint, Round: 1, Data: []byte(`{"id":"math-test/01-weights","weights":"w","harness":"h"}`)})
+	m.pane = paneCheckpoints
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e")})
+	if cmd == nil {
+		t.Fatal("e on a checkpoint started no export")
+	}
+	m.Update(cmd())
+	if asked == "" || !strings.Contains(m.status, "exported") {
+		t.Fatalf("export asked for %q, status %q", asked, m.status)
+	}
+}

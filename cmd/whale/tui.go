@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
+	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/store"
 	"whale/core/tokenizer"
@@ -197,6 +199,11 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		HarnessSource: func(hash string) (string, error) {
 			h, err := db.GetHarness(hash)
 			return h.Source, err
+		},
+		Export: func(id string) (string, error) {
+			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
+			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32)
+			return dir, err
 		},
 		Run: func(ctx context.Context) error {
 			mu.Lock()
