@@ -87,8 +87,9 @@ func (m *Model) viewFooter() string {
 }
 
 func (m *Model) viewHelp() []string {
-	out := []string{stHeader.Render("Keys"), ""}
-	for _, b := range keys.all() {
+	// The five pane keys share one line so the map fits 80×24.
+	out := []string{stHeader.Render("Keys"), "", fmt.Sprintf("  %-8s %s", "1-5", "panes: run, harnesses, samples, checkpoints, log")}
+	for _, b := range keys.all()[5:] {
 		out = append(out, fmt.Sprintf("  %-8s %s", b.Help().Key, b.Help().Desc))
 	}
 	return append(out, "", stMuted.Render("any key closes this"))
