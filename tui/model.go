@@ -141,17 +141,7 @@ type valPoint struct {
 }
 
 // BoardRow is one leaderboard row of a harness_iteration event.
-type BoardRow struct {
-	Hash      string  `json:"hash"`
-	Parent    string  `json:"parent,omitempty"`
-	Mechanism string  `json:"mechanism,omitempty"`
-	Score     float64 `json:"score"`
-	CILo      float64 `json:"ci_lo"`
-	CIHi      float64 `json:"ci_hi"`
-	Rollouts  int     `json:"rollouts"`
-	Iteration int     `json:"iteration"`
-	Status    string  `json:"status"`
-}
+type BoardRow = engine.BoardRow
 
 type checkpoint struct {
 	ID, Weights, Harness string

@@ -88,11 +88,11 @@ func script(t *testing.T) []engine.Event {
 }
 
 func sample(seq uint64, kept bool, why string) Sample {
-	return Sample{Seq: seq, Kind: "w", Step: 2, Round: 1, Kept: kept, Why: why, Harness: "aaaaaaaa1111",
+	return Sample{Seq: seq, SampleRecord: engine.SampleRecord{Kind: "w", Step: 2, Round: 1, Kept: kept, Why: why, Harness: "aaaaaaaa1111",
 		Trajectory: harnesses.Trajectory{TaskID: "math-17", Reward: 0.2, Turns: 2,
 			Messages: []harnesses.Message{{Role: "user", Content: "What is 6 * 7?"}, {Role: "assistant", Content: "Answer: 41"}},
 			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop"}},
-			Tools:    []harnesses.ToolCall{{Turn: 1, Tool: "calc", Args: "6*7", Shown: "42"}}}}
+			Tools:    []harnesses.ToolCall{{Turn: 1, Tool: "calc", Args: "6*7", Shown: "42"}}}}}
 }
 
 func newTest(t *testing.T, ctl Controller) *Model {

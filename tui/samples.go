@@ -5,22 +5,15 @@ import (
 	"fmt"
 	"slices"
 
+	"whale/core/engine"
 	"whale/core/store"
-	"whale/harnesses"
 )
 
-// Sample is one stored rollout with why it was kept or rejected.
+// Sample is one stored rollout (the engine's record) with its sequence
+// number in the store.
 type Sample struct {
-	Seq        uint64               `json:"-"`
-	Kind       string               `json:"kind"`
-	Step       int                  `json:"step"`
-	Iteration  int                  `json:"iteration"`
-	Round      int                  `json:"round"`
-	Kept       bool                 `json:"kept"`
-	Why        string               `json:"why"`
-	Harness    string               `json:"harness"`
-	Weights    string               `json:"weights"`
-	Trajectory harnesses.Trajectory `json:"trajectory"`
+	Seq uint64 `json:"-"`
+	engine.SampleRecord
 }
 
 // maxSamples bounds how many of the newest samples the pane holds.

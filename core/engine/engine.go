@@ -70,6 +70,9 @@ type Engine struct {
 	test  []data.Task
 
 	harnessCache map[string]*harnesses.Harness
+	// saved are the weights, optimizer and phase-start blobs of the last
+	// resume point, deleted when a newer point no longer uses them.
+	saved [3]string
 	// traces are recent failures of the incumbent, for the LLM proposer.
 	traces  []string
 	broker  *Broker[Event]
@@ -168,6 +171,7 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	if err := json.Unmarshal(r.Cursor, &e.st); err != nil {
 		return nil, fmt.Errorf("engine: run %s: resume point: %w", runID, err)
 	}
+	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
 	if err := e.loadWeights(e.st.Weights); err != nil {
 		return nil, err
 	}
@@ -406,16 +410,27 @@ func (e *Engine) trainBatch(s int) []data.Task {
 	return out
 }
 
+// harness returns an archived harness, loaded once.
 func (e *Engine) harness(hash string) (*harnesses.Harness, error) {
-	if h, ok := e.harnessCache[hash]; ok {
-		return h, nil
-	}
 	ent, ok := e.st.Archive.Entries[hash]
 	if !ok {
 		return nil, fmt.Errorf("engine: harness %s not in the archive", hash)
 	}
-	h, err := harnesses.Load(hash[:12]+".star", ent.Source, harnesses.EnvOf(e.env.Domain))
+	return e.load(ent.Source)
+}
+
+// load loads a harness source once per run and archives it in the store
+// the first time it is seen.
+func (e *Engine) load(src string) (*harnesses.Harness, error) {
+	hash := harnesses.Hash(src)
+	if h, ok := e.harnessCache[hash]; ok {
+		return h, nil
+	}
+	h, err := harnesses.Load(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain))
 	if err != nil {
+		return nil, err
+	}
+	if err := e.env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source}); err != nil {
 		return nil, err
 	}
 	e.harnessCache[hash] = h

@@ -95,9 +95,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	return end, e.emit(EvWeightStep, mustJSON(d))
 }
 
-// sampleRecord is how a rollout is stored: the trajectory plus why it was
+// SampleRecord is how a rollout is stored: the trajectory plus why it was
 // kept or rejected and which harness and weights produced it.
-type sampleRecord struct {
+type SampleRecord struct {
 	Kind       string               `json:"kind"` // "w" (weight step) or "s" (harness scoring)
 	Step       int                  `json:"step"`
 	Iteration  int                  `json:"iteration"`
@@ -126,7 +126,7 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, kind string, st weights
 		} else if why == "" {
 			why = "low_reward"
 		}
-		recs = append(recs, mustJSON(sampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
+		recs = append(recs, mustJSON(SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
 			Kept: kept, Why: why, Harness: e.st.Archive.Incumbent, Weights: e.st.Weights, Trajectory: t}))
 	}
 	if len(recs) == 0 {
@@ -144,18 +144,11 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, kind string, st weights
 // rollout per task, and books the rollouts as search.
 func (e *Engine) scorer() search.Scorer {
 	return search.ScorerFunc(func(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error) {
-		hash := harnesses.Hash(src)
-		h, ok := e.harnessCache[hash]
-		if !ok {
-			var err error
-			if h, err = harnesses.Load(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain)); err != nil {
-				return nil, err
-			}
-			e.harnessCache[hash] = h
-			if err := e.env.Store.PutHarness(store.Harness{Hash: hash, Source: h.Source}); err != nil {
-				return nil, err
-			}
+		h, err := e.load(src)
+		if err != nil {
+			return nil, err
 		}
+		hash := h.Hash
 		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(fmt.Sprintf("s%d/%s/p%d/", e.st.Round, hash[:12], pass), 1))
 		if err != nil {
 			return nil, err
@@ -186,10 +179,11 @@ type harnessIterationData struct {
 	Knobs  []string `json:"knobs"`
 	Frozen []string `json:"frozen"`
 	// Board is the leaderboard after the iteration (top entries).
-	Board []boardRow `json:"board"`
+	Board []BoardRow `json:"board"`
 }
 
-type boardRow struct {
+// BoardRow is one leaderboard row of a harness_iteration event.
+type BoardRow struct {
 	Hash      string  `json:"hash"`
 	Parent    string  `json:"parent,omitempty"`
 	Mechanism string  `json:"mechanism,omitempty"`
@@ -247,7 +241,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 			break
 		}
 		lo, hi := ent.CI95()
-		d.Board = append(d.Board, boardRow{Hash: ent.Hash, Parent: ent.Parent, Mechanism: ent.Mechanism, Score: ent.Score,
+		d.Board = append(d.Board, BoardRow{Hash: ent.Hash, Parent: ent.Parent, Mechanism: ent.Mechanism, Score: ent.Score,
 			CILo: lo, CIHi: hi, Rollouts: ent.Rollouts, Iteration: ent.Iteration, Status: string(ent.Status), Complete: ent.Complete})
 	}
 	return end, e.emit(EvHarnessIteration, mustJSON(d))

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"whale/core/model"
@@ -36,21 +35,12 @@ func (e *Engine) saveResume() error {
 	if e.st.Done {
 		status = "finished"
 	}
-	prev, err := e.env.Store.GetRun(e.RunID)
-	if err != nil {
-		return err
-	}
 	if err := e.env.Store.SetRunState(e.RunID, status, mustJSON(e.st)); err != nil {
 		return err
 	}
-	if len(prev.Cursor) == 0 {
-		return nil
-	}
-	var old State
-	if err := json.Unmarshal(prev.Cursor, &old); err != nil {
-		return nil // an unreadable old cursor only costs its garbage
-	}
-	for _, h := range []string{old.Weights, old.Optimizer, old.PhaseWeights} {
+	old := e.saved
+	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
+	for _, h := range old {
 		if h == "" || e.st.Kept[h] || h == e.st.Weights || h == e.st.Optimizer || h == e.st.PhaseWeights {
 			continue
 		}

@@ -79,21 +79,25 @@ func (f *Fixed) Begin(p Phase) {
 }
 
 func (f *Fixed) WeightStep(reward float64) bool {
-	f.State.Done++
-	f.State.Current = reward
-	if f.State.Done == 1 || reward > f.State.Best {
-		f.State.Best = reward
-	}
+	f.State.record(reward)
 	return f.State.Done >= f.WeightSteps
 }
 
 func (f *Fixed) HarnessIteration(best float64) bool {
-	f.State.Done++
-	f.State.Current = best
-	if f.State.Done == 1 || best > f.State.Best {
-		f.State.Best = best
-	}
+	f.State.record(best)
 	return f.State.Done >= f.Iterations
+}
+
+// record notes a new value; it is a new best only when strictly greater
+// than the best so far (the first value always is).
+func (p *Patience) record(v float64) {
+	p.Done++
+	p.Current = v
+	if p.Done == 1 || v > p.Best {
+		p.Best, p.Since = v, 0
+	} else {
+		p.Since++
+	}
 }
 
 func (f *Fixed) Patience() Patience { return f.State }
@@ -148,19 +152,6 @@ func (a *Adaptive) Begin(p Phase) {
 	}
 }
 
-// record notes a new value and updates the patience counter; a value
-// counts as a new best only when strictly greater than the best so far.
-func (a *Adaptive) record(v float64) {
-	a.State.Done++
-	a.State.Current = v
-	if a.State.Done == 1 || v > a.State.Best {
-		a.State.Best = v
-		a.State.Since = 0
-	} else {
-		a.State.Since++
-	}
-}
-
 func (a *Adaptive) WeightStep(reward float64) bool {
 	a.Rewards = append(a.Rewards, reward)
 	lo := max(0, len(a.Rewards)-a.Window)
@@ -168,12 +159,12 @@ func (a *Adaptive) WeightStep(reward float64) bool {
 	for _, r := range a.Rewards[lo:] {
 		s += r
 	}
-	a.record(s / float64(len(a.Rewards)-lo))
+	a.State.record(s / float64(len(a.Rewards)-lo))
 	return a.State.Done >= a.MinSteps && a.State.Since >= a.PatienceSteps
 }
 
 func (a *Adaptive) HarnessIteration(best float64) bool {
-	a.record(best)
+	a.State.record(best)
 	if a.State.Done >= a.MaxIters {
 		return true
 	}

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -397,15 +399,4 @@ func fillParams(m *model.Model, f *ckpt.File) error {
 	return nil
 }
 
-func sortedNames(m map[string]DomainStats) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
+func sortedNames(m map[string]DomainStats) []string { return slices.Sorted(maps.Keys(m)) }
