@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"whale/core/model"
+	"whale/core/store"
+	"whale/kernels"
+)
+
+// EvForked is the first event of a run started from a kept checkpoint of
+// another run (Fork); its payload is a ForkOrigin.
+const EvForked = "forked"
+
+// ForkOrigin says where a forked run came from.
+type ForkOrigin struct {
+	Checkpoint string `json:"checkpoint"`
+	Run        string `json:"run"`
+	Round      int    `json:"round"`
+	Phase      Phase  `json:"phase"`
+	Weights    string `json:"weights"`
+	Harness    string `json:"harness"`
+}
+
+// ForkPlan reads what a run started from checkpoint ckptID needs: the
+// configuration of the run that kept it, with the checkpoint's harness
+// source as the starting harness, and the checkpoint's manifest (whose
+// Weights blob holds the starting weights). The caller opens the domain
+// the configuration names (and its data seed) before calling Fork.
+func ForkPlan(db *store.DB, ckptID string) (Config, CheckpointManifest, error) {
+	man, err := ReadCheckpoint(db, ckptID)
+	if err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: %w", ckptID, err)
+	}
+	r, err := db.GetRun(man.Run)
+	if err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: the run that kept it: %w", ckptID, err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(r.Config, &cfg); err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: run %s: stored config: %w", ckptID, man.Run, err)
+	}
+	h, err := db.GetHarness(man.Harness)
+	if err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: harness %s: %w", ckptID, man.Harness, err)
+	}
+	// The source, not the built-in name it may have come from: the
+	// checkpoint's harness is usually a searched one with no name.
+	cfg.Harness = h.Source
+	m := man.Config
+	cfg.Model = &m
+	if err := cfg.Validate(); err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: %w", ckptID, err)
+	}
+	return cfg, man, nil
+}
+
+// Fork starts a new run, newRunID, from kept checkpoint ckptID: the
+// checkpoint's weights and harness, the configuration of the run that kept
+// it otherwise (same seed, same budget; a fresh optimizer state, as any new
+// run has). The run it came from is not touched. env.Domain must be the
+// domain ForkPlan's configuration names; env.Model may be nil (it is then
+// built on be), else it must have the checkpoint's model configuration and
+// its weights are overwritten. The origin is the new run's first event
+// (EvForked), before run_started.
+func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error) {
+	if env.Store == nil {
+		return nil, errors.New("engine: fork: Env needs a store")
+	}
+	cfg, man, err := ForkPlan(env.Store, ckptID)
+	if err != nil {
+		return nil, err
+	}
+	if env.Model == nil {
+		if env.Model, err = model.New(man.Config, be, 0); err != nil {
+			return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
+		}
+	} else if env.Model.Config != man.Config {
+		return nil, fmt.Errorf("engine: fork %s: the environment's model configuration differs from the checkpoint's", ckptID)
+	}
+	blob, err := env.Store.GetBlob(man.Weights)
+	if err != nil {
+		return nil, fmt.Errorf("engine: fork %s: weights: %w", ckptID, err)
+	}
+	if err := env.Model.SetParamValues(bytesf32(blob)); err != nil {
+		return nil, fmt.Errorf("engine: fork %s: weights: %w", ckptID, err)
+	}
+	e, err := New(cfg, env, newRunID)
+	if err != nil {
+		return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
+	}
+	// Both are content hashes: a mismatch means the round trip through
+	// the model or the harness loader changed what the checkpoint holds.
+	if e.st.Weights != man.Weights {
+		return nil, fmt.Errorf("engine: fork %s: starting weights %s differ from the checkpoint's %s", ckptID, abbrevHash(e.st.Weights), abbrevHash(man.Weights))
+	}
+	if inc := e.st.Archive.Incumbent; inc != man.Harness {
+		return nil, fmt.Errorf("engine: fork %s: starting harness %s differs from the checkpoint's %s", ckptID, abbrevHash(inc), abbrevHash(man.Harness))
+	}
+	// The starting weights are the other run's checkpoint blob: this run
+	// must never delete it when its first resume point moves on.
+	if e.st.Kept == nil {
+		e.st.Kept = map[string]bool{}
+	}
+	e.st.Kept[man.Weights] = true
+	o := ForkOrigin{Checkpoint: ckptID, Run: man.Run, Round: man.Round, Phase: man.Phase, Weights: man.Weights, Harness: man.Harness}
+	if err := e.emit(EvForked, mustJSON(o)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ForkedFrom returns where run came from, or nil when it was not forked.
+// The origin is the run's first event, so only that one is read.
+func ForkedFrom(db *store.DB, run string) (*ForkOrigin, error) {
+	var o *ForkOrigin
+	stop := errors.New("stop")
+	err := db.Events(run, 0, func(seq uint64, b []byte) error {
+		var ev Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return fmt.Errorf("engine: run %s: event %d: %w", run, seq, err)
+		}
+		if ev.Kind == EvForked {
+			o = new(ForkOrigin)
+			if err := json.Unmarshal(ev.Data, o); err != nil {
+				return fmt.Errorf("engine: run %s: event %d (%s): %w", run, seq, ev.Kind, err)
+			}
+		}
+		return stop
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return nil, err
+	}
+	return o, nil
+}
+
+func abbrevHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
