@@ -15,6 +15,22 @@ type Config struct {
 	Seed     uint64 `json:"seed"`      // seed of everything the run samples
 	Preset   string `json:"preset"`
 
+	// Condition selects which optimisers run. "" (WHALE) alternates weight
+	// and harness phases under Schedule; the others are the experiments'
+	// baselines, at the same rollout budget: "weight-only" runs only weight
+	// phases under the incumbent harness; "harness-only" only harness
+	// phases over the starting weights; "staged" weight phases until half
+	// of Budget is spent, then harness phases; "fast-slow" (Fast-Slow
+	// Training) runs, each cycle, one harness-proposal round over a Pareto
+	// population of harnesses, then a few weight steps whose rollouts are
+	// spread across that population. Phase lengths come from Schedule in
+	// every condition (for fast-slow: fixed, I = 1).
+	Condition string `json:"condition,omitempty"`
+	// CurveTest also measures test mean@8 at every phase boundary (and at
+	// the start), for learning curves. Those rollouts are evaluation: never
+	// budgeted and never used to select anything.
+	CurveTest bool `json:"curve_test,omitempty"`
+
 	// Schedule is "fixed" (E, I) or "adaptive".
 	Schedule string  `json:"schedule"`
 	E        float64 `json:"e"`
@@ -103,6 +119,18 @@ func PresetNames() []string {
 	return out
 }
 
+// Conditions are the non-WHALE values of Config.Condition.
+var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow"}
+
+func isCondition(c string) bool {
+	for _, k := range Conditions {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
 // StepsPerEpoch is the number of weight steps in one pass over the train
 // tasks.
 func (c Config) StepsPerEpoch() int { return max(1, c.TrainTasks/max(1, c.PromptsPerStep)) }
@@ -117,6 +145,12 @@ func (c Config) Validate() error {
 		return bad("domain", "empty")
 	case c.Schedule != "fixed" && c.Schedule != "adaptive":
 		return bad("schedule", "%q (want fixed or adaptive)", c.Schedule)
+	case c.Condition != "" && !isCondition(c.Condition):
+		return bad("condition", "%q (want one of %v, or empty for WHALE)", c.Condition, Conditions)
+	case c.Condition == "staged" && c.Budget <= 0:
+		return bad("budget", "the staged condition splits a rollout budget in half: set budget > 0")
+	case c.Condition == "fast-slow" && (c.Schedule != "fixed" || c.I != 1):
+		return bad("i", "the fast-slow condition runs one harness round per cycle: want the fixed schedule with I = 1 (have %s, I = %d)", c.Schedule, c.I)
 	case c.Schedule == "fixed" && !(c.E > 0):
 		return bad("e", "%v (want a fraction of an epoch > 0)", c.E)
 	case c.Schedule == "fixed" && c.I < 1:

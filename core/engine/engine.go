@@ -116,7 +116,7 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err := env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source, Proposer: "start"}); err != nil {
 		return nil, err
 	}
-	e.st = State{Phase: PhaseWeights, Round: 1, Archive: search.NewArchive()}
+	e.st = State{Phase: cfg.firstPhase(), Round: 1, Archive: search.NewArchive()}
 	e.st.Archive.Add(search.Entry{Hash: h.Hash, Source: h.Source, Proposer: "start"})
 	if err := e.st.Archive.Accept(h.Hash); err != nil {
 		return nil, err
@@ -290,7 +290,14 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			return Summary{}, err
 		}
 		e.st.ValBefore = v
-		if err := e.beginPhase(PhaseWeights); err != nil {
+		if e.Cfg.CurveTest {
+			t, err := e.evalTest(ctx, e.st.Archive.Incumbent)
+			if err != nil {
+				return Summary{}, err
+			}
+			e.st.TestStart = &t
+		}
+		if err := e.beginPhase(e.Cfg.firstPhase()); err != nil {
 			return Summary{}, err
 		}
 		if err := e.saveResume(); err != nil {
@@ -310,7 +317,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			continue
 		}
 		over := e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
-		end := e.st.Force || over
+		end := e.st.Force || over || e.stageSpent()
 		if !end {
 			var err error
 			if e.st.Phase == PhaseWeights {
@@ -322,7 +329,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return Summary{}, err
 			}
 			over = e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
-			end = end || over
+			end = end || over || e.stageSpent()
 		}
 		if end {
 			if err := e.endPhase(ctx, over); err != nil {

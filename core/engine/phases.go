@@ -39,7 +39,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	tasks := e.trainBatch(e.st.Step)
-	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group))
+	ts, hs, err := e.runAssigned(ctx, tasks, e.rolloutHarnesses(tasks), fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group)
 	if err != nil {
 		return false, err
 	}
@@ -74,7 +74,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	} else if err != nil {
 		return false, err
 	}
-	if err := e.storeSamples(ts, "w", d.Stats); err != nil {
+	if err := e.storeSamples(ts, hs, "w"); err != nil {
 		return false, err
 	}
 	if e.Cfg.Replay > 0 {
@@ -110,11 +110,12 @@ type SampleRecord struct {
 }
 
 // storeSamples keeps every rejected rollout with its reason and the first
-// kept one of each group (a sample of the kept).
-func (e *Engine) storeSamples(ts []harnesses.Trajectory, kind string, st weights.Stats) error {
+// kept one of each group (a sample of the kept); hs names the harness of
+// each trajectory.
+func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind string) error {
 	var recs [][]byte
 	keptSeen := map[string]bool{}
-	for _, t := range ts {
+	for i, t := range ts {
 		kept := t.Reward >= e.Cfg.Threshold
 		why := string(t.Failure)
 		if kept {
@@ -127,7 +128,7 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, kind string, st weights
 			why = "low_reward"
 		}
 		recs = append(recs, mustJSON(SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
-			Kept: kept, Why: why, Harness: e.st.Archive.Incumbent, Weights: e.st.Weights, Trajectory: t}))
+			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Trajectory: t}))
 	}
 	if len(recs) == 0 {
 		return nil
@@ -205,10 +206,17 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	e.st.Iteration++
 	var r search.IterationResult
 	var err error
-	if e.st.PhaseSteps == 0 {
+	switch {
+	case e.Cfg.Condition == "fast-slow":
+		r, err = e.paretoRound(ctx, s)
+	case a.Weights != e.st.Weights || !a.Entries[a.Incumbent].Complete:
+		// New weights make every score stale: the incoming harness is
+		// measured first (the reference counts that as an iteration).
+		// Under unchanged weights (harness-only, staged) the archive's
+		// scores stand and the search simply continues.
 		a.ResetScores(e.st.Weights)
 		r, err = s.ScoreIncumbent(ctx, a, e.val, e.st.Iteration)
-	} else {
+	default:
 		rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
 		r, err = s.Iterate(ctx, a, e.val, rng, e.st.Iteration)
 	}
@@ -272,6 +280,13 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	return rep, e.emit(EvEval, mustJSON(map[string]any{"split": name, "harness": hash, "weights": e.st.Weights, "report": rep}))
 }
 
+// evalTest measures test mean@TestK of the current weights under harness
+// hash, for learning curves only.
+func (e *Engine) evalTest(ctx context.Context, hash string) (float64, error) {
+	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, e.Cfg.TestK)
+	return rep.MeanAtK, err
+}
+
 func (e *Engine) evalVal(ctx context.Context) (float64, error) {
 	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
 	return rep.MeanAtK, err
@@ -327,7 +342,14 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 		return err
 	}
 	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
-		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force}
+		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart}
+	if e.Cfg.CurveTest {
+		t, err := e.evalTest(ctx, a.Incumbent)
+		if err != nil {
+			return err
+		}
+		rec.TestAfter = &t
+	}
 	if inc := a.Entries[a.Incumbent]; e.st.Phase == PhaseHarness && inc.HasAudit {
 		gap := inc.Score - inc.Audit
 		rec.AuditGap = &gap
@@ -344,9 +366,10 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 		return err
 	}
 	e.st.ValBefore = val
-	next, round := PhaseHarness, e.st.Round
-	if e.st.Phase == PhaseHarness {
-		next, round = PhaseWeights, round+1
+	next, newRound := e.nextPhase()
+	round := e.st.Round
+	if newRound {
+		round++
 	}
 	if budgetOver || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
 		return e.finish(ctx)
@@ -412,7 +435,7 @@ func (e *Engine) finish(ctx context.Context) error {
 	}
 	// Rounds counts the rounds begun (the last may have been cut short by
 	// the budget).
-	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Rounds: e.st.Round,
+	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Condition: e.Cfg.Condition, Rounds: e.st.Round, TestStart: e.st.TestStart,
 		Rollouts: e.st.Ledger.Budgeted(), EvalRollouts: e.st.Ledger.Eval, Phases: e.st.Phases,
 		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt}

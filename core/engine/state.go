@@ -35,6 +35,11 @@ type PhaseRecord struct {
 	Forced    bool    `json:"forced,omitempty"`
 	// AuditGap is val − audit of the accepted harness (harness phases).
 	AuditGap *float64 `json:"audit_gap,omitempty"`
+	// Start is the budgeted rollout count when the phase began.
+	Start int `json:"start"`
+	// TestAfter is test mean@8 at the boundary (Config.CurveTest only;
+	// never used to select anything).
+	TestAfter *float64 `json:"test_after,omitempty"`
 }
 
 // State is a run's resume cursor: with the weights and optimizer blobs it
@@ -73,6 +78,13 @@ type State struct {
 	BestVal  float64 `json:"best_val"`
 	BestCkpt string  `json:"best_ckpt"`
 
+	// Population is the fast-slow condition's harness population (the
+	// Pareto front over val tasks, incumbent first).
+	Population []string `json:"population,omitempty"`
+	// TestStart is test mean@8 of the starting weights and harness, when
+	// Config.CurveTest asks for learning curves.
+	TestStart *float64 `json:"test_start,omitempty"`
+
 	// Replay holds kept samples of recent weight steps (Config.Replay).
 	Replay []replayed `json:"replay,omitempty"`
 
@@ -96,6 +108,7 @@ type Summary struct {
 	RunID        string        `json:"run_id"`
 	Domain       string        `json:"domain"`
 	Schedule     string        `json:"schedule"`
+	Condition    string        `json:"condition,omitempty"`
 	Rounds       int           `json:"rounds"`
 	Rollouts     int           `json:"rollouts"`
 	EvalRollouts int           `json:"eval_rollouts"`
@@ -109,6 +122,8 @@ type Summary struct {
 	FinalHarness string        `json:"final_harness"`
 	FinalWeights string        `json:"final_weights"`
 	BestCkpt     string        `json:"best_checkpoint"`
+	// TestStart is test mean@8 before any phase (Config.CurveTest).
+	TestStart *float64 `json:"test_start,omitempty"`
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -37,6 +37,9 @@ type Entry struct {
 	Sum      float64 `json:"sum"`
 	SumSq    float64 `json:"sum_sq"`
 	Rollouts int     `json:"rollouts"`
+	// Tasks sums the rewards per val task (by task id), for the Pareto
+	// front over tasks.
+	Tasks map[string]float64 `json:"tasks,omitempty"`
 	// Complete is set once the entry was scored on the whole val split
 	// (successive halving may stop a loser before).
 	Complete  bool    `json:"complete"`
@@ -57,9 +60,13 @@ func (e *Entry) CI95() (lo, hi float64) {
 	return e.Score - h, e.Score + h
 }
 
-// add merges rewards into the entry's score.
-func (e *Entry) add(rewards []float64) {
-	for _, r := range rewards {
+// add merges the rewards of tasks (in order) into the entry's score.
+func (e *Entry) add(tasks []string, rewards []float64) {
+	if e.Tasks == nil {
+		e.Tasks = map[string]float64{}
+	}
+	for i, r := range rewards {
+		e.Tasks[tasks[i]] += r
 		e.Sum += r
 		e.SumSq += r * r
 	}
@@ -90,6 +97,7 @@ func (a *Archive) ResetScores(weights string) {
 	for _, e := range a.Entries {
 		e.Score, e.Scored, e.Sum, e.SumSq, e.Complete = 0, 0, 0, 0, false
 		e.Audit, e.HasAudit = 0, false
+		e.Tasks = nil
 	}
 }
 
@@ -126,6 +134,92 @@ func (a *Archive) Best() *Entry {
 		}
 	}
 	return best
+}
+
+// Pareto returns the front of complete, unpruned entries over val tasks:
+// those no other entry dominates (at least as good on every task, better
+// on one), best score first, the incumbent always included, at most max
+// entries (max < 1: all). Identical score vectors keep the entry seen
+// first. This is the population Fast-Slow Training samples from.
+func (a *Archive) Pareto(max int) []*Entry {
+	var live []*Entry
+	for _, h := range a.sortedHashes() {
+		if e := a.Entries[h]; e.Complete && e.Status != StatusPruned {
+			live = append(live, e)
+		}
+	}
+	earlier := func(x, y *Entry) bool {
+		return x.Iteration < y.Iteration || (x.Iteration == y.Iteration && x.Hash < y.Hash)
+	}
+	var front []*Entry
+	for _, e := range live {
+		dominated := false
+		for _, o := range live {
+			if o == e {
+				continue
+			}
+			if c := compareTasks(o, e); c > 0 || (c == 0 && earlier(o, e)) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated || e.Hash == a.Incumbent {
+			front = append(front, e)
+		}
+	}
+	sort.SliceStable(front, func(i, j int) bool {
+		x, y := front[i], front[j]
+		if (x.Hash == a.Incumbent) != (y.Hash == a.Incumbent) {
+			return x.Hash == a.Incumbent
+		}
+		if x.Score != y.Score {
+			return x.Score > y.Score
+		}
+		return earlier(x, y)
+	})
+	if max > 0 && len(front) > max {
+		front = front[:max]
+	}
+	return front
+}
+
+// compareTasks is 1 when x dominates y on per-task mean reward, 0 when
+// their vectors are equal, and -1 otherwise. Entries scored a different
+// number of passes compare by mean.
+func compareTasks(x, y *Entry) int {
+	px, py := passes(x), passes(y)
+	better, equal := false, true
+	for t, sy := range y.Tasks {
+		mx, my := x.Tasks[t]/px, sy/py
+		if mx < my {
+			return -1
+		}
+		if mx > my {
+			better = true
+		}
+		if mx != my {
+			equal = false
+		}
+	}
+	for t := range x.Tasks {
+		if _, ok := y.Tasks[t]; !ok {
+			return -1 // scored on different tasks: not comparable
+		}
+	}
+	switch {
+	case better:
+		return 1
+	case equal:
+		return 0
+	}
+	return -1
+}
+
+func passes(e *Entry) float64 {
+	if len(e.Tasks) == 0 {
+		return 1
+	}
+	return math.Max(1, float64(e.Scored)/float64(len(e.Tasks)))
 }
 
 // Accept makes hash the incumbent.

@@ -24,21 +24,39 @@ type Proposer interface {
 	Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error)
 }
 
-// Mutation changes one mechanism of the incumbent per candidate: one knob
-// or fragment of its SEARCH_SPACE, never a frozen knob, never yielding a
-// pruned or already archived harness.
-type Mutation struct{}
+// Mutation changes one mechanism of a parent per candidate: one knob or
+// fragment of its SEARCH_SPACE, never a frozen knob, never yielding a
+// pruned or already archived harness. The parent is the incumbent, or,
+// when Parents is set, any of them (a population, as in Fast-Slow
+// Training).
+type Mutation struct {
+	Parents []string
+}
 
 func (Mutation) Name() string { return "mutation" }
 
-func (Mutation) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error) {
-	inc, ok := a.Entries[a.Incumbent]
-	if !ok {
-		return nil, fmt.Errorf("search: mutation needs an incumbent")
+func (m Mutation) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error) {
+	parents := m.Parents
+	if len(parents) == 0 {
+		parents = []string{a.Incumbent}
 	}
-	all, err := singleChanges(inc, a)
-	if err != nil {
-		return nil, err
+	var all []Candidate
+	seen := map[string]bool{}
+	for _, h := range parents {
+		p, ok := a.Entries[h]
+		if !ok {
+			return nil, fmt.Errorf("search: mutation parent %s is not in the archive", short(h))
+		}
+		cs, err := singleChanges(p, a)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if !seen[c.Hash] {
+				seen[c.Hash] = true
+				all = append(all, c)
+			}
+		}
 	}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	return all[:min(n, len(all))], nil

@@ -180,10 +180,93 @@ func TestGridWalksTheProduct(t *testing.T) {
 
 func TestCI95(t *testing.T) {
 	e := &Entry{}
-	e.add([]float64{1, 0, 1, 0})
+	e.add([]string{"a", "b", "c", "d"}, []float64{1, 0, 1, 0})
 	lo, hi := e.CI95()
 	// mean 0.5, sample sd sqrt(1/3), half width 1.96·sqrt(1/3)/2 = 0.5658
 	if e.Score != 0.5 || hi-lo < 1.13 || hi-lo > 1.134 {
 		t.Fatalf("score %v CI [%v, %v]", e.Score, lo, hi)
+	}
+}
+
+func TestParetoFront(t *testing.T) {
+	a := NewArchive()
+	ids := []string{"t1", "t2", "t3"}
+	add := func(hash string, it int, rw ...float64) {
+		e := a.Add(Entry{Hash: hash, Iteration: it})
+		e.add(ids, rw)
+		e.Complete = true
+	}
+	add("inc", 0, 0, 0, 1)                        // incumbent: dominated by "all", kept anyway
+	add("all", 1, 1, 0, 1)                        // dominates inc
+	add("mid", 1, 0, 1, 0)                        // best on t2 alone: on the front
+	add("dup", 2, 0, 1, 0)                        // same vector as mid, seen later: dropped
+	add("low", 2, 0, 0, 0)                        // dominated by everyone
+	e := a.Add(Entry{Hash: "half", Iteration: 3}) // not complete: never on the front
+	e.add(ids[:1], []float64{1})
+	if err := a.Accept("inc"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range a.Pareto(0) {
+		got = append(got, e.Hash)
+	}
+	if want := []string{"inc", "all", "mid"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("front %v, want %v", got, want)
+	}
+	if f := a.Pareto(2); len(f) != 2 || f[0].Hash != "inc" || f[1].Hash != "all" {
+		t.Fatalf("capped front %v", f)
+	}
+	// Two passes over the tasks compare by mean, not by sum.
+	a.Entries["mid"].add(ids, []float64{0, 1, 0})
+	if c := compareTasks(a.Entries["mid"], a.Entries["dup"]); c != 0 {
+		t.Fatalf("mid (2 passes) vs dup (1 pass) = %d, want equal", c)
+	}
+}
+
+func TestMutationFromParents(t *testing.T) {
+	src, err := harnesses.Builtin("math", "h0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewArchive()
+	a.Add(Entry{Hash: harnesses.Hash(src), Source: src, Complete: true})
+	if err := a.Accept(harnesses.Hash(src)); err != nil {
+		t.Fatal(err)
+	}
+	space, err := harnesses.SpaceOf(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := space[0]
+	var other string
+	for _, c := range d.Choices {
+		if c != d.Current {
+			other = c
+			break
+		}
+	}
+	child, err := harnesses.Mutate(src, d.Knob, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Add(Entry{Hash: harnesses.Hash(child), Source: child, Complete: true})
+	cs, err := Mutation{Parents: []string{harnesses.Hash(src), harnesses.Hash(child)}}.Propose(context.Background(), a, rand.New(rand.NewPCG(1, 2)), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromChild := 0
+	for _, c := range cs {
+		if c.Parent == harnesses.Hash(child) {
+			fromChild++
+		}
+		if a.known(c.Hash) {
+			t.Fatalf("candidate %s is already archived", c.Hash[:12])
+		}
+	}
+	if fromChild == 0 {
+		t.Fatal("no candidate descends from the second parent")
+	}
+	if _, err := (Mutation{Parents: []string{"nope"}}).Propose(context.Background(), a, rand.New(rand.NewPCG(1, 2)), 1); err == nil {
+		t.Fatal("unknown parent accepted")
 	}
 }

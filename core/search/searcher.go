@@ -73,6 +73,29 @@ func (s *Searcher) ScoreIncumbent(ctx context.Context, a *Archive, val []data.Ta
 	return r, nil
 }
 
+// ScoreAll scores the given entries on the whole val split (those not yet
+// complete under the current weights) and returns the rollouts spent:
+// how a population is re-measured after the weights changed.
+func (s *Searcher) ScoreAll(ctx context.Context, a *Archive, hashes []string, val []data.Task) (int, error) {
+	n := 0
+	for _, h := range hashes {
+		e, ok := a.Entries[h]
+		if !ok {
+			return n, fmt.Errorf("search: score %s: not in the archive", short(h))
+		}
+		if e.Complete || e.Status == StatusPruned {
+			continue
+		}
+		m, err := s.score(ctx, e, val, 0, len(val), 0)
+		if err != nil {
+			return n, err
+		}
+		e.Complete = true
+		n += m
+	}
+	return n, nil
+}
+
 // Iterate proposes M candidates, scores them with successive halving,
 // and accepts the best complete entry of the archive.
 func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng *rand.Rand, iteration int) (IterationResult, error) {
@@ -165,6 +188,10 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 	if len(rw) != to-from {
 		return 0, fmt.Errorf("search: score %s: %d rewards for %d tasks", short(e.Hash), len(rw), to-from)
 	}
-	e.add(rw)
+	ids := make([]string, to-from)
+	for i, t := range val[from:to] {
+		ids[i] = t.ID
+	}
+	e.add(ids, rw)
 	return len(rw), nil
 }

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"whale/kernels"
+)
+
+func runCondition(t *testing.T, cond string, mutate func(*Config)) (Summary, *Engine) {
+	t.Helper()
+	cfg := tinyConfig(t)
+	cfg.Condition = cond
+	cfg.MaxRounds = 0
+	cfg.Budget = 48
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, e
+}
+
+func kinds(ps []PhaseRecord) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteByte(string(p.Kind)[0])
+	}
+	return b.String()
+}
+
+func TestOneSidedConditions(t *testing.T) {
+	for _, tc := range []struct {
+		cond   string
+		only   Phase
+		ledger func(Ledger) bool
+	}{
+		{"weight-only", PhaseWeights, func(l Ledger) bool { return l.Train > 0 && l.Search == 0 }},
+		{"harness-only", PhaseHarness, func(l Ledger) bool { return l.Train == 0 && l.Search > 0 }},
+	} {
+		sum, e := runCondition(t, tc.cond, nil)
+		if len(sum.Phases) < 2 {
+			t.Fatalf("%s: %d phases, want several", tc.cond, len(sum.Phases))
+		}
+		for i, p := range sum.Phases {
+			if p.Kind != tc.only || p.Round != i+1 {
+				t.Fatalf("%s: phase %d is %s of round %d", tc.cond, i, p.Kind, p.Round)
+			}
+		}
+		if l := e.State().Ledger; !tc.ledger(l) || l.Budgeted() < 48 {
+			t.Fatalf("%s: ledger %+v", tc.cond, l)
+		}
+		if sum.Condition != tc.cond {
+			t.Fatalf("summary condition %q", sum.Condition)
+		}
+	}
+	// Harness-only never rescores the incumbent under unchanged weights:
+	// every iteration after the first proposes candidates.
+	_, e := runCondition(t, "harness-only", nil)
+	measured := 0
+	for _, ev := range events(t, e.env.Store, "c") {
+		if ev.Kind != EvHarnessIteration {
+			continue
+		}
+		var d harnessIterationData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Result.Candidates) == 1 && d.Result.Candidates[0] == d.Result.Accepted && !d.Result.Changed {
+			measured++
+		}
+	}
+	if measured != 1 {
+		t.Fatalf("harness-only measured the incumbent alone in %d iterations, want only the first", measured)
+	}
+	if n := len(e.State().Archive.Entries); n < 1+e.Cfg.Candidates*len(e.State().Phases) {
+		t.Fatalf("harness-only archived %d harnesses over %d phases of M=%d", n, len(e.State().Phases), e.Cfg.Candidates)
+	}
+}
+
+func TestStagedSplitsTheBudget(t *testing.T) {
+	sum, _ := runCondition(t, "staged", func(c *Config) { c.Budget = 64 })
+	k := kinds(sum.Phases)
+	if !strings.HasPrefix(k, "w") || !strings.HasSuffix(k, "h") || strings.Contains(k, "hw") {
+		t.Fatalf("staged phases %q: want weights, then harness, never back", k)
+	}
+	for _, p := range sum.Phases {
+		if p.Kind == PhaseHarness && p.Start < 32 {
+			t.Fatalf("harness phase began at %d rollouts, before half of 64", p.Start)
+		}
+		if p.Kind == PhaseWeights && p.Start >= 32 {
+			t.Fatalf("weight phase began at %d rollouts, after half of 64", p.Start)
+		}
+	}
+	cfg := tinyConfig(t)
+	cfg.Condition, cfg.Budget = "staged", 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("staged without a budget: %v", err)
+	}
+}
+
+func TestFastSlowSamplesAcrossItsPopulation(t *testing.T) {
+	sum, e := runCondition(t, "fast-slow", func(c *Config) { c.I, c.Budget = 1, 96 })
+	k := kinds(sum.Phases)
+	if !strings.HasPrefix(k, "hwhw") {
+		t.Fatalf("fast-slow phases %q: want harness, weights alternating", k)
+	}
+	for _, p := range sum.Phases {
+		if p.Kind == PhaseHarness && p.Steps != 1 {
+			t.Fatalf("fast-slow harness phase of %d iterations", p.Steps)
+		}
+	}
+	st := e.State()
+	if len(st.Population) == 0 || len(st.Population) > populationCap || st.Population[0] != st.Archive.Incumbent {
+		t.Fatalf("population %v (incumbent %s)", st.Population, st.Archive.Incumbent)
+	}
+	// Every stored weight-step sample names a harness of the archive, and
+	// once the population has grown, rollouts go through several.
+	seen := map[string]bool{}
+	err := e.env.Store.Samples("c", 0, func(seq uint64, b []byte) error {
+		var r SampleRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if _, ok := st.Archive.Entries[r.Harness]; !ok {
+			t.Fatalf("sample of unknown harness %s", r.Harness)
+		}
+		seen[r.Harness] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Population) > 1 && len(seen) < 2 {
+		t.Fatalf("population of %d but samples from %d harness(es)", len(st.Population), len(seen))
+	}
+	cfg := tinyConfig(t)
+	cfg.Condition, cfg.I = "fast-slow", 2
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "field i") {
+		t.Fatalf("fast-slow with I = 2: %v", err)
+	}
+	cfg.Condition = "nope"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "condition") {
+		t.Fatalf("unknown condition: %v", err)
+	}
+}
+
+func TestCurveTestAndConditionsResumeExactly(t *testing.T) {
+	for _, cond := range []string{"fast-slow", "staged"} {
+		cfg := tinyConfig(t)
+		cfg.Condition, cfg.MaxRounds, cfg.Budget, cfg.CurveTest, cfg.I = cond, 0, 64, true, 1
+		ctx := context.Background()
+		dbA := openDB(t)
+		a, err := New(cfg, testEnv(t, dbA), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sumA, err := a.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sumA.TestStart == nil {
+			t.Fatalf("%s: no test point at the start", cond)
+		}
+		for i, p := range sumA.Phases {
+			if p.TestAfter == nil {
+				t.Fatalf("%s: phase %d has no test point", cond, i)
+			}
+		}
+		dbB := openDB(t)
+		b, err := New(cfg, testEnv(t, dbB), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		saves := 0
+		b.stopAfter = func(State) bool { saves++; return saves == 5 }
+		if _, err := b.Run(ctx); !errors.Is(err, errStopped) {
+			t.Fatalf("%s: %v", cond, err)
+		}
+		envC := testEnv(t, dbB)
+		envC.Model = nil
+		c, err := Resume(envC, kernels.NewCPU(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sumC, err := c.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ja, jc := mustJSON(sumA), mustJSON(sumC); !bytes.Equal(ja, jc) {
+			t.Fatalf("%s: resumed summary differs\n%s\n%s", cond, ja, jc)
+		}
+	}
+}
+
+func TestRolloutsAreDealtAcrossThePopulation(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Condition, cfg.I, cfg.Budget, cfg.MaxRounds = "fast-slow", 1, 64, 0
+	e, err := New(cfg, testEnv(t, openDB(t)), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := e.trainBatch(0)[:2]
+	tasks = append(tasks, e.trainBatch(1)...)
+	e.st.Population = []string{"a", "b", "c"}
+	e.st.Step = 4
+	got := strings.Join(e.rolloutHarnesses(tasks), "")
+	if want := "bcabca"[:len(tasks)]; got != want {
+		t.Fatalf("dealt %q, want %q", got, want)
+	}
+	e.Cfg.Condition = ""
+	for _, h := range e.rolloutHarnesses(tasks) {
+		if h != e.st.Archive.Incumbent {
+			t.Fatal("WHALE rollouts must all go through the incumbent")
+		}
+	}
+}
