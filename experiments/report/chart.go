@@ -1,0 +1,266 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Chart size: 8×5 in at ChartDPI, so ChartWidth×ChartHeight pixels.
+const (
+	ChartDPI    = 150
+	ChartWidth  = 8 * ChartDPI
+	ChartHeight = 5 * ChartDPI
+)
+
+// legendWidth is the strip right of the plot that holds the legend, so the
+// legend never covers a curve.
+const legendWidth = 2.3 * vg.Inch
+
+// conditionStyle gives each condition a colour from the Okabe–Ito palette
+// (readable by colour-blind readers) and the two one-shot baselines a dash,
+// so the chart also reads in greyscale.
+var conditionStyle = map[string]struct {
+	col    color.RGBA
+	dashes []vg.Length
+	width  vg.Length
+}{
+	"weight-only":    {color.RGBA{0xE6, 0x9F, 0x00, 0xFF}, nil, 2},
+	"harness-only":   {color.RGBA{0x56, 0xB4, 0xE9, 0xFF}, nil, 2},
+	"staged":         {color.RGBA{0x00, 0x9E, 0x73, 0xFF}, []vg.Length{vg.Points(6), vg.Points(3)}, 2},
+	"fast-slow":      {color.RGBA{0xCC, 0x79, 0xA7, 0xFF}, []vg.Length{vg.Points(2), vg.Points(2)}, 2},
+	"whale-fixed":    {color.RGBA{0x00, 0x72, 0xB2, 0xFF}, nil, 2.75},
+	"whale-adaptive": {color.RGBA{0xD5, 0x5E, 0x00, 0xFF}, nil, 2.75},
+}
+
+// Phase shading behind the curves: light enough that lines stay readable.
+var (
+	harnessShade = color.RGBA{0xF0, 0xE4, 0x42, 0x55}
+	weightShade  = color.RGBA{0xB0, 0xB0, 0xB0, 0x30}
+)
+
+// Chart renders the domain's chart as PNG bytes: score against budgeted
+// rollouts, one line per condition (mean over finished seeds, each seed drawn
+// thinly behind it) and the phases of the domain's first finished
+// whale-fixed run shaded. It assumes runs passed Validate.
+func Chart(runs []Run, domain string) ([]byte, error) {
+	runs = sortedRuns(runs)
+	p := plot.New()
+	p.Title.Text = domain + ": score against budgeted rollouts"
+	p.X.Label.Text = "budgeted rollouts (train + search)"
+	p.X.Tick.Marker = countTicks{}
+	p.Y.Label.Text = "test mean@8 (points)"
+	p.Add(plotter.NewGrid())
+
+	leg := plot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = vg.Points(10)
+	leg.Padding = vg.Points(3)
+
+	// Shading first, so every line is drawn over it.
+	if r, ok := firstFinished(runs, WhaleFixed, domain); ok {
+		h, w := phaseSpans(r)
+		if len(w) > 0 {
+			sh := &shade{spans: w, col: weightShade}
+			p.Add(sh)
+			leg.Add(fmt.Sprintf("weight phase (whale-fixed seed %d)", r.Seed), sh)
+		}
+		if len(h) > 0 {
+			sh := &shade{spans: h, col: harnessShade}
+			p.Add(sh)
+			leg.Add(fmt.Sprintf("harness phase (whale-fixed seed %d)", r.Seed), sh)
+		}
+	}
+
+	ymin, ymax, xmax := math.Inf(1), math.Inf(-1), 0.0
+	anyVal, anyLine := false, false
+	for _, cond := range Conditions {
+		var fin []Run
+		for _, r := range runs {
+			if r.Domain == domain && r.Condition == cond && r.Done && len(r.Curve) > 0 {
+				fin = append(fin, r)
+			}
+		}
+		if len(fin) == 0 {
+			continue
+		}
+		// One split per condition, so a mean never mixes test and val.
+		test := true
+		for _, r := range fin {
+			test = test && hasTest(r)
+		}
+		st := conditionStyle[cond]
+		var seeds [][]xy
+		for _, r := range fin {
+			s := series(r, test)
+			if len(s) == 0 {
+				continue
+			}
+			seeds = append(seeds, s)
+			thin, err := plotter.NewLine(toXYs(s))
+			if err != nil {
+				return nil, fmt.Errorf("report: chart %s: seed %d of %s: %w", domain, r.Seed, cond, err)
+			}
+			faint := st.col
+			faint.A = 0x50
+			thin.LineStyle = draw.LineStyle{Color: faint, Width: vg.Points(0.8), Dashes: st.dashes}
+			p.Add(thin)
+		}
+		if len(seeds) == 0 {
+			continue
+		}
+		m := meanCurve(seeds)
+		line, err := plotter.NewLine(toXYs(m))
+		if err != nil {
+			return nil, fmt.Errorf("report: chart %s: mean of %s: %w", domain, cond, err)
+		}
+		line.LineStyle = draw.LineStyle{Color: st.col, Width: vg.Points(float64(st.width)), Dashes: st.dashes}
+		p.Add(line)
+		name := fmt.Sprintf("%s (%s)", cond, plural(len(seeds), "seed"))
+		if !test {
+			name += " on val"
+			anyVal = true
+		}
+		leg.Add(name, line)
+		anyLine = true
+		for _, s := range seeds {
+			for _, q := range s {
+				ymin, ymax = min(ymin, 100*q.y), max(ymax, 100*q.y)
+				xmax = max(xmax, float64(q.x))
+			}
+		}
+	}
+	if anyVal {
+		p.Y.Label.Text = "test mean@8 (points; val mean@k for runs without test points)"
+	}
+	if !anyLine {
+		p.Title.Text = domain + ": no finished run to draw"
+		ymin, ymax = 0, 100
+	}
+	// Zoom on the data, with a margin, but never past the 0–100 scale.
+	pad := max(2, 0.05*(ymax-ymin))
+	p.Y.Min, p.Y.Max = max(0, math.Floor(ymin-pad)), min(100, math.Ceil(ymax+pad))
+	p.X.Min = 0
+	if xmax > 0 {
+		p.X.Max = xmax
+	}
+
+	img := vgimg.NewWith(vgimg.UseWH(8*vg.Inch, 5*vg.Inch), vgimg.UseDPI(ChartDPI), vgimg.UseBackgroundColor(color.White))
+	c := draw.New(img)
+	p.Draw(draw.Crop(c, 0, -legendWidth, 0, 0))
+	leg.Draw(draw.Crop(c, c.Max.X-c.Min.X-legendWidth+vg.Points(8), -vg.Points(4), 0, -vg.Points(40)))
+
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("report: chart %s: encode PNG: %w", domain, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func firstFinished(runs []Run, cond, domain string) (Run, bool) {
+	for _, r := range runs {
+		if r.Domain == domain && r.Condition == cond && r.Done {
+			return r, true
+		}
+	}
+	return Run{}, false
+}
+
+type span struct{ from, to float64 }
+
+// phaseSpans returns r's harness and weight phases as rollout spans.
+func phaseSpans(r Run) (harness, weights []span) {
+	for _, p := range r.Curve {
+		s := span{float64(p.PhaseStart), float64(p.Rollouts)}
+		switch p.Phase {
+		case PhaseHarness:
+			harness = append(harness, s)
+		case PhaseWeights:
+			weights = append(weights, s)
+		}
+	}
+	return harness, weights
+}
+
+// meanCurve averages seeds' curves on the union of their boundaries. Between
+// boundaries a seed holds its last score (that is the model the run had), and
+// after its last boundary it keeps its final score, so seeds whose phases end
+// at different rollouts still average point by point.
+func meanCurve(seeds [][]xy) []xy {
+	var grid []int
+	for _, s := range seeds {
+		for _, q := range s {
+			grid = append(grid, q.x)
+		}
+	}
+	slices.Sort(grid)
+	grid = slices.Compact(grid)
+	out := make([]xy, 0, len(grid))
+	for _, x := range grid {
+		var sum float64
+		for _, s := range seeds {
+			v := s[0].y
+			for _, q := range s {
+				if q.x > x {
+					break
+				}
+				v = q.y
+			}
+			sum += v
+		}
+		out = append(out, xy{x, sum / float64(len(seeds))})
+	}
+	return out
+}
+
+func toXYs(s []xy) plotter.XYs {
+	out := make(plotter.XYs, len(s))
+	for i, q := range s {
+		out[i].X, out[i].Y = float64(q.x), 100*q.y
+	}
+	return out
+}
+
+// shade fills vertical bands over the whole data area behind the curves. It
+// is deliberately no DataRanger, so it never stretches the axes.
+type shade struct {
+	spans []span
+	col   color.Color
+}
+
+func (s *shade) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, sp := range s.spans {
+		x0, x1 := max(trX(sp.from), c.Min.X), min(trX(sp.to), c.Max.X)
+		if x1 <= x0 {
+			continue
+		}
+		c.FillPolygon(s.col, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+}
+
+func (s *shade) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(s.col, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// countTicks labels rollout ticks as whole counts with thousands separators
+// rather than gonum's default float formatting.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = count(int(math.Round(ts[i].Value)))
+		}
+	}
+	return ts
+}

@@ -1,0 +1,46 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"strconv"
+)
+
+// CSVHeader is results.csv's header. The first five columns are the ones
+// the issue fixes; the rest follow them and may grow, never move.
+var CSVHeader = []string{
+	"condition", "domain", "seed", "best_test_mean_at_8", "rollouts",
+	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases",
+}
+
+// encodeCSV writes one row per run in the order given (Write sorts first).
+// An unfinished run keeps its row, with done=false and its score columns
+// empty: it has no best checkpoint a reader could average by mistake.
+func encodeCSV(runs []Run) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(CSVHeader); err != nil {
+		return nil, fmt.Errorf("report: encode %s header: %w", ResultsCSV, err)
+	}
+	for _, r := range runs {
+		best, lo, hi := "", "", ""
+		if r.Done {
+			best, lo, hi = frac(r.BestTestMean8), frac(r.TestCI95[0]), frac(r.TestCI95[1])
+		}
+		row := []string{
+			r.Condition, r.Domain, strconv.FormatUint(r.Seed, 10), best, strconv.Itoa(r.Rollouts),
+			r.RunID, strconv.FormatBool(r.Done), lo, hi, strconv.Itoa(r.EvalRollouts), strconv.Itoa(r.Phases),
+		}
+		if err := w.Write(row); err != nil {
+			return nil, fmt.Errorf("report: encode %s row of run %s: %w", ResultsCSV, r.RunID, err)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return nil, fmt.Errorf("report: encode %s: %w", ResultsCSV, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func frac(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }

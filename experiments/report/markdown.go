@@ -1,0 +1,398 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// baselines are the conditions WHALE is compared with, in report order.
+var baselines = []string{"weight-only", "harness-only", "staged", "fast-slow"}
+
+// Markdown renders RESULTS.md for runs (any order; they are sorted here).
+// It assumes runs passed Validate.
+func Markdown(runs []Run, meta Meta) []byte {
+	runs = sortedRuns(runs)
+	cells := Table(runs)
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+
+	p("# WHALE bench: conditions at equal rollout budget\n\n")
+	p("Made by:\n\n```\n%s\n```\n\n", strings.TrimSpace(meta.Command))
+	if meta.Preset != "" {
+		p("- Preset: %s\n", meta.Preset)
+	}
+	if meta.Budget > 0 {
+		p("- Rollout budget per run: %s\n", count(meta.Budget))
+	}
+	if meta.Seeds > 0 {
+		p("- Seeds per condition: %d\n", meta.Seeds)
+	}
+	p("- Conditions: %s\n", strings.Join(Conditions, ", "))
+	p("- Domains: %s\n\n", strings.Join(domains(runs), ", "))
+	for _, n := range meta.Notes {
+		if n = strings.TrimSpace(n); n != "" {
+			p("%s\n\n", n)
+		}
+	}
+	p("How to read this: scores are best test mean@8 in points (percent correct over 8 samples per test task), " +
+		"each taken from the run's best-val checkpoint. The 95%% CI is a t interval over seeds " +
+		"(with one finished seed: that run's bootstrap CI over test tasks). " +
+		"A condition \"beats\" another only when the 95%% CI over seeds of their paired difference excludes 0; " +
+		"otherwise the difference is called within noise. Unfinished runs are listed, never averaged.\n\n")
+
+	for _, d := range domains(runs) {
+		var dc []Cell
+		for _, c := range cells {
+			if c.Domain == d {
+				dc = append(dc, c)
+			}
+		}
+		writeDomain(&b, runs, dc, d, meta)
+	}
+	return b.Bytes()
+}
+
+func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## %s\n\n", domain)
+	p("![%s: score against rollouts](%s)\n\n", domain, ChartFile(domain))
+	p("| condition | best test mean@8 | 95%% CI | seeds | rollouts to weight-only peak | phases | rollouts used |\n")
+	p("|---|---:|---|---|---:|---:|---:|\n")
+	for _, c := range cells {
+		expect := max(c.Seeds, meta.Seeds)
+		seeds := fmt.Sprintf("%d of %d", c.N, expect)
+		if c.N < expect {
+			seeds += " finished"
+		}
+		if c.N == 0 {
+			p("| %s | — | — | %s | — | — | — |\n", c.Condition, seeds)
+			continue
+		}
+		ci := fmt.Sprintf("%s – %s", points(c.CI95[0]), points(c.CI95[1]))
+		if c.N == 1 {
+			ci += " (test tasks, 1 seed)"
+		}
+		p("| %s | %s | %s | %s | %s | %.1f | %s |\n", c.Condition, points(c.Mean), ci, seeds,
+			reachText(c), c.Phases, count(int(math.Round(c.MeanRollouts))))
+	}
+	p("\n")
+	writeMissing(b, runs, cells, domain, meta)
+	writeVerdict(b, runs, cells, domain)
+	for _, w := range []string{WhaleFixed, WhaleAdaptive} {
+		writeAttribution(b, runs, domain, w)
+	}
+}
+
+func reachText(c Cell) string {
+	switch {
+	case c.ReachSeeds == 0:
+		return "no weight-only run"
+	case c.Condition == WeightOnly && c.ReachRollouts >= 0:
+		return "n/a (own peak at " + count(c.ReachRollouts) + ")"
+	case c.Condition == WeightOnly:
+		return "n/a"
+	case c.ReachRollouts < 0:
+		return "—"
+	}
+	return count(c.ReachRollouts)
+}
+
+// writeMissing states plainly which runs are not in the averages and which
+// runs spent more than the budget, so an unequal comparison is visible.
+func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta) {
+	var lines []string
+	for _, c := range cells {
+		expect := max(c.Seeds, meta.Seeds)
+		if c.N == expect {
+			continue
+		}
+		var why []string
+		if len(c.Unfinished) > 0 {
+			why = append(why, plural(len(c.Unfinished), "seed")+" "+seedList(c.Unfinished)+" unfinished")
+		}
+		if len(c.Missing) > 0 {
+			why = append(why, plural(len(c.Missing), "seed")+" "+seedList(c.Missing)+" never started")
+		}
+		if unseen := expect - c.Runs - len(c.Missing); unseen > 0 {
+			why = append(why, plural(unseen, "more seed")+" not in the store")
+		}
+		lines = append(lines, fmt.Sprintf("%s: %d of %d seeds finished (%s).", c.Condition, c.N, expect, strings.Join(why, "; ")))
+	}
+	for _, r := range runs {
+		if r.Domain == domain && meta.Budget > 0 && r.Rollouts > meta.Budget {
+			lines = append(lines, fmt.Sprintf("%s seed %d (run %s) used %s rollouts, over the budget of %s.",
+				r.Condition, r.Seed, r.RunID, count(r.Rollouts), count(meta.Budget)))
+		}
+	}
+	if len(lines) == 0 {
+		p := 0
+		for _, c := range cells {
+			p += c.N
+		}
+		fmt.Fprintf(b, "All %d runs finished within the budget.\n\n", p)
+		return
+	}
+	b.WriteString("Missing, unfinished or over budget:\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s\n", l)
+	}
+	b.WriteString("\n")
+}
+
+func writeVerdict(b *bytes.Buffer, runs []Run, cells []Cell, domain string) {
+	ranked := slices.Clone(cells)
+	ranked = slices.DeleteFunc(ranked, func(c Cell) bool { return c.N == 0 })
+	if len(ranked) == 0 {
+		fmt.Fprintf(b, "No run finished on %s, so nothing can be said about it.\n\n", domain)
+		return
+	}
+	slices.SortStableFunc(ranked, func(x, y Cell) int {
+		switch {
+		case x.Mean > y.Mean:
+			return -1
+		case x.Mean < y.Mean:
+			return 1
+		}
+		return 0
+	})
+	best := ranked[0]
+	s := fmt.Sprintf("On %s the best mean is %s at %s points (%s).", domain, best.Condition, points(best.Mean), plural(best.N, "seed"))
+	if len(ranked) > 1 {
+		next := ranked[1]
+		d := Compare(runs, domain, best.Condition, next.Condition)
+		switch d.Verdict() {
+		case "beats":
+			s += fmt.Sprintf(" It beats the runner-up, %s, by %s points (%s).", next.Condition, signed(d.Mean), diffCI(d))
+		case "cannot be compared with":
+			s += fmt.Sprintf(" Its lead over the runner-up, %s (%s points), rests on %s, too few for a CI over seeds.", next.Condition, signed(d.Mean), plural(d.N, "paired seed"))
+		default:
+			s += fmt.Sprintf(" Its lead over the runner-up, %s, is within noise (%s points, %s).", next.Condition, signed(d.Mean), diffCI(d))
+		}
+	}
+	b.WriteString(s + "\n\n")
+	for _, w := range []string{WhaleFixed, WhaleAdaptive} {
+		if cellOf(cells, w).N == 0 {
+			fmt.Fprintf(b, "%s has no finished run on %s, so it is compared with nothing.\n\n", w, domain)
+			continue
+		}
+		var parts []string
+		for _, base := range baselines {
+			if cellOf(cells, base).N == 0 {
+				parts = append(parts, fmt.Sprintf("has no finished %s run to compare with", base))
+				continue
+			}
+			d := Compare(runs, domain, w, base)
+			switch v := d.Verdict(); v {
+			case "cannot be compared with":
+				parts = append(parts, fmt.Sprintf("cannot be compared with %s (%s, difference %s points)", base, plural(d.N, "paired seed"), signed(d.Mean)))
+			default:
+				parts = append(parts, fmt.Sprintf("%s %s (%s points, %s)", v, base, signed(d.Mean), diffCI(d)))
+			}
+		}
+		fmt.Fprintf(b, "%s %s.\n\n", w, joinAnd(parts))
+	}
+}
+
+func cellOf(cells []Cell, cond string) Cell {
+	for _, c := range cells {
+		if c.Condition == cond {
+			return c
+		}
+	}
+	return Cell{Condition: cond}
+}
+
+func diffCI(d Diff) string {
+	return fmt.Sprintf("95%% CI %s to %s over %s", signed(d.CI95[0]), signed(d.CI95[1]), plural(d.N, "paired seed"))
+}
+
+// writeAttribution shows, for one WHALE condition, what each round's weight
+// and harness phases gained (mean over seeds), and reads the bottleneck off
+// those gains next to harness-only's first phase on the base weights.
+func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	var fin []Run
+	for _, r := range runs {
+		if r.Domain == domain && r.Condition == whale && r.Done {
+			fin = append(fin, r)
+		}
+	}
+	p("### %s on %s: where the points came from\n\n", whale, domain)
+	if len(fin) == 0 {
+		p("No finished %s run.\n\n", whale)
+		return
+	}
+	type acc struct {
+		w, h   float64
+		nw, nh int
+	}
+	rounds := map[int]*acc{}
+	var order []int
+	var totalW, totalH float64
+	var before, after []float64 // harness phase gains before / after the run's first weight phase
+	for _, r := range fin {
+		for _, a := range Attribute(r) {
+			ac, ok := rounds[a.Round]
+			if !ok {
+				ac = &acc{}
+				rounds[a.Round] = ac
+				order = append(order, a.Round)
+			}
+			if a.Weights {
+				ac.w += a.WeightGain
+				ac.nw++
+				totalW += a.WeightGain
+			}
+			if a.Harness {
+				ac.h += a.HarnessGain
+				ac.nh++
+				totalH += a.HarnessGain
+			}
+		}
+		weighted := false
+		for _, g := range phaseGains(r) {
+			switch {
+			case g.phase == PhaseWeights:
+				weighted = true
+			case weighted:
+				after = append(after, g.gain)
+			default:
+				before = append(before, g.gain)
+			}
+		}
+	}
+	slices.Sort(order)
+	p("| round | weight-phase gain | harness-phase gain |\n|---:|---:|---:|\n")
+	for _, rd := range order {
+		ac := rounds[rd]
+		w, h := "—", "—"
+		if ac.nw > 0 {
+			w = signed(ac.w/float64(ac.nw)/100) + seedsNote(ac.nw, len(fin))
+		}
+		if ac.nh > 0 {
+			h = signed(ac.h/float64(ac.nh)/100) + seedsNote(ac.nh, len(fin))
+		}
+		p("| %d | %s | %s |\n", rd, w, h)
+	}
+	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase, mean over %s.\n\n", plural(len(fin), "seed"))
+
+	var base []float64
+	for _, r := range runs {
+		if r.Domain != domain || r.Condition != HarnessOnly || !r.Done {
+			continue
+		}
+		for _, g := range phaseGains(r) {
+			if g.phase == PhaseHarness {
+				base = append(base, g.gain)
+				break
+			}
+		}
+	}
+	if len(base) > 0 {
+		p("Harness search on the base weights (harness-only's first harness phase, mean over %s): %s points. ", plural(len(base), "seed"), signed(mean(base)/100))
+	} else {
+		p("No finished harness-only run with a harness phase, so harness search on the base weights is unknown. ")
+	}
+	if len(after) > 0 {
+		p("Harness phases after the first weight phase in %s: %s points per phase (mean over %s). ", whale, signed(mean(after)/100), plural(len(after), "phase"))
+	} else {
+		p("%s ran no harness phase after a weight phase. ", whale)
+	}
+	if len(before) > 0 {
+		p("Harness phases before any weight phase in %s: %s points per phase (mean over %s). ", whale, signed(mean(before)/100), plural(len(before), "phase"))
+	}
+	n := float64(len(fin))
+	mw, mh := totalW/n, totalH/n
+	p("\n\nOver a whole run, %s's weight phases gained %s points and its harness phases %s (mean over seeds): %s.\n\n",
+		whale, signed(mw/100), signed(mh/100), bottleneck(mw, mh))
+}
+
+// bottleneck reads which side of the model+harness pair held the run back,
+// from the points its weight phases (w) and harness phases (h) gained.
+// Within a point of each other, or both within a point of zero, it does not
+// guess.
+func bottleneck(w, h float64) string {
+	switch {
+	case math.Abs(w-h) <= 1 || (math.Abs(w) <= 1 && math.Abs(h) <= 1):
+		return "the bottleneck is unclear (the two sides are within 1 point)"
+	case w > h:
+		return "the weights look like the bottleneck (weight phases gained most)"
+	}
+	return "the harness looks like the bottleneck (harness phases gained most)"
+}
+
+func seedsNote(n, of int) string {
+	if n == of {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d seeds)", n, of)
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// points formats a fraction as points with one decimal.
+func points(f float64) string { return fmt.Sprintf("%.1f", roundZero(100*f)) }
+
+// signed formats a fraction as signed points with one decimal.
+func signed(f float64) string { return fmt.Sprintf("%+.1f", roundZero(100*f)) }
+
+// roundZero keeps a rounding of a tiny loss from reading as "-0.0".
+func roundZero(v float64) float64 {
+	if math.Abs(v) < 0.05 {
+		return 0
+	}
+	return v
+}
+
+// count formats rollouts with thousands separators.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func seedList(s []uint64) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.FormatUint(v, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinAnd(parts []string) string {
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], "; ") + "; and " + parts[len(parts)-1]
+}

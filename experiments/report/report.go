@@ -1,0 +1,251 @@
+// Package report turns finished bench runs (one per condition × domain ×
+// seed) into the experiments report: RESULTS.md, results.csv and one PNG
+// chart per domain.
+//
+// It is pure: plain data in, files out. It must never import the engine, the
+// store or anything under core/, so the CLI can feed it from whatever it
+// loaded and tests can feed it synthetic runs. It must never average an
+// unfinished run, and never call a difference a win unless the confidence
+// interval over seeds says so: the report is only useful if it is honest.
+package report
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Point is a run's state at one phase boundary (a kept checkpoint).
+type Point struct {
+	Rollouts   int     `json:"rollouts"`    // budgeted rollouts (train + search) used at this boundary
+	PhaseStart int     `json:"phase_start"` // budgeted rollouts when the phase that just ended began
+	Phase      string  `json:"phase"`       // "weights" or "harness": the phase that just ended ("start" for the point before any phase)
+	Round      int     `json:"round"`
+	Val        float64 `json:"val"`  // val mean@k at the boundary (k = ValK of the run)
+	Test       float64 `json:"test"` // test mean@8 at the boundary, if HasTest
+	HasTest    bool    `json:"has_test"`
+}
+
+// Phase names a Point may carry.
+const (
+	PhaseStart   = "start"
+	PhaseWeights = "weights"
+	PhaseHarness = "harness"
+)
+
+// Run is one condition × domain × seed run.
+type Run struct {
+	Condition     string // one of Conditions
+	Domain        string
+	Seed          uint64
+	RunID         string
+	Done          bool       // finished; unfinished runs are listed as missing, never averaged
+	BestTestMean8 float64    // test mean@8 of the run's best-val checkpoint (what the engine reports)
+	TestCI95      [2]float64 // bootstrap CI over test tasks of that figure
+	Rollouts      int        // budgeted rollouts used by the whole run
+	EvalRollouts  int
+	Curve         []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
+	Phases        int     // phases run
+}
+
+// Conditions in report order.
+var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow", "whale-fixed", "whale-adaptive"}
+
+// Condition names the code itself refers to.
+const (
+	WeightOnly    = "weight-only"
+	HarnessOnly   = "harness-only"
+	WhaleFixed    = "whale-fixed"
+	WhaleAdaptive = "whale-adaptive"
+)
+
+// Meta describes how the report was made.
+type Meta struct {
+	Command string // the exact command that made the report (RESULTS.md names it)
+	Preset  string
+	Budget  int // rollout budget per run
+	Seeds   int
+	Notes   []string // free paragraphs the integrator adds (e.g. what the base model is)
+}
+
+// File names Write produces inside its directory (charts are <domain>.png).
+const (
+	ResultsMD  = "RESULTS.md"
+	ResultsCSV = "results.csv"
+)
+
+// domainName keeps a domain usable as a chart file name and a Markdown
+// heading without escaping.
+var domainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func conditionIndex(c string) int { return slices.Index(Conditions, c) }
+
+// Validate checks runs the way Write does before writing anything: known
+// conditions, usable domain names, no two runs for one condition × domain ×
+// seed, fractions in [0, 1] and curves in rollout order.
+func Validate(runs []Run) error {
+	seen := make(map[string]string, len(runs))
+	for i, r := range runs {
+		name := r.RunID
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		if conditionIndex(r.Condition) < 0 {
+			return fmt.Errorf("report: run %s: unknown condition %q (want one of %s)", name, r.Condition, strings.Join(Conditions, ", "))
+		}
+		if !domainName.MatchString(r.Domain) {
+			return fmt.Errorf("report: run %s: domain %q is not a plain name (letters, digits, '_', '.', '-')", name, r.Domain)
+		}
+		key := fmt.Sprintf("%s/%s/%d", r.Condition, r.Domain, r.Seed)
+		if other, ok := seen[key]; ok {
+			return fmt.Errorf("report: runs %s and %s are both %s on %s with seed %d", other, name, r.Condition, r.Domain, r.Seed)
+		}
+		seen[key] = name
+		if r.Rollouts < 0 || r.EvalRollouts < 0 || r.Phases < 0 {
+			return fmt.Errorf("report: run %s: negative rollouts (%d), eval rollouts (%d) or phases (%d)", name, r.Rollouts, r.EvalRollouts, r.Phases)
+		}
+		if r.Done {
+			if err := checkFraction(r.BestTestMean8); err != nil {
+				return fmt.Errorf("report: run %s: best test mean@8: %w", name, err)
+			}
+			for j, v := range r.TestCI95 {
+				if err := checkFraction(v); err != nil {
+					return fmt.Errorf("report: run %s: test CI95[%d]: %w", name, j, err)
+				}
+			}
+			if r.TestCI95[0] > r.TestCI95[1] {
+				return fmt.Errorf("report: run %s: test CI95 [%g, %g] has its bounds reversed", name, r.TestCI95[0], r.TestCI95[1])
+			}
+		}
+		for j, p := range r.Curve {
+			switch p.Phase {
+			case PhaseStart, PhaseWeights, PhaseHarness:
+			default:
+				return fmt.Errorf("report: run %s: curve[%d]: unknown phase %q (want %s, %s or %s)", name, j, p.Phase, PhaseStart, PhaseWeights, PhaseHarness)
+			}
+			if err := checkFraction(p.Val); err != nil {
+				return fmt.Errorf("report: run %s: curve[%d].val: %w", name, j, err)
+			}
+			if p.HasTest {
+				if err := checkFraction(p.Test); err != nil {
+					return fmt.Errorf("report: run %s: curve[%d].test: %w", name, j, err)
+				}
+			}
+			if p.Rollouts < 0 || p.PhaseStart < 0 || p.PhaseStart > p.Rollouts {
+				return fmt.Errorf("report: run %s: curve[%d]: phase span [%d, %d] is not a forward span of rollouts", name, j, p.PhaseStart, p.Rollouts)
+			}
+			if j > 0 && p.Rollouts < r.Curve[j-1].Rollouts {
+				return fmt.Errorf("report: run %s: curve[%d]: rollouts %d go back from %d", name, j, p.Rollouts, r.Curve[j-1].Rollouts)
+			}
+		}
+	}
+	return nil
+}
+
+func checkFraction(v float64) error {
+	if math.IsNaN(v) || v < 0 || v > 1 {
+		return fmt.Errorf("%g is not a fraction in [0, 1]", v)
+	}
+	return nil
+}
+
+// sortedRuns returns a copy of runs in report order: domain, condition order,
+// seed, run id. Every output walks runs in this order so it is deterministic
+// whatever order the caller loaded them in.
+func sortedRuns(runs []Run) []Run {
+	out := slices.Clone(runs)
+	slices.SortStableFunc(out, func(a, b Run) int {
+		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
+			return c
+		}
+		if c := conditionIndex(a.Condition) - conditionIndex(b.Condition); c != 0 {
+			return c
+		}
+		if a.Seed != b.Seed {
+			if a.Seed < b.Seed {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.RunID, b.RunID)
+	})
+	return out
+}
+
+// domains lists the domains of runs, sorted.
+func domains(runs []Run) []string {
+	var ds []string
+	for _, r := range runs {
+		if !slices.Contains(ds, r.Domain) {
+			ds = append(ds, r.Domain)
+		}
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// Write writes dir/RESULTS.md, dir/results.csv and one chart per domain
+// dir/<domain>.png (creating dir). Output is deterministic for the same input
+// (no timestamps, sorted order). Nothing is written if the runs do not
+// validate.
+func Write(dir string, runs []Run, meta Meta) error {
+	if err := Validate(runs); err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("report: no runs to report")
+	}
+	runs = sortedRuns(runs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: create %s: %w", dir, err)
+	}
+	csvBytes, err := encodeCSV(runs)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, ResultsCSV), csvBytes); err != nil {
+		return err
+	}
+	for _, d := range domains(runs) {
+		png, err := Chart(runs, d)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, ChartFile(d)), png); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(dir, ResultsMD), Markdown(runs, meta))
+}
+
+// ChartFile is the file name of a domain's chart inside the report directory.
+func ChartFile(domain string) string { return domain + ".png" }
+
+// writeFile replaces path whole, so an interrupted Write never leaves a
+// half-written report behind for a reader to trust.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("report: write %s: %w", path, werr)
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package report
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Cell is the aggregate RESULTS.md shows for one condition × domain.
+type Cell struct {
+	Condition, Domain string
+	N                 int        // finished seeds
+	Mean              float64    // mean over seeds of BestTestMean8
+	CI95              [2]float64 // over seeds: mean ± t(0.975, N-1)·sd/√N (N = 1: the run's own TestCI95)
+	ReachRollouts     int        // median over seeds of the first boundary's Rollouts at which the run's test curve (val if no test) reaches the weight-only peak of the same domain & seed; -1 if never reached
+	Phases            float64    // mean phases
+
+	// Seeds is how many distinct seeds the domain has over all conditions:
+	// the number of runs this cell should have had.
+	Seeds int
+	// Runs counts this cell's runs, finished or not.
+	Runs int
+	// Unfinished and Missing name the seeds that are not in N: started but
+	// not done, and never started (a seed other conditions of the domain
+	// have).
+	Unfinished, Missing []uint64
+	// ReachSeeds is how many finished seeds had a finished weight-only run of
+	// the same seed to compare with; ReachRollouts means nothing when it is 0.
+	ReachSeeds int
+	// MeanRollouts is the mean budgeted rollouts the finished runs used.
+	MeanRollouts float64
+}
+
+// Table computes the per condition × domain aggregates RESULTS.md shows: one
+// cell per domain (sorted) and condition (in Conditions order), also for a
+// condition with no runs, so a missing condition is visible rather than
+// silently dropped. With N == 0 the means are zero and say nothing. Runs
+// with an unknown condition are ignored here; Write rejects them.
+func Table(runs []Run) []Cell {
+	runs = sortedRuns(knownRuns(runs))
+	var cells []Cell
+	for _, d := range domains(runs) {
+		var seeds []uint64
+		for _, r := range runs {
+			if r.Domain == d && !slices.Contains(seeds, r.Seed) {
+				seeds = append(seeds, r.Seed)
+			}
+		}
+		slices.Sort(seeds)
+		for _, c := range Conditions {
+			cells = append(cells, cell(runs, d, c, seeds))
+		}
+	}
+	return cells
+}
+
+func knownRuns(runs []Run) []Run {
+	var out []Run
+	for _, r := range runs {
+		if conditionIndex(r.Condition) >= 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
+	c := Cell{Condition: cond, Domain: domain, Seeds: len(seeds), ReachRollouts: -1}
+	var best []float64
+	var reach []int // -1 is "never", sorted after every real count
+	present := map[uint64]bool{}
+	for _, r := range runs {
+		if r.Domain != domain || r.Condition != cond {
+			continue
+		}
+		c.Runs++
+		present[r.Seed] = true
+		if !r.Done {
+			c.Unfinished = append(c.Unfinished, r.Seed)
+			continue
+		}
+		c.N++
+		best = append(best, r.BestTestMean8)
+		c.Phases += float64(r.Phases)
+		c.MeanRollouts += float64(r.Rollouts)
+		if c.N == 1 {
+			c.CI95 = r.TestCI95
+		}
+		if wo, ok := findRun(runs, WeightOnly, domain, r.Seed); ok && wo.Done {
+			c.ReachSeeds++
+			reach = append(reach, reachRollouts(r, wo))
+		}
+	}
+	for _, s := range seeds {
+		if !present[s] {
+			c.Missing = append(c.Missing, s)
+		}
+	}
+	if c.N == 0 {
+		return c
+	}
+	c.Phases /= float64(c.N)
+	c.MeanRollouts /= float64(c.N)
+	var lo, hi float64
+	c.Mean, lo, hi = meanCI(best)
+	if c.N > 1 {
+		c.CI95 = [2]float64{lo, hi}
+	}
+	c.ReachRollouts = medianReach(reach)
+	return c
+}
+
+func findRun(runs []Run, cond, domain string, seed uint64) (Run, bool) {
+	for _, r := range runs {
+		if r.Condition == cond && r.Domain == domain && r.Seed == seed {
+			return r, true
+		}
+	}
+	return Run{}, false
+}
+
+// medianReach is the median with "never" (-1) ranked above every count: if
+// the middle seed never got there, neither did the median run. An even count
+// averages the two middle values (rounded down) when both are real.
+func medianReach(reach []int) int {
+	if len(reach) == 0 {
+		return -1
+	}
+	key := func(v int) int {
+		if v < 0 {
+			return math.MaxInt
+		}
+		return v
+	}
+	s := slices.Clone(reach)
+	slices.SortFunc(s, func(a, b int) int { return cmpInt(key(a), key(b)) })
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	a, b := s[n/2-1], s[n/2]
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return (a + b) / 2
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// hasTest says whether any boundary of r carries a test score.
+func hasTest(r Run) bool {
+	for _, p := range r.Curve {
+		if p.HasTest {
+			return true
+		}
+	}
+	return false
+}
+
+// xy is one boundary of a curve: rollouts and a fraction.
+type xy struct {
+	x int
+	y float64
+}
+
+// series is r's curve on test (only the boundaries that have it) or on val.
+func series(r Run, test bool) []xy {
+	var out []xy
+	for _, p := range r.Curve {
+		switch {
+		case !test:
+			out = append(out, xy{p.Rollouts, p.Val})
+		case p.HasTest:
+			out = append(out, xy{p.Rollouts, p.Test})
+		}
+	}
+	return out
+}
+
+// reachTolerance absorbs float noise when comparing a score with a peak
+// computed from the same kind of numbers.
+const reachTolerance = 1e-9
+
+// reachRollouts is the first boundary at which r's curve reaches the peak of
+// the weight-only run wo (same domain and seed), or -1. Both curves are read
+// on test when both have test scores, otherwise both on val, so a peak is
+// never compared across splits.
+func reachRollouts(r, wo Run) int {
+	test := hasTest(r) && hasTest(wo)
+	ref := series(wo, test)
+	if len(ref) == 0 {
+		return -1
+	}
+	peak := math.Inf(-1)
+	for _, p := range ref {
+		peak = max(peak, p.y)
+	}
+	for _, p := range series(r, test) {
+		if p.y >= peak-reachTolerance {
+			return p.x
+		}
+	}
+	return -1
+}
+
+// ReachRollouts is the first boundary's Rollouts at which r's test curve
+// (val if either run has no test points) reaches the peak of weightOnly, the
+// weight-only run of the same domain and seed; -1 if it never does.
+func ReachRollouts(r, weightOnly Run) int { return reachRollouts(r, weightOnly) }
+
+// tQuantile975 is t(0.975, df), the two-sided 95% Student t quantile.
+func tQuantile975(df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+}
+
+// meanCI is the mean of xs and its 95% t interval over the samples
+// (mean ± t(0.975, n-1)·sd/√n); with one sample the interval is the point.
+func meanCI(xs []float64) (mean, lo, hi float64) {
+	n := len(xs)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(n)
+	if n == 1 {
+		return mean, mean, mean
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	h := tQuantile975(n-1) * sd / math.Sqrt(float64(n))
+	return mean, mean - h, mean + h
+}
+
+// Diff is condition A minus condition B on one domain, paired by seed.
+type Diff struct {
+	A, B, Domain string
+	N            int        // seeds where both runs finished
+	Mean         float64    // mean over those seeds of A's minus B's BestTestMean8 (fraction)
+	CI95         [2]float64 // t interval over the paired seeds; only meaningful for N ≥ 2
+}
+
+// Verdict words a difference honestly: "beats" or "loses to" only when the
+// CI over seeds excludes 0, "within noise of" otherwise, and "cannot be
+// compared with" below two paired seeds, where no CI over seeds exists.
+func (d Diff) Verdict() string {
+	switch {
+	case d.N < 2:
+		return "cannot be compared with"
+	case d.CI95[0] > 0:
+		return "beats"
+	case d.CI95[1] < 0:
+		return "loses to"
+	}
+	return "within noise of"
+}
+
+// Compare pairs the finished runs of conditions a and b on domain by seed and
+// returns the difference a − b of their best test mean@8 with its CI.
+func Compare(runs []Run, domain, a, b string) Diff {
+	d := Diff{A: a, B: b, Domain: domain}
+	var ds []float64
+	for _, ra := range sortedRuns(runs) {
+		if ra.Domain != domain || ra.Condition != a || !ra.Done {
+			continue
+		}
+		rb, ok := findRun(runs, b, domain, ra.Seed)
+		if !ok || !rb.Done {
+			continue
+		}
+		ds = append(ds, ra.BestTestMean8-rb.BestTestMean8)
+	}
+	d.N = len(ds)
+	var lo, hi float64
+	d.Mean, lo, hi = meanCI(ds)
+	d.CI95 = [2]float64{lo, hi}
+	return d
+}
+
+// Attribution is WHALE's per-cycle bottleneck attribution for one run.
+type Attribution struct {
+	Round                   int
+	WeightGain, HarnessGain float64 // points (×100) gained in that round's weight phase and harness phase (Test if HasTest, else Val; gain = after − before)
+
+	// Weights and Harness say whether the round had a phase of that kind
+	// (a zero gain from a phase that ran is not the same as no phase).
+	Weights, Harness bool
+	// WeightRollouts and HarnessRollouts are the budgeted rollouts the
+	// round's phases of each kind spent.
+	WeightRollouts, HarnessRollouts int
+}
+
+// phaseGain is one phase of a run and what it changed, in points.
+type phaseGain struct {
+	round    int
+	phase    string
+	gain     float64
+	rollouts int
+}
+
+// phaseGains lists r's phases in order. A gain is read on test when both
+// boundaries have a test score, else on val, so it never mixes splits.
+func phaseGains(r Run) []phaseGain {
+	var out []phaseGain
+	for j := 1; j < len(r.Curve); j++ {
+		p, prev := r.Curve[j], r.Curve[j-1]
+		if p.Phase != PhaseWeights && p.Phase != PhaseHarness {
+			continue
+		}
+		g := p.Val - prev.Val
+		if p.HasTest && prev.HasTest {
+			g = p.Test - prev.Test
+		}
+		out = append(out, phaseGain{round: p.Round, phase: p.Phase, gain: 100 * g, rollouts: p.Rollouts - p.PhaseStart})
+	}
+	return out
+}
+
+// Attribute splits what r gained into its rounds' weight and harness phases,
+// rounds in the order they ran; several phases of one kind in a round add up.
+func Attribute(r Run) []Attribution {
+	var out []Attribution
+	idx := map[int]int{}
+	for _, g := range phaseGains(r) {
+		i, ok := idx[g.round]
+		if !ok {
+			i = len(out)
+			idx[g.round] = i
+			out = append(out, Attribution{Round: g.round})
+		}
+		a := &out[i]
+		if g.phase == PhaseWeights {
+			a.Weights = true
+			a.WeightGain += g.gain
+			a.WeightRollouts += g.rollouts
+		} else {
+			a.Harness = true
+			a.HarnessGain += g.gain
+			a.HarnessRollouts += g.rollouts
+		}
+	}
+	return out
+}
