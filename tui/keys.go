@@ -7,7 +7,7 @@ type keyMap struct {
 	Run, Harnesses, Samples, Checkpoints, Log key.Binding
 	Tab, Up, Down, Enter, Back                key.Binding
 	Force, Pause, Help, Quit                  key.Binding
-	Prune, Unprune, Knobs, Export             key.Binding
+	Prune, Unprune, Knobs, Export, Fork       key.Binding
 	Kind, Kept, Reload                        key.Binding
 	Filter, Yes                               key.Binding
 }
@@ -33,9 +33,11 @@ var keys = keyMap{
 	Export:      key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "checkpoints: export the selected one")),
 	Kind:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "samples: cycle the failure-kind filter")),
 	Kept:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "samples: show kept ones too")),
-	Reload:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload from the store")),
-	Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the focused list")),
-	Yes:         key.NewBinding(key.WithKeys("y", "Y")),
+	// r is pane-local: one line of help says both meanings.
+	Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "samples: reload · checkpoints: new run from it (y/n)")),
+	Fork:   key.NewBinding(key.WithKeys("r")),
+	Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the focused list")),
+	Yes:    key.NewBinding(key.WithKeys("y", "Y")),
 }
 
 func (k keyMap) all() []key.Binding {

@@ -47,6 +47,11 @@ type Options struct {
 	// Export writes a kept checkpoint out of the workspace and returns
 	// where (the Checkpoints pane's `e`); nil turns export off.
 	Export func(id string) (string, error)
+	// Fork is told the kept checkpoint a person chose (`r`, confirmed) to
+	// start a new run from; the workbench then stops this run (it stays
+	// resumable) and quits, and the caller opens the new run. nil turns r
+	// off.
+	Fork func(ckptID string)
 	// Now is the clock for elapsed time (tests fix it).
 	Now func() time.Time
 }
@@ -73,7 +78,8 @@ type Model struct {
 	width, height int
 	pane          pane
 	help          bool
-	confirm       bool // f was pressed; y sends force
+	confirm       bool   // f was pressed; y sends force
+	forkAsk       string // r was pressed on this checkpoint; y forks it
 	err           string
 	status        string // the run's end, once known
 	started       time.Time
@@ -126,6 +132,8 @@ type runView struct {
 	paused      bool
 	finished    bool
 	summary     *engine.Summary
+	// origin is where the run came from when it was forked.
+	origin *engine.ForkOrigin
 }
 
 type segment struct {
@@ -312,6 +320,16 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if id := m.forkAsk; id != "" {
+		m.forkAsk = ""
+		if key.Matches(k, keys.Yes) {
+			m.opt.Fork(id)
+			m.status = "starting a new run from " + id
+			m.cancel()
+			return m, tea.Quit
+		}
+		return m, nil
+	}
 	if m.help {
 		m.help = false
 		if !key.Matches(k, keys.Quit) {
@@ -492,6 +510,17 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 				dir, err := export(id)
 				return exportedMsg{id: id, dir: dir, err: err}
 			}
+		case key.Matches(k, keys.Fork):
+			rows := m.checkpointRows()
+			if m.ckptSel >= len(rows) {
+				m.err = "no checkpoint selected"
+				return m, nil
+			}
+			if m.opt.Fork == nil {
+				m.err = "starting a run from a checkpoint is not available here"
+				return m, nil
+			}
+			m.forkAsk = rows[m.ckptSel].ID
 		case up:
 			m.ckptSel = max(0, m.ckptSel-1)
 		case down:
@@ -535,6 +564,14 @@ func (m *Model) apply(ev engine.Event) {
 		line = fmt.Sprintf("run started: %s, %s schedule, preset %s", cfg.Domain, cfg.Schedule, cfg.Preset)
 	case engine.EvRunResumed:
 		line = "run resumed"
+	case engine.EvForked:
+		var o engine.ForkOrigin
+		if err := json.Unmarshal(ev.Data, &o); err != nil {
+			bad(err)
+			return
+		}
+		m.run.origin = &o
+		line = fmt.Sprintf("started from checkpoint %s (run %s, round %d %s; weights %s, harness %s)", o.Checkpoint, o.Run, o.Round, o.Phase, short(o.Weights), short(o.Harness))
 	case engine.EvPhaseStarted:
 		var d struct {
 			Kind  engine.Phase `json:"kind"`

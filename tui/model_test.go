@@ -377,3 +377,44 @@ func TestExportSelectedCheckpoint(t *testing.T) {
 		t.Fatalf("export asked for %q, status %q", asked, m.status)
 	}
 }
+
+func TestForkAsksThenQuits(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	var asked []string
+	m.opt.Fork = func(id string) { asked = append(asked, id) }
+	press(m, "4", "down", "r", "n")
+	if len(asked) != 0 || m.forkAsk != "" {
+		t.Fatalf("r n forked %v", asked)
+	}
+	press(m, "r")
+	if !strings.Contains(m.View(), "start a new run from r1-weights-s3?") {
+		t.Fatalf("r did not ask:\n%s", m.View())
+	}
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
+	if len(asked) != 1 || asked[0] != "r1-weights-s3" {
+		t.Fatalf("r y forked %v, want the selected checkpoint", asked)
+	}
+	if cmd == nil {
+		t.Fatal("r y did not quit")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok || m.ctx.Err() == nil {
+		t.Fatal("r y did not quit and stop the run")
+	}
+	m = newTest(t, &fakeControl{})
+	press(m, "4", "r")
+	if m.forkAsk != "" || !strings.Contains(m.View(), "not available") {
+		t.Fatal("r without a Fork option asked anyway")
+	}
+}
+
+func TestForkedRunSaysWhereItCameFrom(t *testing.T) {
+	m := New(Options{RunID: "math-b", History: []engine.Event{ev(t, 1, engine.EvForked, 0, 0, 0, 0,
+		engine.ForkOrigin{Checkpoint: "math-a/01-harness", Run: "math-a", Round: 1, Phase: engine.PhaseHarness, Weights: "wwwwwwwwwwww", Harness: "hhhhhhhhhhhh"})}})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	if v := m.View(); !strings.Contains(v, "from checkpoint math-a/01-harness (run math-a, round 1 harness phase)") {
+		t.Fatalf("run pane does not say the origin:\n%s", v)
+	}
+	if l := strings.Join(m.logRows(), "\n"); !strings.Contains(l, "started from checkpoint math-a/01-harness") {
+		t.Fatalf("log does not say the origin:\n%s", l)
+	}
+}

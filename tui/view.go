@@ -71,6 +71,8 @@ func (m *Model) viewFooter() string {
 	switch {
 	case m.confirm:
 		return stConfirm.Render("force a phase switch now? y/n")
+	case m.forkAsk != "":
+		return stConfirm.Render("start a new run from " + m.forkAsk + "? this run stops, resumable. y/n")
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":
@@ -113,8 +115,11 @@ func (m *Model) viewRun(w int) []string {
 	out := []string{
 		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s schedule · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
 		fmt.Sprintf("rollouts %d/%s · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, rounds, r.step, r.iter, elapsed),
-		"",
 	}
+	if g := r.origin; g != nil {
+		out = append(out, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
+	}
+	out = append(out, "")
 	out = append(out, m.timeline(w-2)...)
 	out = append(out, "")
 	vals := make([]float64, len(r.vals))
@@ -400,7 +405,7 @@ func (m *Model) viewCheckpoints(w, h int) []string {
 		return []string{stMuted.Render("no checkpoint yet: one is kept at each phase boundary")}
 	}
 	out := []string{stHeader.Render(fmt.Sprintf("  %-24s %-5s %-5s %-8s %-8s %s", "id", "round", "step", "harness", "weights", "val"))}
-	rows := h - 1
+	rows := h - 2
 	first := max(0, min(m.ckptSel-rows+1, len(cs)-rows))
 	for i := first; i < len(cs) && i < first+rows; i++ {
 		c := cs[i]
@@ -412,7 +417,7 @@ func (m *Model) viewCheckpoints(w, h int) []string {
 		}
 		out = append(out, line)
 	}
-	return out
+	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))
 }
 
 func (m *Model) viewLog(h int) []string {

@@ -98,6 +98,7 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 func newRunCmd() *cobra.Command {
 	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	var proposer, gridKnobs, proposerURL, proposerModel string
+	var fromCkpt string
 	var e float64
 	var i, budget, rounds, replay, candidates int
 	var seed uint64
@@ -113,6 +114,9 @@ func newRunCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !headless {
 				return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
+			}
+			if fromCkpt != "" {
+				return runFromCheckpoint(cmd, dbPath, fromCkpt, dataPath, format, asJSON)
 			}
 			if domain == "" {
 				return usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + ")")}
@@ -212,6 +216,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	f.StringVar(&fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
 	return c
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,18 +140,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return err
 		}
 		modelDesc = "resumed weights"
-		err = db.Events(runID, 0, func(seq uint64, rec []byte) error {
-			var ev engine.Event
-			if err := json.Unmarshal(rec, &ev); err != nil {
-				return fmt.Errorf("run %s: stored event %d: %w", runID, seq, err)
-			}
-			if ev.Seq == 0 {
-				ev.Seq = seq
-			}
-			history = append(history, ev)
-			return nil
-		})
-		if err != nil {
+		if history, err = storedEvents(db, runID); err != nil {
 			return err
 		}
 	} else {
@@ -185,9 +173,30 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return err
 		}
 	}
+	for {
+		forkID, err := workbench(cmd, db, eng, history, modelDesc)
+		if err != nil || forkID == "" {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "starting a new run from checkpoint %s…\n", forkID)
+		if eng, err = forkRun(db, forkID, "", ""); err != nil {
+			return err
+		}
+		if history, err = storedEvents(db, eng.RunID); err != nil {
+			return err
+		}
+		modelDesc = "weights of " + forkID
+	}
+}
+
+// workbench shows eng's run until the person quits or picks a checkpoint
+// to start a new run from (returned); either way eng has stopped at its
+// last resume point, or finished, when it returns.
+func workbench(cmd *cobra.Command, db *store.DB, eng *engine.Engine, history []engine.Event, modelDesc string) (string, error) {
 	// Subscribe before the engine starts so that no event is missed.
 	sub := eng.Subscribe(4096)
 	done := make(chan error, 1)
+	forkID := ""
 	// The tea.Cmd that runs the engine may start after the program has
 	// ended (q at once); closed stops it from starting then.
 	var mu sync.Mutex
@@ -200,6 +209,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			h, err := db.GetHarness(hash)
 			return h.Source, err
 		},
+		Fork: func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32)
@@ -232,7 +242,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		}
 	}
 	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
-		return fmt.Errorf("tui: %w", perr)
+		return "", fmt.Errorf("tui: %w", perr)
 	}
 	st := eng.State()
 	if st.Done {
@@ -240,5 +250,5 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 	} else {
 		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: 'whale tui --run %s' or 'whale resume %s --headless' continues it\n", eng.RunID, eng.RunID, eng.RunID)
 	}
-	return nil
+	return forkID, nil
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"whale/core/engine"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/kernels"
+)
+
+// forkRun starts a new run in db from kept checkpoint ckptID (the TUI's r
+// and `whale run --from-checkpoint`): the checkpoint's weights and harness,
+// its run's configuration otherwise. dataPath and format are the --data and
+// --format that run was started with, if any.
+func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, error) {
+	cfg, _, err := engine.ForkPlan(db, ckptID)
+	if err != nil {
+		return nil, err
+	}
+	dom, err := runDomain(cfg.Domain, dataPath, format, cfg.DataSeed)
+	if err != nil {
+		return nil, err
+	}
+	id, err := newRunID(db, cfg.Domain)
+	if err != nil {
+		return nil, err
+	}
+	env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+	return engine.Fork(env, kernels.NewCPU(), ckptID, id)
+}
+
+// runFromCheckpoint is `whale run --headless --from-checkpoint ID`: the
+// run's configuration comes from the checkpoint's run, so flags that would
+// set it are refused rather than silently ignored.
+func runFromCheckpoint(cmd *cobra.Command, dbPath, ckptID, dataPath, format string, asJSON bool) error {
+	allowed := map[string]bool{"headless": true, "db": true, "json": true, "data": true, "format": true, "from-checkpoint": true}
+	var bad []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !allowed[f.Name] {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usageError{fmt.Errorf("--from-checkpoint takes the configuration of the checkpoint's run; drop %v", bad)}
+	}
+	if (dataPath == "") != (format == "") {
+		return usageError{fmt.Errorf("--data and --format go together")}
+	}
+	db, err := openStore(dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	eng, err := forkRun(db, ckptID, dataPath, format)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: from checkpoint %s (%s, %s schedule, preset %s), db %s\n", eng.RunID, ckptID, eng.Cfg.Domain, eng.Cfg.Schedule, eng.Cfg.Preset, dbPath)
+	return drive(cmd, eng, asJSON)
+}
+
+// storedEvents reads a run's stored events (the history a reopened
+// workbench replays).
+func storedEvents(db *store.DB, runID string) ([]engine.Event, error) {
+	var out []engine.Event
+	err := db.Events(runID, 0, func(seq uint64, rec []byte) error {
+		var ev engine.Event
+		if err := json.Unmarshal(rec, &ev); err != nil {
+			return fmt.Errorf("run %s: stored event %d: %w", runID, seq, err)
+		}
+		if ev.Seq == 0 {
+			ev.Seq = seq
+		}
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
