@@ -226,3 +226,50 @@ func TestRolloutsAreDealtAcrossThePopulation(t *testing.T) {
 		}
 	}
 }
+
+// A run killed before its first step, or right after its start, resumes
+// to exactly the uninterrupted run, events included (no start repeated).
+func TestResumeBeforeAndRightAfterStart(t *testing.T) {
+	ctx := context.Background()
+	cfg := tinyConfig(t)
+	dbA := openDB(t)
+	a, err := New(cfg, testEnv(t, dbA), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumA, err := a.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stopAt := range []int{0, 1} {
+		db := openDB(t)
+		b, err := New(cfg, testEnv(t, db), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stopAt > 0 {
+			saves := 0
+			b.stopAfter = func(State) bool { saves++; return saves == stopAt }
+			if _, err := b.Run(ctx); !errors.Is(err, errStopped) {
+				t.Fatal(err)
+			}
+		}
+		env := testEnv(t, db)
+		env.Model = nil
+		c, err := Resume(env, kernels.NewCPU(), "s")
+		if err != nil {
+			t.Fatalf("stop at %d: %v", stopAt, err)
+		}
+		sumC, err := c.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ja, jc := mustJSON(sumA), mustJSON(sumC); !bytes.Equal(ja, jc) {
+			t.Fatalf("stop at %d: summary differs\n%s\n%s", stopAt, ja, jc)
+		}
+		evA, evC := events(t, dbA, "s"), withoutResumed(events(t, db, "s"))
+		if len(evA) != len(evC) {
+			t.Fatalf("stop at %d: %d events uninterrupted, %d resumed", stopAt, len(evA), len(evC))
+		}
+	}
+}

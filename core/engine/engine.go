@@ -134,6 +134,11 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
 		return nil, err
 	}
+	// The first resume point: a run killed before its first step resumes
+	// by starting (nothing of it has happened yet).
+	if err := e.saveResume(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -281,7 +286,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	if e.st.Done && e.st.Summary != nil {
 		return *e.st.Summary, nil
 	}
-	if e.st.Step == 0 && e.st.Iteration == 0 && e.st.PhaseSteps == 0 && len(e.st.Phases) == 0 {
+	if !e.st.Started && e.st.Step == 0 && e.st.Iteration == 0 && e.st.PhaseSteps == 0 && len(e.st.Phases) == 0 {
 		if err := e.emit(EvRunStarted, mustJSON(e.Cfg)); err != nil {
 			return Summary{}, err
 		}
@@ -300,6 +305,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if err := e.beginPhase(e.Cfg.firstPhase()); err != nil {
 			return Summary{}, err
 		}
+		e.st.Started = true
 		if err := e.saveResume(); err != nil {
 			return Summary{}, err
 		}

@@ -50,8 +50,11 @@ type State struct {
 	PhaseSteps int   `json:"phase_steps"` // steps or iterations done in this phase
 	// PhaseStart is the budgeted rollout count when the phase began.
 	PhaseStart int `json:"phase_start"`
-	Step       int `json:"step"`      // weight steps taken in the run
-	Iteration  int `json:"iteration"` // harness iterations in the run
+	// Started is set once the run's start (val before, first phase) is
+	// behind it.
+	Started   bool `json:"started"`
+	Step      int  `json:"step"`      // weight steps taken in the run
+	Iteration int  `json:"iteration"` // harness iterations in the run
 
 	Fixed    *Fixed          `json:"fixed,omitempty"`
 	Adaptive *Adaptive       `json:"adaptive,omitempty"`
