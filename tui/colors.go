@@ -11,4 +11,5 @@ var (
 	colError    = lipgloss.AdaptiveColor{Light: "#cf222e", Dark: "#ff7b72"}
 	colGood     = lipgloss.AdaptiveColor{Light: "#1a7f37", Dark: "#3fb950"}
 	colSelected = lipgloss.AdaptiveColor{Light: "#ddf4ff", Dark: "#1f2937"}
+	colChartInk = lipgloss.AdaptiveColor{Light: "#0d1117", Dark: "#0d1117"}
 )

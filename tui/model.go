@@ -119,7 +119,7 @@ type runView struct {
 	round       int
 	phase       engine.Phase
 	step, iter  int
-	rewards     []float64
+	rewards     []rewardPoint
 	vals        []valPoint
 	patience    *engine.Patience
 	stats       *weights.Stats
@@ -132,6 +132,8 @@ type runView struct {
 	paused      bool
 	finished    bool
 	summary     *engine.Summary
+	// valK is the k of the val mean@k charted (from the run's config).
+	valK int
 	// origin is where the run came from when it was forked.
 	origin *engine.ForkOrigin
 }
@@ -141,6 +143,17 @@ type segment struct {
 	round      int
 	start, end int // budgeted rollouts; end < 0 while running
 	forced     bool
+	// val is val mean@k when the phase ended (hasVal): the level the
+	// chart draws over the phase's columns.
+	val    float64
+	hasVal bool
+}
+
+// rewardPoint is one weight step's mean training reward and the budgeted
+// rollouts it spent, [from, to): the chart draws it over those columns.
+type rewardPoint struct {
+	from, to int
+	mean     float64
 }
 
 type valPoint struct {
@@ -541,6 +554,7 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 // is logged, not fatal: the screen must survive an engine newer than it.
 func (m *Model) apply(ev engine.Event) {
 	r := &m.run
+	prev := r.rollouts
 	r.rollouts = max(r.rollouts, ev.Rollouts)
 	if ev.Round > 0 {
 		r.round = ev.Round
@@ -561,6 +575,7 @@ func (m *Model) apply(ev engine.Event) {
 			m.opt.Domain = cfg.Domain
 		}
 		m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.Schedule, cfg.Preset, cfg.Budget, cfg.MaxRounds
+		r.valK = cfg.ValK
 		line = fmt.Sprintf("run started: %s, %s schedule, preset %s", cfg.Domain, cfg.Schedule, cfg.Preset)
 	case engine.EvRunResumed:
 		line = "run resumed"
@@ -598,7 +613,7 @@ func (m *Model) apply(ev engine.Event) {
 			bad(err)
 			return
 		}
-		r.rewards = append(r.rewards, d.RewardMean)
+		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Rollouts, mean: d.RewardMean})
 		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
 		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss)
 		if d.Skipped != "" {
@@ -634,6 +649,7 @@ func (m *Model) apply(ev engine.Event) {
 		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
 			r.segments[n-1].end = ev.Rollouts
 			r.segments[n-1].forced = rec.Forced
+			r.segments[n-1].val, r.segments[n-1].hasVal = rec.ValAfter, true
 		}
 		r.vals = append(r.vals, valPoint{rollouts: ev.Rollouts, mean: rec.ValAfter})
 		line = fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter)

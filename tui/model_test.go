@@ -6,12 +6,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"whale/core/engine"
@@ -72,7 +74,7 @@ func script(t *testing.T) []engine.Event {
 		return engine.Patience{Phase: engine.PhaseHarness, Done: done, Min: 1, Max: 4, Since: since, Limit: 2, Best: 0.42, Current: 0.40}
 	}
 	return []engine.Event{
-		ev(t, 1, engine.EvRunStarted, 0, 0, 0, 0, engine.Config{Domain: "math", Schedule: "adaptive", Preset: "tiny", Budget: 200, MaxRounds: 2}),
+		ev(t, 1, engine.EvRunStarted, 0, 0, 0, 0, engine.Config{Domain: "math", Schedule: "adaptive", Preset: "tiny", Budget: 200, MaxRounds: 2, ValK: 8}),
 		ev(t, 2, engine.EvEval, 0, 0, 0, 0, map[string]any{"split": "val", "report": eval.Report{K: 8, MeanAtK: 0.30}}),
 		ev(t, 3, engine.EvPhaseStarted, 1, 0, 0, 0, map[string]any{"kind": engine.PhaseWeights, "round": 1}),
 		ev(t, 4, engine.EvWeightStep, 1, 1, 0, 16, map[string]any{"stats": stats(5), "reward_mean": 0.31, "patience": pw(1, 0, 0.31, 0.31)}),
@@ -162,6 +164,10 @@ func TestPaneGolden(t *testing.T) {
 	}{
 		{"run_80x24", nil, 80, 24},
 		{"run_120x30", nil, 120, 30},
+		{"run_160x48", nil, 160, 48},
+		{"run_140x24", nil, 140, 24},
+		{"harnesses_160x48", []string{"2", "down"}, 160, 48},
+		{"checkpoints_160x48", []string{"4"}, 160, 48},
 		{"harnesses_80x24", []string{"2", "down"}, 80, 24},
 		{"samples_80x24", []string{"3"}, 80, 24},
 		{"samples_kept_80x24", []string{"3", "a"}, 80, 24},
@@ -416,5 +422,85 @@ func TestForkedRunSaysWhereItCameFrom(t *testing.T) {
 	}
 	if l := strings.Join(m.logRows(), "\n"); !strings.Contains(l, "started from checkpoint math-a/01-harness") {
 		t.Fatalf("log does not say the origin:\n%s", l)
+	}
+}
+
+// cellBackgrounds parses one rendered line into the background colour of
+// each printed cell ("" for none), reading the SGR sequences lipgloss
+// writes: 48;2;R;G;B sets it, 0 (or nothing) resets.
+func cellBackgrounds(t *testing.T, line string) []string {
+	t.Helper()
+	var out []string
+	bg := ""
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		if rs[i] != '\x1b' {
+			out = append(out, bg)
+			continue
+		}
+		j := i + 2
+		for j < len(rs) && rs[j] != 'm' {
+			j++
+		}
+		if i+1 >= len(rs) || rs[i+1] != '[' || j >= len(rs) {
+			t.Fatalf("unexpected escape in %q", line)
+		}
+		ps := strings.Split(string(rs[i+2:j]), ";")
+		for k := 0; k < len(ps); k++ {
+			switch {
+			case ps[k] == "0" || ps[k] == "":
+				bg = ""
+			case (ps[k] == "38" || ps[k] == "48") && k+4 < len(ps) && ps[k+1] == "2":
+				if ps[k] == "48" {
+					bg = strings.Join(ps[k+2:k+5], ";")
+				}
+				k += 4
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// TestChartsShadePhases renders with colour and checks that every column
+// of both charts has the background of the timeline's phase at that column.
+func TestChartsShadePhases(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.TrueColor)
+	lipgloss.SetHasDarkBackground(true)
+	defer lipgloss.SetColorProfile(termenv.Ascii)
+	m := newTest(t, &fakeControl{})
+	// End the harness phase and start the next weight phase, so the val
+	// chart has a level over a harness phase too.
+	m.apply(ev(t, 13, engine.EvPhaseEnded, 1, 3, 2, 112, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 1, Rollouts: 64, ValBefore: 0.36, ValAfter: 0.41}))
+	m.apply(ev(t, 14, engine.EvPhaseStarted, 2, 3, 2, 112, map[string]any{"kind": engine.PhaseWeights, "round": 2}))
+	m.apply(ev(t, 15, engine.EvWeightStep, 2, 4, 2, 128, map[string]any{"reward_mean": 0.5, "patience": engine.Patience{Phase: engine.PhaseWeights}}))
+	a := m.axis(78)
+	colour := map[engine.Phase]string{engine.PhaseWeights: "88;166;255", engine.PhaseHarness: "227;179;65", "": ""}
+	seen := map[engine.Phase]bool{}
+	for _, chart := range [][]string{m.valChart(a, 3), m.rewardChart(a, 3)} {
+		if len(chart) != 4 {
+			t.Fatalf("chart of 3 rows has %d lines", len(chart))
+		}
+		for _, line := range chart[1:] {
+			bgs := cellBackgrounds(t, line)[1:] // the indent
+			if len(bgs) != a.w {
+				t.Fatalf("chart row has %d cells, want %d", len(bgs), a.w)
+			}
+			for x, k := range a.kinds {
+				if bgs[x] != colour[k] {
+					t.Fatalf("column %d (%q phase) has background %q, want %q", x, k, bgs[x], colour[k])
+				}
+				seen[k] = true
+			}
+		}
+	}
+	if !seen[engine.PhaseWeights] || !seen[engine.PhaseHarness] || !seen[""] {
+		t.Fatalf("the script does not cover both phases and the future: %v", seen)
+	}
+	// The val chart draws the harness phase's level over its columns.
+	vals := m.valChart(a, 1)[1]
+	hx := slices.Index(a.kinds, engine.PhaseHarness)
+	if []rune(ansi.Strip(vals))[1+hx] != '█' {
+		t.Fatalf("no val level over the harness phase: %q", ansi.Strip(vals))
 	}
 }

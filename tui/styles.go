@@ -15,4 +15,8 @@ var (
 	stSelected  = lipgloss.NewStyle().Bold(true).Background(colSelected)
 	stHeader    = lipgloss.NewStyle().Bold(true)
 	stConfirm   = lipgloss.NewStyle().Bold(true).Foreground(colHarness)
+	// The charts' backgrounds are the timeline's two phase colours, so a
+	// bar reads as "this phase made this change".
+	stChartWeights = lipgloss.NewStyle().Background(colWeights).Foreground(colChartInk)
+	stChartHarness = lipgloss.NewStyle().Background(colHarness).Foreground(colChartInk)
 )

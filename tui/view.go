@@ -3,10 +3,12 @@ package tui
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
 	"whale/core/engine"
@@ -20,8 +22,11 @@ func (m *Model) View() string {
 	switch {
 	case m.help:
 		body = m.viewHelp()
+	case m.pane == paneRun && w >= wideFrom:
+		lw := w - max(sideWidth, w*2/5) - 3
+		body = sideBySide(fit(m.viewRun(lw, h-2), h-2), m.viewSide(h-2), lw)
 	case m.pane == paneRun:
-		body = m.viewRun(w)
+		body = m.viewRun(w, h-2)
 	case m.pane == paneHarnesses && m.diff != nil:
 		body = m.viewDiff(h - 2)
 	case m.pane == paneHarnesses:
@@ -100,8 +105,8 @@ func (m *Model) viewHelp() []string {
 }
 
 // viewRun draws the header, the phase timeline, the charts, patience and
-// the step stats.
-func (m *Model) viewRun(w int) []string {
+// the step stats in w×h; the charts take the height the rest leaves.
+func (m *Model) viewRun(w, h int) []string {
 	r, o := &m.run, &m.opt
 	of := "∞"
 	if o.Budget > 0 {
@@ -112,123 +117,236 @@ func (m *Model) viewRun(w int) []string {
 		rounds += fmt.Sprintf("/%d", o.Rounds)
 	}
 	elapsed := m.now.Sub(m.started).Truncate(time.Second)
-	out := []string{
+	top := []string{
 		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s schedule · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
 		fmt.Sprintf("rollouts %d/%s · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, rounds, r.step, r.iter, elapsed),
 	}
 	if g := r.origin; g != nil {
-		out = append(out, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
+		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
 	}
-	out = append(out, "")
-	out = append(out, m.timeline(w-2)...)
-	out = append(out, "")
-	vals := make([]float64, len(r.vals))
-	for i, v := range r.vals {
-		vals[i] = v.mean
-	}
-	out = append(out, chartLine("val mean@k", vals, w), chartLine("reward/step", r.rewards, w), "")
-	out = append(out, m.patienceLines(w)...)
+	ax := m.axis(w - 2)
+	top = append(top, "")
+	top = append(top, m.timeline(ax)...)
+	top = append(top, "")
+
+	bottom := append([]string{""}, m.patienceLines(w)...)
 	if s := r.stats; s != nil {
 		rej := make([]string, 0, len(s.Rejected))
 		for _, k := range sortedKeys(s.Rejected) {
 			rej = append(rej, fmt.Sprintf("%s %d", k, s.Rejected[k]))
 		}
-		out = append(out, "",
+		bottom = append(bottom, "",
 			fmt.Sprintf("step: kept %d/%d · trained %d · loss %.4f · grad %.3f · lr %.2g", s.Kept, s.Rollouts, s.Trained, s.Loss, s.GradNorm, s.LR),
 			"rejected: "+strings.Join(rej, ", "))
 	}
 	if r.dropped > 0 {
-		out = append(out, stMuted.Render(fmt.Sprintf("(%d events skipped while the screen caught up; all are stored)", r.dropped)))
+		bottom = append(bottom, stMuted.Render(fmt.Sprintf("(%d events skipped while the screen caught up; all are stored)", r.dropped)))
 	}
-	return out
+	// Two charts, each a label line and rows; at least one row, at most
+	// chartMaxRows, whatever the window leaves.
+	rows := min(chartMaxRows, max(1, (h-len(top)-len(bottom))/2-1))
+	out := append(top, m.valChart(ax, rows)...)
+	out = append(out, m.rewardChart(ax, rows)...)
+	return append(out, bottom...)
+}
+
+const chartMaxRows = 10
+
+// axis maps budgeted rollouts to the columns of the timeline and of the
+// charts under it, so a column means the same stretch of the run in all
+// three; kinds is the phase each column belongs to ("" past the cursor).
+type axis struct {
+	w, total int
+	kinds    []engine.Phase
+}
+
+func (a axis) col(x int) int { return min(a.w-1, x*a.w/a.total) }
+
+// span is the columns [c0, c1) that rollouts [from, to) cover, at least
+// one.
+func (a axis) span(from, to int) (int, int) {
+	c0, c1 := a.col(from), a.col(max(from, to-1))+1
+	return c0, max(c1, c0+1)
+}
+
+func (m *Model) axis(w int) axis {
+	r := &m.run
+	a := axis{w: max(10, w), total: max(1, r.rollouts)}
+	if m.opt.Budget > 0 {
+		a.total = max(a.total, m.opt.Budget)
+	}
+	a.kinds = make([]engine.Phase, a.w)
+	for _, s := range r.segments {
+		c0, c1 := a.span(s.start, m.segEnd(s))
+		for x := c0; x < c1; x++ {
+			a.kinds[x] = s.kind
+		}
+	}
+	return a
+}
+
+func (m *Model) segEnd(s segment) int {
+	if s.end < 0 {
+		return m.run.rollouts
+	}
+	return s.end
 }
 
 // timeline draws phases as a band over the rollouts, weight phases as █ and
 // harness phases as ▒ in two colours, with cycle numbers under the band and
 // a cursor where the run is.
-func (m *Model) timeline(w int) []string {
+func (m *Model) timeline(a axis) []string {
 	r := &m.run
-	total := max(1, r.rollouts)
-	if m.opt.Budget > 0 {
-		total = max(total, m.opt.Budget)
-	}
-	w = max(10, w)
-	col := func(x int) int { return min(w-1, x*w/total) }
-	band := []rune(strings.Repeat("·", w))
-	kinds := make([]engine.Phase, w)
-	nums := []rune(strings.Repeat(" ", w))
+	nums := []rune(strings.Repeat(" ", a.w))
 	for _, s := range r.segments {
-		end := s.end
-		if end < 0 {
-			end = r.rollouts
+		if s.kind != engine.PhaseWeights {
+			continue
 		}
-		a, b := col(s.start), col(end)
-		if b <= a {
-			b = a + 1
-		}
-		ch := '█'
-		if s.kind == engine.PhaseHarness {
-			ch = '▒'
-		}
-		for x := a; x < b && x < w; x++ {
-			band[x], kinds[x] = ch, s.kind
-		}
-		if s.kind == engine.PhaseWeights {
-			for i, c := range fmt.Sprint(s.round) {
-				if a+i < w {
-					nums[a+i] = c
-				}
+		c0, _ := a.span(s.start, m.segEnd(s))
+		for i, c := range fmt.Sprint(s.round) {
+			if c0+i < a.w {
+				nums[c0+i] = c
 			}
 		}
 	}
-	var sb strings.Builder
-	for x, c := range band {
-		switch kinds[x] {
+	band := make([]rune, a.w)
+	for x, k := range a.kinds {
+		switch k {
 		case engine.PhaseWeights:
-			sb.WriteString(stWeights.Render(string(c)))
+			band[x] = '█'
 		case engine.PhaseHarness:
-			sb.WriteString(stHarness.Render(string(c)))
+			band[x] = '▒'
 		default:
-			sb.WriteRune(c)
+			band[x] = '·'
 		}
 	}
-	cursor := []rune(strings.Repeat(" ", w))
-	cursor[col(r.rollouts)] = '▲'
+	cursor := []rune(strings.Repeat(" ", a.w))
+	cursor[a.col(r.rollouts)] = '▲'
 	return []string{
 		"timeline " + stWeights.Render("█ weights") + "  " + stHarness.Render("▒ harness") + stMuted.Render("  (cycle numbers below)"),
-		" " + sb.String(),
+		" " + paint(band, a.kinds, stWeights, stHarness),
 		" " + string(nums),
 		" " + string(cursor),
 	}
 }
 
+// paint renders cells in runs of the same phase, each run in its phase's
+// style (one Render per run, not per cell: View runs at 10 Hz).
+func paint(cells []rune, kinds []engine.Phase, weights, harness lipgloss.Style) string {
+	var sb strings.Builder
+	for x := 0; x < len(cells); {
+		y := x + 1
+		for y < len(cells) && kinds[y] == kinds[x] {
+			y++
+		}
+		run := string(cells[x:y])
+		switch kinds[x] {
+		case engine.PhaseWeights:
+			run = weights.Render(run)
+		case engine.PhaseHarness:
+			run = harness.Render(run)
+		}
+		sb.WriteString(run)
+		x = y
+	}
+	return sb.String()
+}
+
+// valChart draws val mean@k over the timeline's columns: each ended phase
+// at the level it reached, so a step between two phases is what the
+// second one changed.
+func (m *Model) valChart(a axis, rows int) []string {
+	cols := make([]float64, a.w)
+	for i := range cols {
+		cols[i] = math.NaN()
+	}
+	var vs []float64
+	if len(m.run.vals) > 0 {
+		vs = append(vs, m.run.vals[0].mean) // before the first phase
+	}
+	for _, s := range m.run.segments {
+		if !s.hasVal {
+			continue
+		}
+		vs = append(vs, s.val)
+		c0, c1 := a.span(s.start, s.end)
+		for x := c0; x < c1; x++ {
+			cols[x] = s.val
+		}
+	}
+	label := "val mean@k"
+	if m.run.valK > 0 {
+		label = fmt.Sprintf("val mean@%d", m.run.valK)
+	}
+	if len(vs) > 0 {
+		label = fmt.Sprintf("%-12s %.3f (start %.3f)", label, vs[len(vs)-1], vs[0])
+	}
+	return phaseChart(label, cols, vs, a.kinds, rows)
+}
+
+// rewardChart draws each weight step's mean training reward over the
+// columns of the rollouts it spent (several steps in one column: their
+// mean); harness phases are gaps on their own colour.
+func (m *Model) rewardChart(a axis, rows int) []string {
+	sum, n := make([]float64, a.w), make([]int, a.w)
+	var vs []float64
+	for _, p := range m.run.rewards {
+		vs = append(vs, p.mean)
+		c0, c1 := a.span(p.from, p.to)
+		for x := c0; x < c1; x++ {
+			sum[x] += p.mean
+			n[x]++
+		}
+	}
+	cols := make([]float64, a.w)
+	for x := range cols {
+		cols[x] = math.NaN()
+		if n[x] > 0 {
+			cols[x] = sum[x] / float64(n[x])
+		}
+	}
+	label := "reward/step"
+	if len(vs) > 0 {
+		label = fmt.Sprintf("%-12s %.3f (step %d)", label, vs[len(vs)-1], len(vs))
+	}
+	return phaseChart(label, cols, vs, a.kinds, rows)
+}
+
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
-// chartLine is a labelled sparkline of the last values that fit, with the
-// latest value and the range.
-func chartLine(label string, vs []float64, w int) string {
-	head := fmt.Sprintf("%-12s", label)
+// phaseChart is a label line with the range of vs, then rows of bars, one
+// column per timeline column (NaN: no bar), each column on the background
+// colour of its phase.
+func phaseChart(label string, cols, vs []float64, kinds []engine.Phase, rows int) []string {
 	if len(vs) == 0 {
-		return head + stMuted.Render("—")
+		return append([]string{fmt.Sprintf("%-12s ", label) + stMuted.Render("—")}, make([]string, rows)...)
 	}
-	lo, hi := vs[0], vs[0]
-	for _, v := range vs {
-		lo, hi = min(lo, v), max(hi, v)
-	}
-	tail := fmt.Sprintf(" %.3f [%.2f..%.2f]", vs[len(vs)-1], lo, hi)
-	room := max(4, w-len(head)-len(tail)-1)
-	if len(vs) > room {
-		vs = vs[len(vs)-room:]
-	}
-	var sb strings.Builder
-	for _, v := range vs {
-		i := 0
-		if hi > lo {
-			i = int((v - lo) / (hi - lo) * float64(len(sparks)-1))
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	out := []string{fmt.Sprintf("%s [%.2f..%.2f]", label, lo, hi)}
+	levels := rows * 8
+	fill := make([]int, len(cols)) // in eighths of a row
+	for x, v := range cols {
+		switch {
+		case math.IsNaN(v):
+		case hi > lo:
+			fill[x] = 1 + int(math.Round((v-lo)/(hi-lo)*float64(levels-1)))
+		default:
+			fill[x] = max(1, levels/2)
 		}
-		sb.WriteRune(sparks[i])
 	}
-	return head + sb.String() + tail
+	for row := rows - 1; row >= 0; row-- {
+		cells := make([]rune, len(cols))
+		for x, f := range fill {
+			f = min(8, f-row*8)
+			if f <= 0 {
+				cells[x] = ' '
+			} else {
+				cells[x] = sparks[f-1]
+			}
+		}
+		out = append(out, " "+paint(cells, kinds, stChartWeights, stChartHarness))
+	}
+	return out
 }
 
 func bar(n, of, w int) string {
@@ -290,9 +408,15 @@ func (m *Model) viewHarnesses(w, h int) []string {
 	if len(m.run.board) == 0 {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
+	out := m.boardTable(h - 2)
+	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
+}
+
+// boardTable is the leaderboard's header and up to rows rows, scrolled to
+// keep the selected one in view.
+func (m *Model) boardTable(rows int) []string {
 	b := m.boardRows()
 	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-8s %-14s %-15s %6s %4s %s", "#", "id", "parent", "mechanism", "score ± CI", "rolls", "it", "status"))}
-	rows := h - 2
 	first := max(0, min(m.boardSel-rows+1, len(b)-rows))
 	for i := first; i < len(b) && i < first+rows; i++ {
 		r := b[i]
@@ -309,7 +433,46 @@ func (m *Model) viewHarnesses(w, h int) []string {
 		}
 		out = append(out, line)
 	}
-	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
+	return out
+}
+
+// wideFrom is the width from which the Run pane shares the screen with the
+// leaderboard and the latest events; sideWidth fits a leaderboard row.
+const (
+	wideFrom  = 140
+	sideWidth = 74
+)
+
+// viewSide is the right column of a wide Run pane: the leaderboard (up to
+// half the height), then as many of the latest events as fit.
+func (m *Model) viewSide(h int) []string {
+	out := []string{stHeader.Render("harnesses") + stMuted.Render("  (2 to prune, diff or freeze)")}
+	if len(m.run.board) == 0 {
+		out = append(out, stMuted.Render("no leaderboard yet: it appears with the first harness iteration"))
+	} else {
+		out = append(out, m.boardTable(max(1, min(len(m.run.board), h/2-2)))...)
+	}
+	out = append(out, "", stHeader.Render("events"))
+	l := m.run.log
+	return append(out, l[max(0, len(l)-(h-len(out))):]...)
+}
+
+// sideBySide joins two columns line by line, the left one padded or cut to
+// lw cells.
+func sideBySide(left, right []string, lw int) []string {
+	out := make([]string, max(len(left), len(right)))
+	sep := stMuted.Render(" │ ")
+	for i := range out {
+		l, r := "", ""
+		if i < len(left) {
+			l = ansi.Truncate(left[i], lw, "…")
+		}
+		if i < len(right) {
+			r = right[i]
+		}
+		out[i] = l + strings.Repeat(" ", max(0, lw-ansi.StringWidth(l))) + sep + r
+	}
+	return out
 }
 
 func (m *Model) viewSamples(w, h int) []string {
