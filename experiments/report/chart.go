@@ -21,9 +21,10 @@ const (
 	ChartHeight = 5 * ChartDPI
 )
 
-// legendWidth is the strip right of the plot that holds the legend, so the
-// legend never covers a curve.
-const legendWidth = 2.3 * vg.Inch
+// legendGap separates the plot from the legend strip on its right; the
+// strip is as wide as the legend's longest entry, so the legend never covers
+// a curve and is never cut.
+const legendGap = 8
 
 // conditionStyle gives each condition a colour from the Okabe–Ito palette
 // (readable by colour-blind readers) and the two one-shot baselines a dash,
@@ -42,9 +43,10 @@ var conditionStyle = map[string]struct {
 }
 
 // Phase shading behind the curves: light enough that lines stay readable.
+// Translucent colours are NRGBA: vgimg reads color.RGBA as premultiplied.
 var (
-	harnessShade = color.RGBA{0xF0, 0xE4, 0x42, 0x55}
-	weightShade  = color.RGBA{0xB0, 0xB0, 0xB0, 0x30}
+	harnessShade = color.NRGBA{0xF0, 0xE4, 0x42, 0x50}
+	weightShade  = color.NRGBA{0x99, 0x99, 0x99, 0x22}
 )
 
 // Chart renders the domain's chart as PNG bytes: score against budgeted
@@ -62,7 +64,7 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true
-	leg.TextStyle.Font.Size = vg.Points(10)
+	leg.TextStyle.Font.Size = vg.Points(9)
 	leg.Padding = vg.Points(3)
 
 	// Shading first, so every line is drawn over it.
@@ -71,12 +73,12 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 		if len(w) > 0 {
 			sh := &shade{spans: w, col: weightShade}
 			p.Add(sh)
-			leg.Add(fmt.Sprintf("weight phase (whale-fixed seed %d)", r.Seed), sh)
+			leg.Add(fmt.Sprintf("whale-fixed seed %d: weight phase", r.Seed), sh)
 		}
 		if len(h) > 0 {
 			sh := &shade{spans: h, col: harnessShade}
 			p.Add(sh)
-			leg.Add(fmt.Sprintf("harness phase (whale-fixed seed %d)", r.Seed), sh)
+			leg.Add(fmt.Sprintf("whale-fixed seed %d: harness phase", r.Seed), sh)
 		}
 	}
 
@@ -109,8 +111,7 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("report: chart %s: seed %d of %s: %w", domain, r.Seed, cond, err)
 			}
-			faint := st.col
-			faint.A = 0x50
+			faint := color.NRGBA{st.col.R, st.col.G, st.col.B, 0x50}
 			thin.LineStyle = draw.LineStyle{Color: faint, Width: vg.Points(0.8), Dashes: st.dashes}
 			p.Add(thin)
 		}
@@ -155,8 +156,10 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 
 	img := vgimg.NewWith(vgimg.UseWH(8*vg.Inch, 5*vg.Inch), vgimg.UseDPI(ChartDPI), vgimg.UseBackgroundColor(color.White))
 	c := draw.New(img)
+	lr := leg.Rectangle(c)
+	legendWidth := lr.Max.X - lr.Min.X + 2*vg.Points(legendGap)
 	p.Draw(draw.Crop(c, 0, -legendWidth, 0, 0))
-	leg.Draw(draw.Crop(c, c.Max.X-c.Min.X-legendWidth+vg.Points(8), -vg.Points(4), 0, -vg.Points(40)))
+	leg.Draw(draw.Crop(c, c.Max.X-c.Min.X-legendWidth+vg.Points(legendGap), -vg.Points(legendGap), 0, -vg.Points(40)))
 
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {

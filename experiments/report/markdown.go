@@ -112,20 +112,31 @@ func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta
 		}
 		var why []string
 		if len(c.Unfinished) > 0 {
-			why = append(why, plural(len(c.Unfinished), "seed")+" "+seedList(c.Unfinished)+" unfinished")
+			why = append(why, seedList(c.Unfinished)+" unfinished")
 		}
 		if len(c.Missing) > 0 {
-			why = append(why, plural(len(c.Missing), "seed")+" "+seedList(c.Missing)+" never started")
+			why = append(why, seedList(c.Missing)+" never started")
 		}
 		if unseen := expect - c.Runs - len(c.Missing); unseen > 0 {
 			why = append(why, plural(unseen, "more seed")+" not in the store")
 		}
 		lines = append(lines, fmt.Sprintf("%s: %d of %d seeds finished (%s).", c.Condition, c.N, expect, strings.Join(why, "; ")))
 	}
-	for _, r := range runs {
-		if r.Domain == domain && meta.Budget > 0 && r.Rollouts > meta.Budget {
-			lines = append(lines, fmt.Sprintf("%s seed %d (run %s) used %s rollouts, over the budget of %s.",
-				r.Condition, r.Seed, r.RunID, count(r.Rollouts), count(meta.Budget)))
+	if meta.Budget > 0 {
+		for _, c := range cells {
+			over, most, mostID := 0, 0, ""
+			for _, r := range runs {
+				if r.Domain == domain && r.Condition == c.Condition && r.Rollouts > meta.Budget {
+					over++
+					if r.Rollouts > most {
+						most, mostID = r.Rollouts, r.RunID
+					}
+				}
+			}
+			if over > 0 {
+				lines = append(lines, fmt.Sprintf("%s: %s over the budget of %s rollouts (most: %s, run %s).",
+					c.Condition, plural(over, "run"), count(meta.Budget), count(most), mostID))
+			}
 		}
 	}
 	if len(lines) == 0 {
@@ -189,6 +200,8 @@ func writeVerdict(b *bytes.Buffer, runs []Run, cells []Cell, domain string) {
 			switch v := d.Verdict(); v {
 			case "cannot be compared with":
 				parts = append(parts, fmt.Sprintf("cannot be compared with %s (%s, difference %s points)", base, plural(d.N, "paired seed"), signed(d.Mean)))
+			case "within noise of":
+				parts = append(parts, fmt.Sprintf("is within noise of %s (%s points, %s)", base, signed(d.Mean), diffCI(d)))
 			default:
 				parts = append(parts, fmt.Sprintf("%s %s (%s points, %s)", v, base, signed(d.Mean), diffCI(d)))
 			}
@@ -292,22 +305,24 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 			}
 		}
 	}
+	var ss []string
 	if len(base) > 0 {
-		p("Harness search on the base weights (harness-only's first harness phase, mean over %s): %s points. ", plural(len(base), "seed"), signed(mean(base)/100))
+		ss = append(ss, fmt.Sprintf("Harness search on the base weights (harness-only's first harness phase, mean over %s): %s points.", plural(len(base), "seed"), signed(mean(base)/100)))
 	} else {
-		p("No finished harness-only run with a harness phase, so harness search on the base weights is unknown. ")
-	}
-	if len(after) > 0 {
-		p("Harness phases after the first weight phase in %s: %s points per phase (mean over %s). ", whale, signed(mean(after)/100), plural(len(after), "phase"))
-	} else {
-		p("%s ran no harness phase after a weight phase. ", whale)
+		ss = append(ss, "No finished harness-only run with a harness phase, so harness search on the base weights is unknown.")
 	}
 	if len(before) > 0 {
-		p("Harness phases before any weight phase in %s: %s points per phase (mean over %s). ", whale, signed(mean(before)/100), plural(len(before), "phase"))
+		ss = append(ss, fmt.Sprintf("Harness phases before any weight phase in %s: %s points per phase (mean over %s).", whale, signed(mean(before)/100), plural(len(before), "phase")))
 	}
+	if len(after) > 0 {
+		ss = append(ss, fmt.Sprintf("Harness phases after the first weight phase in %s: %s points per phase (mean over %s).", whale, signed(mean(after)/100), plural(len(after), "phase")))
+	} else {
+		ss = append(ss, fmt.Sprintf("%s ran no harness phase after a weight phase.", whale))
+	}
+	p("%s\n\n", strings.Join(ss, " "))
 	n := float64(len(fin))
 	mw, mh := totalW/n, totalH/n
-	p("\n\nOver a whole run, %s's weight phases gained %s points and its harness phases %s (mean over seeds): %s.\n\n",
+	p("Over a whole run, %s's weight phases gained %s points and its harness phases %s (mean over seeds): %s.\n\n",
 		whale, signed(mw/100), signed(mh/100), bottleneck(mw, mh))
 }
 
@@ -379,12 +394,16 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// seedList names seeds: "seed 2", "seeds 1, 3".
 func seedList(s []uint64) string {
 	parts := make([]string, len(s))
 	for i, v := range s {
 		parts[i] = strconv.FormatUint(v, 10)
 	}
-	return strings.Join(parts, ", ")
+	if len(s) == 1 {
+		return "seed " + parts[0]
+	}
+	return "seeds " + strings.Join(parts, ", ")
 }
 
 func joinAnd(parts []string) string {
