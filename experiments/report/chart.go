@@ -112,6 +112,7 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 				return nil, fmt.Errorf("report: chart %s: seed %d of %s: %w", domain, r.Seed, cond, err)
 			}
 			faint := color.NRGBA{st.col.R, st.col.G, st.col.B, 0x50}
+			thin.StepStyle = plotter.PostStep
 			thin.LineStyle = draw.LineStyle{Color: faint, Width: vg.Points(0.8), Dashes: st.dashes}
 			p.Add(thin)
 		}
@@ -123,6 +124,7 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("report: chart %s: mean of %s: %w", domain, cond, err)
 		}
+		line.StepStyle = plotter.PostStep
 		line.LineStyle = draw.LineStyle{Color: st.col, Width: vg.Points(float64(st.width)), Dashes: st.dashes}
 		p.Add(line)
 		name := fmt.Sprintf("%s (%s)", cond, plural(len(seeds), "seed"))
@@ -194,9 +196,11 @@ func phaseSpans(r Run) (harness, weights []span) {
 }
 
 // meanCurve averages seeds' curves on the union of their boundaries. Between
-// boundaries a seed holds its last score (that is the model the run had), and
+// boundaries a seed holds its last score (a run's score is only known at a
+// kept checkpoint, and it is that checkpoint's model until the next), and
 // after its last boundary it keeps its final score, so seeds whose phases end
-// at different rollouts still average point by point.
+// at different rollouts still average point by point. Chart draws every
+// curve as the same post-steps, so the thin seeds and the thick mean agree.
 func meanCurve(seeds [][]xy) []xy {
 	var grid []int
 	for _, s := range seeds {

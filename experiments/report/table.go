@@ -9,27 +9,29 @@ import (
 
 // Cell is the aggregate RESULTS.md shows for one condition × domain.
 type Cell struct {
-	Condition, Domain string
-	N                 int        // finished seeds
-	Mean              float64    // mean over seeds of BestTestMean8
-	CI95              [2]float64 // over seeds: mean ± t(0.975, N-1)·sd/√N (N = 1: the run's own TestCI95)
-	ReachRollouts     int        // median over seeds of the first boundary's Rollouts at which the run's test curve (val if no test) reaches the weight-only peak of the same domain & seed; -1 if never reached
-	Phases            float64    // mean phases
+	Condition     string     `json:"condition"`
+	Domain        string     `json:"domain"`
+	N             int        `json:"n"`              // finished seeds
+	Mean          float64    `json:"mean"`           // mean over seeds of BestTestMean8
+	CI95          [2]float64 `json:"ci95"`           // over seeds: mean ± t(0.975, N-1)·sd/√N (N = 1: the run's own TestCI95)
+	ReachRollouts int        `json:"reach_rollouts"` // median over seeds of the first boundary's Rollouts at which the run's test curve (val if no test) reaches the weight-only peak of the same domain & seed; -1 if never reached
+	Phases        float64    `json:"phases"`         // mean phases
 
 	// Seeds is how many distinct seeds the domain has over all conditions:
 	// the number of runs this cell should have had.
-	Seeds int
+	Seeds int `json:"seeds"`
 	// Runs counts this cell's runs, finished or not.
-	Runs int
+	Runs int `json:"runs"`
 	// Unfinished and Missing name the seeds that are not in N: started but
 	// not done, and never started (a seed other conditions of the domain
 	// have).
-	Unfinished, Missing []uint64
+	Unfinished []uint64 `json:"unfinished,omitempty"`
+	Missing    []uint64 `json:"missing,omitempty"`
 	// ReachSeeds is how many finished seeds had a finished weight-only run of
 	// the same seed to compare with; ReachRollouts means nothing when it is 0.
-	ReachSeeds int
+	ReachSeeds int `json:"reach_seeds"`
 	// MeanRollouts is the mean budgeted rollouts the finished runs used.
-	MeanRollouts float64
+	MeanRollouts float64 `json:"mean_rollouts"`
 }
 
 // Table computes the per condition × domain aggregates RESULTS.md shows: one
@@ -247,10 +249,12 @@ func meanCI(xs []float64) (mean, lo, hi float64) {
 
 // Diff is condition A minus condition B on one domain, paired by seed.
 type Diff struct {
-	A, B, Domain string
-	N            int        // seeds where both runs finished
-	Mean         float64    // mean over those seeds of A's minus B's BestTestMean8 (fraction)
-	CI95         [2]float64 // t interval over the paired seeds; only meaningful for N ≥ 2
+	A      string     `json:"a"`
+	B      string     `json:"b"`
+	Domain string     `json:"domain"`
+	N      int        `json:"n"`    // seeds where both runs finished
+	Mean   float64    `json:"mean"` // mean over those seeds of A's minus B's BestTestMean8 (fraction)
+	CI95   [2]float64 `json:"ci95"` // t interval over the paired seeds; only meaningful for N ≥ 2
 }
 
 // Verdict words a difference honestly: "beats" or "loses to" only when the
@@ -292,15 +296,18 @@ func Compare(runs []Run, domain, a, b string) Diff {
 
 // Attribution is WHALE's per-cycle bottleneck attribution for one run.
 type Attribution struct {
-	Round                   int
-	WeightGain, HarnessGain float64 // points (×100) gained in that round's weight phase and harness phase (Test if HasTest, else Val; gain = after − before)
+	Round       int     `json:"round"`
+	WeightGain  float64 `json:"weight_gain"`  // points (×100) gained in that round's weight phase (Test if HasTest, else Val; gain = after − before)
+	HarnessGain float64 `json:"harness_gain"` // the same for the round's harness phase
 
 	// Weights and Harness say whether the round had a phase of that kind
 	// (a zero gain from a phase that ran is not the same as no phase).
-	Weights, Harness bool
+	Weights bool `json:"weights"`
+	Harness bool `json:"harness"`
 	// WeightRollouts and HarnessRollouts are the budgeted rollouts the
 	// round's phases of each kind spent.
-	WeightRollouts, HarnessRollouts int
+	WeightRollouts  int `json:"weight_rollouts"`
+	HarnessRollouts int `json:"harness_rollouts"`
 }
 
 // phaseGain is one phase of a run and what it changed, in points.
