@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 
 	"whale/core/engine"
@@ -22,7 +24,12 @@ import (
 	"whale/harnesses"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+// updating reports -update (go test ./tui -update): the flag is defined by
+// x/exp/golden, which teatest brings in, so it is looked up, not declared.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 func TestMain(m *testing.M) {
 	lipgloss.SetColorProfile(termenv.Ascii)
@@ -110,38 +117,40 @@ func newTest(t *testing.T, ctl Controller) *Model {
 			}
 			return "", errors.New("not archived")
 		},
-		Now: func() time.Time { return t0.Add(75 * time.Second) }})
+		Fork: func(string) {},
+		Now:  func() time.Time { return t0.Add(75 * time.Second) }})
 	m.started = t0
 	m.Update(tickMsg(t0))
 	m.Update(samplesMsg{samples: []Sample{sample(9, false, "wrong_answer"), sample(8, true, "reward ≥ threshold"), sample(7, false, "format")}})
 	return m
 }
 
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case " ":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
 func press(m *Model, keys ...string) {
 	for _, k := range keys {
-		var msg tea.KeyMsg
-		switch k {
-		case "enter":
-			msg = tea.KeyMsg{Type: tea.KeyEnter}
-		case "tab":
-			msg = tea.KeyMsg{Type: tea.KeyTab}
-		case "esc":
-			msg = tea.KeyMsg{Type: tea.KeyEsc}
-		case "down":
-			msg = tea.KeyMsg{Type: tea.KeyDown}
-		case " ":
-			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}
-		default:
-			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
-		}
-		m.Update(msg)
+		m.Update(keyMsg(k))
 	}
 }
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -161,32 +170,42 @@ func TestPaneGolden(t *testing.T) {
 		name string
 		keys []string
 		w, h int
+		wait string // text the program must show before it is stopped
 	}{
-		{"run_80x24", nil, 80, 24},
-		{"run_120x30", nil, 120, 30},
-		{"run_160x48", nil, 160, 48},
-		{"run_140x24", nil, 140, 24},
-		{"harnesses_160x48", []string{"2", "down"}, 160, 48},
-		{"checkpoints_160x48", []string{"4"}, 160, 48},
-		{"harnesses_80x24", []string{"2", "down"}, 80, 24},
-		{"samples_80x24", []string{"3"}, 80, 24},
-		{"samples_kept_80x24", []string{"3", "a"}, 80, 24},
-		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24},
-		{"checkpoints_80x24", []string{"4"}, 80, 24},
-		{"log_80x24", []string{"5"}, 80, 24},
-		{"help_80x24", []string{"?"}, 80, 24},
-		{"confirm_80x24", []string{"f"}, 80, 24},
-		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24},
-		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24},
+		{"run_80x24", nil, 80, 24, ""},
+		{"run_120x30", nil, 120, 30, ""},
+		{"run_160x48", nil, 160, 48, ""},
+		{"run_140x24", nil, 140, 24, ""},
+		{"harnesses_160x48", []string{"2", "down"}, 160, 48, ""},
+		{"checkpoints_160x48", []string{"4"}, 160, 48, ""},
+		{"harnesses_80x24", []string{"2", "down"}, 80, 24, ""},
+		{"samples_80x24", []string{"3"}, 80, 24, ""},
+		{"samples_kept_80x24", []string{"3", "a"}, 80, 24, ""},
+		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24, ""},
+		{"checkpoints_80x24", []string{"4"}, 80, 24, ""},
+		{"log_80x24", []string{"5"}, 80, 24, ""},
+		{"help_80x24", []string{"?"}, 80, 24, ""},
+		{"confirm_80x24", []string{"f"}, 80, 24, ""},
+		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24, "FORMAT_RETRIES = 2"},
+		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24, ""},
+		{"fork_confirm_80x24", []string{"4", "r"}, 80, 24, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newTest(t, &fakeControl{})
-			m.Update(tea.WindowSizeMsg{Width: tc.w, Height: tc.h})
-			press(m, tc.keys...)
-			if m.diff != nil { // run the source load as the program would
-				m.Update(m.loadDiff(m.diff.hash, m.diff.against)())
+			// The real program loop drives the model: the size arrives
+			// as a WindowSizeMsg, keys one message each, and commands
+			// (the diff's source load) run as they would on a terminal.
+			tm := teatest.NewTestModel(t, newTest(t, &fakeControl{}), teatest.WithInitialTermSize(tc.w, tc.h))
+			for _, k := range tc.keys {
+				tm.Send(keyMsg(k))
 			}
-			v := m.View()
+			if tc.wait != "" {
+				teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(tc.wait)) },
+					teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+			}
+			if err := tm.Quit(); err != nil {
+				t.Fatal(err)
+			}
+			v := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model).View()
 			if n := strings.Count(v, "\n") + 1; n != tc.h {
 				t.Errorf("view has %d lines, want %d", n, tc.h)
 			}
@@ -407,6 +426,7 @@ func TestForkAsksThenQuits(t *testing.T) {
 		t.Fatal("r y did not quit and stop the run")
 	}
 	m = newTest(t, &fakeControl{})
+	m.opt.Fork = nil
 	press(m, "4", "r")
 	if m.forkAsk != "" || !strings.Contains(m.View(), "not available") {
 		t.Fatal("r without a Fork option asked anyway")
