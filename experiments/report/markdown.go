@@ -240,8 +240,9 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 		return
 	}
 	type acc struct {
-		w, h   float64
-		nw, nh int
+		w, h   float64 // summed gains, points
+		nw, nh int     // seeds that ran a phase of that kind in the round
+		rw, rh int     // summed rollouts of those phases
 	}
 	rounds := map[int]*acc{}
 	var order []int
@@ -258,11 +259,13 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 			if a.Weights {
 				ac.w += a.WeightGain
 				ac.nw++
+				ac.rw += a.WeightRollouts
 				totalW += a.WeightGain
 			}
 			if a.Harness {
 				ac.h += a.HarnessGain
 				ac.nh++
+				ac.rh += a.HarnessRollouts
 				totalH += a.HarnessGain
 			}
 		}
@@ -279,19 +282,21 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 		}
 	}
 	slices.Sort(order)
-	p("| round | weight-phase gain | harness-phase gain |\n|---:|---:|---:|\n")
+	p("| round | weight-phase gain | harness-phase gain | weight-phase rollouts | harness-phase rollouts |\n|---:|---:|---:|---:|---:|\n")
 	for _, rd := range order {
 		ac := rounds[rd]
-		w, h := "—", "—"
+		w, h, rw, rh := "—", "—", "—", "—"
 		if ac.nw > 0 {
 			w = signed(ac.w/float64(ac.nw)/100) + seedsNote(ac.nw, len(fin))
+			rw = count(ac.rw / ac.nw)
 		}
 		if ac.nh > 0 {
 			h = signed(ac.h/float64(ac.nh)/100) + seedsNote(ac.nh, len(fin))
+			rh = count(ac.rh / ac.nh)
 		}
-		p("| %d | %s | %s |\n", rd, w, h)
+		p("| %d | %s | %s | %s | %s |\n", rd, w, h, rw, rh)
 	}
-	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase, mean over %s.\n\n", plural(len(fin), "seed"))
+	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase; gains and rollouts are means over the %s that ran such a phase in that round.\n\n", plural(len(fin), "finished seed"))
 
 	var base []float64
 	for _, r := range runs {

@@ -366,7 +366,12 @@ func TestWrite(t *testing.T) {
 		"whale-fixed beats weight-only (+11.0 points",
 		"is within noise of harness-only",
 		"### whale-fixed on math",
-		"Harness search on the base weights",
+		// whale-fixed on math: each of 6 phases gains (best − 0.1)/6, bests 0.31, 0.32, 0.36;
+		// phases are 2000 − 37·seed rollouts long.
+		"| 1 | +3.8 | +3.8 | 1,926 | 1,926 |",
+		// harness-only's first of 2 phases gains (best − 0.1)/2, bests 0.10, 0.30, 0.20.
+		"Harness search on the base weights (harness-only's first harness phase, mean over 3 seeds): +5.0 points.",
+		"Harness phases after the first weight phase in whale-fixed: +3.8 points per phase (mean over 9 phases).",
 		"whale-fixed: 1 run over the budget of 12,000 rollouts (most: 12,500, run searchqa-whale-fixed-3)",
 	} {
 		if !strings.Contains(text, want) {
