@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -58,8 +59,9 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = domain + ": score against budgeted rollouts"
 	p.X.Label.Text = "budgeted rollouts (train + search)"
-	p.X.Tick.Marker = countTicks{}
+	p.X.Tick.Marker = niceTicks{rolloutLabel}
 	p.Y.Label.Text = "test mean@8 (points)"
+	p.Y.Tick.Marker = niceTicks{pointLabel}
 	p.Add(plotter.NewGrid())
 
 	leg := plot.NewLegend()
@@ -258,16 +260,39 @@ func (s *shade) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(s.col, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
 }
 
-// countTicks labels rollout ticks as whole counts with thousands separators
-// rather than gonum's default float formatting.
-type countTicks struct{}
+// niceTicks labels every multiple of the smallest 1-2-5 step that gives at
+// most eight labels over [lo, hi], with an unlabelled tick halfway between, so both
+// axes stay readable at any scale (gonum's default labels too few on a
+// narrow score range).
+type niceTicks struct{ label func(float64) string }
 
-func (countTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = count(int(math.Round(ts[i].Value)))
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: t.label(lo)}}
+	}
+	raw := (hi - lo) / 8
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
 		}
+	}
+	var ts []plot.Tick
+	for i := math.Ceil(lo/step*2 - 1e-9); i*step/2 <= hi+1e-9*step; i++ {
+		v := i * step / 2
+		tk := plot.Tick{Value: v}
+		if math.Mod(i, 2) == 0 {
+			tk.Label = t.label(v)
+		}
+		ts = append(ts, tk)
 	}
 	return ts
 }
+
+// rolloutLabel writes a rollout count with thousands separators.
+func rolloutLabel(v float64) string { return count(int(math.Round(v))) }
+
+// pointLabel writes a score in points without float noise.
+func pointLabel(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }

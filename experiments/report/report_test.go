@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 // phasePattern is the order of phases each synthetic condition runs.
@@ -450,5 +452,26 @@ func TestChartWithNothingFinished(t *testing.T) {
 	md := string(Markdown([]Run{r}, Meta{Command: "whale bench conditions --domain chess"}))
 	if !strings.Contains(md, "No run finished on chess") || !strings.Contains(md, "whale-fixed: 0 of 1 seeds finished (seed 1 unfinished)") {
 		t.Errorf("RESULTS.md does not say plainly that nothing finished:\n%s", md)
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	labels := func(ts []plot.Tick) string {
+		var l []string
+		for _, tk := range ts {
+			if tk.Label != "" {
+				l = append(l, tk.Label)
+			}
+		}
+		return strings.Join(l, " ")
+	}
+	if got := labels(niceTicks{rolloutLabel}.Ticks(0, 12666)); got != "0 2,000 4,000 6,000 8,000 10,000 12,000" {
+		t.Errorf("rollout ticks %q", got)
+	}
+	if got := labels(niceTicks{pointLabel}.Ticks(7, 56)); got != "10 20 30 40 50" {
+		t.Errorf("score ticks %q", got)
+	}
+	if got := labels(niceTicks{pointLabel}.Ticks(0.4, 1.1)); got != "0.4 0.5 0.6 0.7 0.8 0.9 1 1.1" {
+		t.Errorf("narrow score ticks %q", got)
 	}
 }
