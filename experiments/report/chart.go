@@ -261,7 +261,7 @@ func (s *shade) Thumbnail(c *draw.Canvas) {
 }
 
 // niceTicks labels every multiple of the smallest 1-2-5 step that gives at
-// most eight labels over [lo, hi], with an unlabelled tick halfway between, so both
+// about eight labels over [lo, hi], with an unlabelled tick halfway between, so both
 // axes stay readable at any scale (gonum's default labels too few on a
 // narrow score range).
 type niceTicks struct{ label func(float64) string }
