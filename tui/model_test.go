@@ -412,7 +412,7 @@ func TestForkAsksThenQuits(t *testing.T) {
 		t.Fatalf("r n forked %v", asked)
 	}
 	press(m, "r")
-	if !strings.Contains(m.View(), "start a new run from r1-weights-s3?") {
+	if !strings.Contains(m.View(), "new run from r1-weights-s3? this one stays resumable") {
 		t.Fatalf("r did not ask:\n%s", m.View())
 	}
 	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})

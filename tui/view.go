@@ -77,7 +77,7 @@ func (m *Model) viewFooter() string {
 	case m.confirm:
 		return stConfirm.Render("force a phase switch now? y/n")
 	case m.forkAsk != "":
-		return stConfirm.Render("start a new run from " + m.forkAsk + "? this run stops, resumable. y/n")
+		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. y/n")
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":

@@ -42,7 +42,7 @@ func TestWorkbenchForkEndToEnd(t *testing.T) {
 		t.Fatalf("no selected checkpoint:\n%s", scr)
 	}
 	s.keys("r")
-	if !strings.Contains(s.screen(), "start a new run from "+first+"/01-weights?") {
+	if !strings.Contains(s.screen(), "new run from "+first+"/01-weights?") {
 		t.Fatalf("r did not ask to confirm:\n%s", s.screen())
 	}
 	s.keys("y")
