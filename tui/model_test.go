@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -522,5 +523,17 @@ func TestChartsShadePhases(t *testing.T) {
 	hx := slices.Index(a.kinds, engine.PhaseHarness)
 	if []rune(ansi.Strip(vals))[1+hx] != '█' {
 		t.Fatalf("no val level over the harness phase: %q", ansi.Strip(vals))
+	}
+}
+
+func TestFlatChartIsAFloorLine(t *testing.T) {
+	kinds := []engine.Phase{engine.PhaseWeights, engine.PhaseWeights, engine.PhaseHarness}
+	got := phaseChart("reward/step", []float64{0, 0, math.NaN()}, []float64{0, 0}, kinds, 2)
+	if want := []string{"reward/step [0.00..0.00]", "    ", " ▁▁ "}; !slices.Equal(got, want) {
+		t.Fatalf("flat zero chart = %q, want %q", got, want)
+	}
+	got = phaseChart("val", []float64{1, math.NaN(), math.NaN()}, []float64{1}, kinds, 1)
+	if got[1] != " █  " {
+		t.Fatalf("flat one chart row = %q, want a full bar", got[1])
 	}
 }

@@ -331,7 +331,10 @@ func phaseChart(label string, cols, vs []float64, kinds []engine.Phase, rows int
 		case hi > lo:
 			fill[x] = 1 + int(math.Round((v-lo)/(hi-lo)*float64(levels-1)))
 		default:
-			fill[x] = max(1, levels/2)
+			// One value has no range to scale by: draw it on [0, 1],
+			// where val mean@k and rewards live, so a flat 0 is a floor
+			// line, not a half-full block.
+			fill[x] = 1 + int(math.Round(min(1, max(0, v))*float64(levels-1)))
 		}
 	}
 	for row := rows - 1; row >= 0; row-- {
