@@ -19,9 +19,9 @@ func init() { register(newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure this machine's speed",
+		Short: "Measure: the engine's speed (engine), the conditions against each other (conditions)",
 	}
-	c.AddCommand(newBenchEngineCmd())
+	c.AddCommand(newBenchEngineCmd(), newBenchConditionsCmd())
 	return c
 }
 

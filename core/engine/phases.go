@@ -203,6 +203,13 @@ type BoardRow struct {
 func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	a := e.st.Archive
 	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Rescore: true}
+	if e.Cfg.Budget > 0 {
+		// Near the end of the budget, propose only as many candidates as
+		// it can still score, so conditions compared at equal budget stay
+		// close to it (one val pass is the most a run can overshoot).
+		left := e.Cfg.Budget - e.st.Ledger.Budgeted()
+		s.M = max(1, min(s.M, left/max(1, len(e.val))))
+	}
 	e.st.Iteration++
 	var r search.IterationResult
 	var err error

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"whale/core/model"
+	"whale/core/store"
 )
 
 // emit stores an event and publishes it. Its sequence number is the
@@ -35,7 +37,13 @@ func (e *Engine) saveResume() error {
 	if e.st.Done {
 		status = "finished"
 	}
-	if err := e.env.Store.SetRunState(e.RunID, status, mustJSON(e.st)); err != nil {
+	var pins []string
+	for _, h := range []string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights} {
+		if h != "" {
+			pins = append(pins, h)
+		}
+	}
+	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins); err != nil {
 		return err
 	}
 	old := e.saved
@@ -44,7 +52,9 @@ func (e *Engine) saveResume() error {
 		if h == "" || e.st.Kept[h] || h == e.st.Weights || h == e.st.Optimizer || h == e.st.PhaseWeights {
 			continue
 		}
-		if err := e.env.Store.DeleteBlob(h); err != nil {
+		// Another run may share the blob (the same starting weights):
+		// then it stays, pinned by that run.
+		if err := e.env.Store.DeleteBlob(h); err != nil && !errors.Is(err, store.ErrBlobInUse) {
 			return fmt.Errorf("engine: drop old resume blob: %w", err)
 		}
 	}

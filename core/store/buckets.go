@@ -19,9 +19,12 @@ var (
 	bucketCheckpoints = []byte("checkpoints") // id → manifest JSON
 	bucketBlobs       = []byte("blobs")       // sha256 hex → bytes, or a file reference
 
-	keySchema  = []byte("schema")
-	keyConfig  = []byte("config")
-	keyStatus  = []byte("status")
-	keyCursor  = []byte("cursor")
+	keySchema = []byte("schema")
+	keyConfig = []byte("config")
+	keyStatus = []byte("status")
+	keyCursor = []byte("cursor")
+	// keyPins lists the blobs a run's resume point uses (JSON array), so
+	// another run sharing a blob never deletes it.
+	keyPins    = []byte("pins")
 	keyCreated = []byte("created")
 )

@@ -23,6 +23,10 @@ const SchemaVersion = 1
 // checkpoint.
 var ErrNotFound = errors.New("not found")
 
+// ErrBlobInUse is wrapped when DeleteBlob refuses a blob that a kept
+// checkpoint or a run's resume point still uses.
+var ErrBlobInUse = errors.New("blob in use")
+
 // DB is an open workspace.
 type DB struct {
 	bolt    *bolt.DB
@@ -225,6 +229,29 @@ func (db *DB) SetRunState(id, status string, cursor json.RawMessage) error {
 		}
 		if cursor != nil {
 			return rb.Put(keyCursor, cursor)
+		}
+		return nil
+	})
+}
+
+// SetResumePoint is SetRunState for a resume point that uses blobs: it also
+// pins them to the run in the same transaction, so DeleteBlob refuses them
+// while this resume point stands, whichever run asks (content-addressed
+// blobs are shared between runs that start from the same weights).
+func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []string) error {
+	pins, err := json.Marshal(blobs)
+	if err != nil {
+		return fmt.Errorf("store: run %s: pins: %w", id, err)
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, id)
+		if err != nil {
+			return err
+		}
+		for k, v := range map[string][]byte{string(keyStatus): []byte(status), string(keyCursor): cursor, string(keyPins): pins} {
+			if err := rb.Put([]byte(k), v); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -564,7 +591,25 @@ func (db *DB) DeleteBlob(hash string) error {
 			}
 			for _, h := range c.Blobs {
 				if h == hash {
-					return fmt.Errorf("store: blob %s is referenced by checkpoint %s", hash, k)
+					return fmt.Errorf("store: blob %s is referenced by checkpoint %s: %w", hash, k, ErrBlobInUse)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRuns).ForEachBucket(func(k []byte) error {
+			pins := tx.Bucket(bucketRuns).Bucket(k).Get(keyPins)
+			if pins == nil {
+				return nil
+			}
+			var hs []string
+			if err := json.Unmarshal(pins, &hs); err != nil {
+				return fmt.Errorf("store: run %s: pins: %w", k, err)
+			}
+			for _, h := range hs {
+				if h == hash {
+					return fmt.Errorf("store: blob %s is used by the resume point of run %s: %w", hash, k, ErrBlobInUse)
 				}
 			}
 			return nil

@@ -247,3 +247,40 @@ func TestCollectGarbage(t *testing.T) {
 		t.Fatalf("after dropping the checkpoint %d blobs collected, want 2", n)
 	}
 }
+
+func TestPinnedBlobsSurviveAnotherRunsCleanup(t *testing.T) {
+	db := open(t)
+	for _, id := range []string{"a", "b"} {
+		if err := db.CreateRun(id, []byte(`{}`), time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared, err := db.PutBlob([]byte("the same starting weights"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := db.SetResumePoint(id, "running", []byte(`{"step":0}`), []string{shared}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Run a moves on and drops its old blob: b still uses it.
+	if err := db.SetResumePoint("a", "running", []byte(`{"step":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBlob(shared); !errors.Is(err, ErrBlobInUse) || !strings.Contains(err.Error(), "run b") {
+		t.Fatalf("delete of a blob pinned by run b: %v", err)
+	}
+	if _, err := db.GetBlob(shared); err != nil {
+		t.Fatalf("pinned blob lost: %v", err)
+	}
+	if err := db.SetResumePoint("b", "running", []byte(`{"step":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteBlob(shared); err != nil {
+		t.Fatalf("unpinned blob: %v", err)
+	}
+	if r, _ := db.GetRun("b"); string(r.Cursor) != `{"step":1}` || r.Status != "running" {
+		t.Fatalf("run b after SetResumePoint: %+v", r)
+	}
+}

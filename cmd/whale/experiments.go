@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/model"
+	"whale/data"
+	"whale/data/domains"
+	"whale/experiments"
+	"whale/experiments/report"
+)
+
+func init() { register(newSweepCmd) }
+
+// benchBudgets are the default rollout budgets per run of each preset:
+// small is sized so that --domain all --seeds 3 (54 runs) fits in about
+// three hours on a 2-core laptop (docs/results/RESULTS.md has the
+// measured time).
+var benchBudgets = map[string]int{"tiny": 64, "small": 1536, "paper": 200000}
+
+// sweepBudgets are the pre-check's smaller budgets.
+var sweepBudgets = map[string]int{"tiny": 48, "small": 768, "paper": 50000}
+
+// experimentFlags are the flags bench conditions and sweep share.
+type experimentFlags struct {
+	domain, dataPath, format, preset, dbPath, modelPath string
+	budget, seeds                                      int
+}
+
+func (f *experimentFlags) add(c *cobra.Command, seeds int) {
+	fl := c.Flags()
+	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess or all")
+	fl.StringVar(&f.dataPath, "data", "", "import tasks from FILE instead of the generated splits (one domain)")
+	fl.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	fl.StringVar(&f.preset, "preset", "small", "run size: small or paper (tiny for tests)")
+	fl.IntVar(&f.budget, "budget", 0, "training + harness-scoring rollouts per run (0: the preset's default)")
+	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
+	fl.StringVar(&f.dbPath, "db", "whale.db", "workspace file: every run of the bench is stored here, so it resumes")
+	fl.StringVar(&f.modelPath, "model", "", "starting weights (default: the embedded base model)")
+}
+
+// plan checks the flags and returns the plan with the experiments
+// environment (the caller closes env.Store).
+func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experiments.Plan, experiments.Env, error) {
+	var p experiments.Plan
+	switch {
+	case f.domain == "":
+		return p, experiments.Env{}, usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + " or all)")}
+	case (f.dataPath == "") != (f.format == ""):
+		return p, experiments.Env{}, usageError{errors.New("--data and --format go together")}
+	case f.dataPath != "" && f.domain == "all":
+		return p, experiments.Env{}, usageError{errors.New("--data holds one domain's tasks: name that domain instead of all")}
+	case f.seeds < 1:
+		return p, experiments.Env{}, usageError{fmt.Errorf("--seeds %d: want at least 1", f.seeds)}
+	case f.budget < 0:
+		return p, experiments.Env{}, usageError{fmt.Errorf("--budget %d: want a positive rollout count (0: the preset's default)", f.budget)}
+	}
+	budget, ok := defaults[f.preset]
+	if !ok {
+		return p, experiments.Env{}, usageError{fmt.Errorf("--preset %q: want small or paper (or tiny)", f.preset)}
+	}
+	if f.budget > 0 {
+		budget = f.budget
+	}
+	ds := []string{f.domain}
+	if f.domain == "all" {
+		ds = domains.Names()
+	}
+	// Check the model once now, so a bad --model fails before any run.
+	_, _, _, dataSeed, err := loadEvalModel(f.modelPath)
+	if err != nil {
+		return p, experiments.Env{}, err
+	}
+	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: 0.6, I: 6, FastSlowE: 0.1,
+		DataSeed: dataSeed, Prefix: prefix}
+	db, err := openStore(f.dbPath)
+	if err != nil {
+		return p, experiments.Env{}, err
+	}
+	opened := map[string]data.Domain{}
+	env := experiments.Env{Store: db,
+		Domain: func(name string) (data.Domain, error) {
+			if d, ok := opened[name]; ok {
+				return d, nil
+			}
+			d, err := runDomain(name, f.dataPath, f.format, dataSeed)
+			if err == nil {
+				opened[name] = d
+			}
+			return d, err
+		},
+		Model: func() (*model.Model, error) {
+			m, _, _, _, err := loadEvalModel(f.modelPath)
+			return m, err
+		}}
+	return p, env, nil
+}
+
+func newBenchConditionsCmd() *cobra.Command {
+	var f experimentFlags
+	var out, conds string
+	var e float64
+	var i int
+	c := &cobra.Command{
+		Use:   "conditions --domain D|all",
+		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
+		Long: "Runs every condition × domain × seed as a stored run (so an interrupted bench resumes where it\n" +
+			"stopped), each with the same training + harness-scoring rollout budget, and writes RESULTS.md,\n" +
+			"results.csv and one chart per domain to --out. Test scores are each run's best-val checkpoint's;\n" +
+			"the learning curves measure test mean@8 at every phase boundary without selecting on it.\n" +
+			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, env, err := f.plan(benchBudgets, "bench")
+			if err != nil {
+				return err
+			}
+			defer env.Store.Close()
+			p.E, p.I = e, i
+			if conds != "" {
+				p.Conditions = strings.Split(conds, ",")
+			}
+			jobs, err := p.Jobs()
+			if err != nil {
+				return usageError{err}
+			}
+			env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			t0 := time.Now()
+			runs, err := experiments.Run(ctx, env, jobs)
+			if err != nil {
+				return fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+			}
+			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds,
+				Notes: benchNotes(f.modelPath, p, time.Since(t0))}
+			if err := report.Write(out, runs, meta); err != nil {
+				return err
+			}
+			for _, cell := range report.Table(runs) {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-15s %5.1f  [%5.1f, %5.1f]  n=%d\n", cell.Domain, cell.Condition,
+					100*cell.Mean, 100*cell.CI95[0], 100*cell.CI95[1], cell.N)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", out)
+			return nil
+		},
+	}
+	f.add(c, 3)
+	c.Flags().StringVar(&out, "out", "docs/results", "folder for RESULTS.md, results.csv and the charts")
+	c.Flags().StringVar(&conds, "conditions", "", "comma-separated subset of the conditions (default: all six)")
+	c.Flags().Float64Var(&e, "E", 0.6, "WHALE-fixed: weight steps per cycle as a fraction of an epoch")
+	c.Flags().IntVar(&i, "I", 6, "WHALE-fixed: harness iterations per cycle")
+	return c
+}
+
+// benchNotes says what the numbers rest on.
+func benchNotes(modelPath string, p experiments.Plan, took time.Duration) []string {
+	_, name, sum, _, err := loadEvalModel(modelPath)
+	if err != nil {
+		name, sum = modelPath, "?"
+	}
+	return []string{
+		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, short12(sum)),
+		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = mutation search over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, p.E, p.I),
+		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).", took.Round(time.Second)),
+	}
+}
+
+func newSweepCmd() *cobra.Command {
+	var f experimentFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "sweep --domain D",
+		Short: "Pre-check: weight-only vs harness-only at a small budget, the gap and a recommendation",
+		Long: "Runs weight-only training and harness-only search at the same small rollout budget (stored runs,\n" +
+			"resumable) and prints the gap in best test mean@8 with its 95 % interval and a plain\n" +
+			"recommendation: under 2 points the bottleneck is not one-sided and alternation may not pay.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.domain == "all" {
+				return usageError{errors.New("sweep takes one --domain at a time")}
+			}
+			p, env, err := f.plan(sweepBudgets, "sweep")
+			if err != nil {
+				return err
+			}
+			defer env.Store.Close()
+			p.Conditions = experiments.SweepConditions
+			jobs, err := p.Jobs()
+			if err != nil {
+				return usageError{err}
+			}
+			env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
+			ctx, cancel := interruptible(cmd.Context())
+			defer cancel()
+			runs, err := experiments.Run(ctx, env, jobs)
+			if err != nil {
+				return fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+			}
+			g, err := experiments.Sweep(f.domain, runs)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), g)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s, budget %d rollouts, %d seed(s)\n", g.Domain, p.Budget, g.Seeds)
+			fmt.Fprintf(w, "  weight-only   best test mean@8 %5.1f\n", 100*g.WeightOnly)
+			fmt.Fprintf(w, "  harness-only  best test mean@8 %5.1f\n", 100*g.HarnessOnly)
+			fmt.Fprintf(w, "  gap (harness − weights) %+.1f points, 95%% CI [%+.1f, %+.1f]\n", 100*g.Gap, 100*g.CI95[0], 100*g.CI95[1])
+			fmt.Fprintf(w, "%s\n", g.Advice)
+			return nil
+		},
+	}
+	f.add(c, 1)
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return c
+}

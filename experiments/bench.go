@@ -1,0 +1,229 @@
+// Package experiments runs the comparisons a person needs before adopting
+// WHALE on a task: the same rollout budget spent by weight-only training,
+// harness-only search, a staged pass, Fast-Slow Training and WHALE under
+// a fixed and an adaptive schedule. Every condition × domain × seed is an
+// ordinary run in the store, so a bench resumes after an interruption and
+// every run can be opened in the workbench. It never draws charts
+// (experiments/report does) and never selects on the test split.
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"whale/core/engine"
+	"whale/core/model"
+	"whale/core/policy"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/experiments/report"
+	"whale/kernels"
+)
+
+// Plan is what a bench runs.
+type Plan struct {
+	Domains    []string
+	Conditions []string // report.Conditions if empty
+	Seeds      int
+	Preset     string
+	// Budget is the training + harness-scoring rollouts of every run.
+	Budget int
+	// E and I are WHALE-fixed's point (the reference default 0.6, 6).
+	E float64
+	I int
+	// FastSlowE sizes fast-slow's weight steps per cycle ("a few").
+	FastSlowE float64
+	// DataSeed seeds the domains' splits (the base model's).
+	DataSeed uint64
+	// Prefix starts every run id ("bench", "sweep").
+	Prefix string
+}
+
+// Job is one run of a plan.
+type Job struct {
+	ID        string
+	Condition string
+	Domain    string
+	Seed      uint64
+	Config    engine.Config
+}
+
+// Jobs lists the plan's runs in report order: domain, condition, seed.
+func (p Plan) Jobs() ([]Job, error) {
+	conds := p.Conditions
+	if len(conds) == 0 {
+		conds = report.Conditions
+	}
+	if p.Seeds < 1 {
+		return nil, fmt.Errorf("experiments: seeds = %d, want ≥ 1", p.Seeds)
+	}
+	if p.Budget < 1 {
+		return nil, fmt.Errorf("experiments: budget = %d rollouts, want ≥ 1 (every condition gets the same budget)", p.Budget)
+	}
+	var jobs []Job
+	for _, d := range p.Domains {
+		for _, c := range conds {
+			for s := 1; s <= p.Seeds; s++ {
+				cfg, err := p.config(c, d, uint64(s))
+				if err != nil {
+					return nil, err
+				}
+				id := fmt.Sprintf("%s-%s-%s-b%d-s%d", p.Prefix, d, c, p.Budget, s)
+				jobs = append(jobs, Job{ID: id, Condition: c, Domain: d, Seed: uint64(s), Config: cfg})
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// config is the engine configuration of one condition.
+func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
+	cfg, err := engine.Preset(p.Preset, domain)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Seed, cfg.DataSeed, cfg.Budget, cfg.MaxRounds, cfg.CurveTest = seed, p.DataSeed, p.Budget, 0, true
+	switch cond {
+	case "weight-only", "harness-only", "staged":
+		cfg.Condition = cond
+	case "fast-slow":
+		cfg.Condition, cfg.E, cfg.I = cond, p.FastSlowE, 1
+	case "whale-fixed":
+		cfg.E, cfg.I = p.E, p.I
+	case "whale-adaptive":
+		cfg.Schedule = "adaptive"
+	default:
+		return cfg, fmt.Errorf("experiments: unknown condition %q (have %v)", cond, report.Conditions)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("experiments: condition %s on %s: %w", cond, domain, err)
+	}
+	return cfg, nil
+}
+
+// Env opens what runs need. Model must return fresh starting weights on
+// every call (a run trains the model it is given).
+type Env struct {
+	Store  *store.DB
+	Domain func(name string) (data.Domain, error)
+	Model  func() (*model.Model, error)
+	// Policy, if set, samples rollouts instead of the model (tests use
+	// scripted policies).
+	Policy func(d data.Domain) policy.Policy
+	// Progress, if set, hears one line per started, resumed or finished run.
+	Progress func(line string)
+}
+
+// Run runs (or resumes, or just reads) every job in order and returns the
+// report rows. A stored run under a job's id must have been started with
+// the same configuration: a bench never silently mixes two plans.
+func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
+	say := env.Progress
+	if say == nil {
+		say = func(string) {}
+	}
+	var out []report.Run
+	for i, j := range jobs {
+		r, err := Collect(env.Store, j)
+		fresh := errors.Is(err, store.ErrNotFound)
+		switch {
+		case err == nil && r.Done:
+			say(fmt.Sprintf("[%d/%d] %s: finished earlier, best test mean@8 %.3f", i+1, len(jobs), j.ID, r.BestTestMean8))
+			out = append(out, r)
+			continue
+		case err != nil && !fresh:
+			return out, err
+		}
+		dom, err := env.Domain(j.Domain)
+		if err != nil {
+			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
+		}
+		m, err := env.Model()
+		if err != nil {
+			return out, err
+		}
+		eenv := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: env.Store}
+		if env.Policy != nil {
+			eenv.Policy = env.Policy(dom)
+		}
+		var eng *engine.Engine
+		if fresh {
+			say(fmt.Sprintf("[%d/%d] %s: starting", i+1, len(jobs), j.ID))
+			eng, err = engine.New(j.Config, eenv, j.ID)
+		} else {
+			say(fmt.Sprintf("[%d/%d] %s: resuming", i+1, len(jobs), j.ID))
+			eng, err = engine.Resume(eenv, kernels.NewCPU(), j.ID)
+		}
+		if err != nil {
+			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
+		}
+		t0 := time.Now()
+		sum, err := eng.Run(ctx)
+		if err != nil {
+			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
+		}
+		say(fmt.Sprintf("[%d/%d] %s: best test mean@8 %.3f after %d rollouts (%d phases) in %s", i+1, len(jobs), j.ID,
+			sum.TestMean8, sum.Rollouts, len(sum.Phases), time.Since(t0).Round(time.Second)))
+		if r, err = Collect(env.Store, j); err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Collect reads a job's run from the store as a report row. It wraps
+// store.ErrNotFound when the run was never started; a run stored under the
+// job's id with another configuration is an error.
+func Collect(db *store.DB, j Job) (report.Run, error) {
+	sr, err := db.GetRun(j.ID)
+	if err != nil {
+		return report.Run{}, err
+	}
+	var cfg engine.Config
+	if err := json.Unmarshal(sr.Config, &cfg); err != nil {
+		return report.Run{}, fmt.Errorf("experiments: run %s: stored config: %w", j.ID, err)
+	}
+	want := j.Config
+	want.Model = cfg.Model // set by the engine from the starting model
+	a, _ := json.Marshal(cfg)
+	b, _ := json.Marshal(want)
+	if !bytes.Equal(a, b) {
+		return report.Run{}, fmt.Errorf("experiments: run %s is stored with another configuration (%s), not this plan's (%s): use another --db or remove the run", j.ID, a, b)
+	}
+	r := report.Run{Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, RunID: j.ID}
+	if len(sr.Cursor) == 0 {
+		return r, nil
+	}
+	var st engine.State
+	if err := json.Unmarshal(sr.Cursor, &st); err != nil {
+		return r, fmt.Errorf("experiments: run %s: resume point: %w", j.ID, err)
+	}
+	r.Phases = len(st.Phases)
+	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.Eval
+	start := report.Point{Phase: "start", Round: 0}
+	if len(st.Phases) > 0 {
+		start.Val = st.Phases[0].ValBefore
+	}
+	if st.TestStart != nil {
+		start.Test, start.HasTest = *st.TestStart, true
+	}
+	r.Curve = append(r.Curve, start)
+	for _, p := range st.Phases {
+		pt := report.Point{Rollouts: p.Start + p.Rollouts, PhaseStart: p.Start, Phase: string(p.Kind), Round: p.Round, Val: p.ValAfter}
+		if p.TestAfter != nil {
+			pt.Test, pt.HasTest = *p.TestAfter, true
+		}
+		r.Curve = append(r.Curve, pt)
+	}
+	if st.Done && st.Summary != nil {
+		r.Done = true
+		r.BestTestMean8, r.TestCI95 = st.Summary.TestMean8, st.Summary.TestCI95
+	}
+	return r, nil
+}

@@ -1,0 +1,184 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"whale/core/model"
+	"whale/core/policy"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+	"whale/experiments/report"
+	"whale/harnesses"
+	"whale/kernels"
+)
+
+// coin answers like the oracle for about half of the request keys and
+// like the random policy for the rest, deterministically by key.
+type coin struct {
+	oracle *harnesses.Oracle
+	random *harnesses.Random
+}
+
+func (p *coin) ObserveRequest(info harnesses.RequestInfo) { p.oracle.ObserveRequest(info) }
+
+func (p *coin) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		h := fnv.New32a()
+		h.Write([]byte(r.Key))
+		var pol policy.Policy = p.random
+		if h.Sum32()%3 == 0 {
+			pol = p.oracle
+		}
+		c, err := pol.Generate(ctx, []policy.Request{r})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c[0]
+	}
+	return out, nil
+}
+
+var testModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
+	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
+	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+
+func testEnv(t *testing.T, path string) Env {
+	db, err := store.Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return Env{Store: db,
+		Domain: func(name string) (data.Domain, error) { return domains.Open(name, 1) },
+		Model:  func() (*model.Model, error) { return model.New(testModel, kernels.NewCPU(), 5) },
+		Policy: func(d data.Domain) policy.Policy {
+			return &coin{oracle: harnesses.NewOracle(d, tokenizer.Bytes{}), random: harnesses.NewRandom(tokenizer.Bytes{})}
+		}}
+}
+
+func TestBenchRunsResumesAndRefusesAnotherPlan(t *testing.T) {
+	plan := Plan{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", Budget: 48, E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t"}
+	jobs, err := plan.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != len(report.Conditions) || jobs[0].ID != "t-math-weight-only-b48-s1" {
+		t.Fatalf("jobs %d, first %q", len(jobs), jobs[0].ID)
+	}
+	path := filepath.Join(t.TempDir(), "b.db")
+	env := testEnv(t, path)
+	var lines []string
+	env.Progress = func(l string) { lines = append(lines, l) }
+	runs, err := Run(context.Background(), env, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if !r.Done || len(r.Curve) < 2 || !r.Curve[0].HasTest || r.Curve[0].Phase != "start" {
+			t.Fatalf("%s: done %v, curve %+v", r.RunID, r.Done, r.Curve)
+		}
+		if r.Rollouts < plan.Budget || r.Rollouts > plan.Budget+8*4 {
+			t.Fatalf("%s: %d rollouts for a budget of %d", r.RunID, r.Rollouts, plan.Budget)
+		}
+		for i, p := range r.Curve[1:] {
+			if !p.HasTest || p.Rollouts < p.PhaseStart || p.Rollouts < r.Curve[i].Rollouts {
+				t.Fatalf("%s: curve point %d %+v", r.RunID, i+1, p)
+			}
+		}
+	}
+	if err := report.Write(filepath.Join(t.TempDir(), "out"), runs, report.Meta{Command: "test", Preset: "tiny", Budget: 48, Seeds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The same plan again reads every run instead of running it.
+	lines = nil
+	again, err := Run(context.Background(), env, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range lines {
+		if !strings.Contains(l, "finished earlier") {
+			t.Fatalf("rerun line %d: %q", i, l)
+		}
+	}
+	if len(again) != len(runs) || again[3].BestTestMean8 != runs[3].BestTestMean8 {
+		t.Fatal("rerun reports differ")
+	}
+	// Another budget under the same ids would mix two plans: refused.
+	other := jobs[0]
+	other.Config.Budget = 96
+	if _, err := Collect(env.Store, other); err == nil || !strings.Contains(err.Error(), "another configuration") {
+		t.Fatalf("mismatched plan: %v", err)
+	}
+	if _, err := Collect(env.Store, Job{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+}
+
+func TestPlanRefusesBadInput(t *testing.T) {
+	for _, p := range []Plan{
+		{Domains: []string{"math"}, Seeds: 0, Preset: "tiny", Budget: 10},
+		{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", Budget: 0},
+		{Domains: []string{"math"}, Seeds: 1, Preset: "nope", Budget: 10},
+		{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", Budget: 10, Conditions: []string{"magic"}},
+	} {
+		if _, err := p.Jobs(); err == nil {
+			t.Fatalf("plan %+v accepted", p)
+		}
+	}
+}
+
+func TestSweepGapAndAdvice(t *testing.T) {
+	run := func(cond string, seed uint64, score, lo, hi float64) report.Run {
+		return report.Run{Condition: cond, Domain: "searchqa", Seed: seed, Done: true, BestTestMean8: score, TestCI95: [2]float64{lo, hi}}
+	}
+	// One seed each: the runs' own intervals in quadrature.
+	g, err := Sweep("searchqa", []report.Run{run("weight-only", 1, 0.20, 0.15, 0.25), run("harness-only", 1, 0.40, 0.28, 0.52)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Gap - 0.20; d > 1e-12 || d < -1e-12 {
+		t.Fatalf("gap %v", g.Gap)
+	}
+	if half := (g.CI95[1] - g.CI95[0]) / 2; half < 0.13-1e-12 || half > 0.13+1e-12 { // hypot(0.05, 0.12)
+		t.Fatalf("half width %v, want 0.13", half)
+	}
+	if g.Side != "harness" {
+		t.Fatalf("side %q", g.Side)
+	}
+	// Three seeds each: t(0.975, 2) = 4.303 over the seeds' spread.
+	var rs []report.Run
+	for i, s := range []float64{0.30, 0.31, 0.32} {
+		rs = append(rs, run("weight-only", uint64(i+1), s, 0, 1), run("harness-only", uint64(i+1), s+0.01, 0, 1))
+	}
+	g, err = Sweep("searchqa", rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Side != "balanced" || !strings.Contains(g.Advice, "may not pay") {
+		t.Fatalf("1-point gap: %+v", g)
+	}
+	wantHalf := 4.303 * 0.01 / 1.7320508 // sd 0.01, √3
+	if half := (g.CI95[1] - g.CI95[0]) / 2; half < wantHalf*1.414-1e-3 || half > wantHalf*1.415+1e-3 {
+		t.Fatalf("half width %v, want %v", half, wantHalf*1.4142)
+	}
+	// A wide interval around a large gap is unclear, not a verdict.
+	g, _ = Sweep("searchqa", []report.Run{run("weight-only", 1, 0.2, 0, 0.6), run("harness-only", 1, 0.3, 0, 0.8)})
+	if g.Side != "unclear" {
+		t.Fatalf("side %q", g.Side)
+	}
+	if _, err := Sweep("math", rs); err == nil {
+		t.Fatal("sweep of a domain without runs accepted")
+	}
+	if tq := tQuantile975(30); tq < 2.041 || tq > 2.043 { // table value 2.042
+		t.Fatalf("t(0.975, 30) = %v", tq)
+	}
+}
