@@ -423,11 +423,21 @@ func newShowCmd() *cobra.Command {
 			defer db.Close()
 			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
 				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary}
+			origin, err := engine.ForkedFrom(db, r.ID)
+			if err != nil {
+				return err
+			}
+			if origin != nil {
+				out["from_checkpoint"] = origin
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, r.Status, st.Round, st.Phase, st.Step, st.Iteration)
+			if origin != nil {
+				fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
+			}
 			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", st.Ledger.Train, st.Ledger.Search, st.Ledger.Eval)
 			if st.Summary != nil {
 				printSummary(w, *st.Summary)

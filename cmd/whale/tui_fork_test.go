@@ -90,4 +90,9 @@ func TestRunFromCheckpoint(t *testing.T) {
 	if err != nil || o == nil || o.Checkpoint != ids[len(ids)-1] || o.Weights != man.Weights || o.Harness != man.Harness {
 		t.Fatalf("origin of %s: %+v, %v; want checkpoint %s (weights %s, harness %s)", sum.RunID, o, err, ids[len(ids)-1], man.Weights, man.Harness)
 	}
+	db.Close()
+	shown, err := runWhale(t, "show", sum.RunID, "--db", path)
+	if err != nil || !strings.Contains(shown, "from checkpoint "+ids[len(ids)-1]) {
+		t.Fatalf("whale show of a forked run: %v\n%s", err, shown)
+	}
 }
