@@ -97,7 +97,7 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 
 func newRunCmd() *cobra.Command {
 	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
-	var proposer, gridKnobs, proposerURL, proposerModel string
+	var proposer, gridKnobs, proposerURL, proposerModel, condition string
 	var fromCkpt string
 	var e float64
 	var i, budget, rounds, replay, candidates int
@@ -150,6 +150,9 @@ func newRunCmd() *cobra.Command {
 			}
 			if flags.Changed("replay") {
 				cfg.Replay = replay
+			}
+			if condition != "whale" {
+				cfg.Condition = condition
 			}
 			if flags.Changed("candidates") {
 				cfg.Candidates = candidates
@@ -210,6 +213,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&modelPath, "model", "", "starting weights (default: the embedded base model)")
 	f.StringVar(&harness, "harness", "h0", "starting harness: a built-in name or a .star file")
 	f.IntVar(&replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
+	f.StringVar(&condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
 	f.IntVar(&candidates, "candidates", 0, "harness candidates per iteration, M (preset default)")
 	f.StringVar(&proposer, "proposer", "mutation", "harness proposer: mutation, grid or llm")
 	f.StringVar(&gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
