@@ -3,7 +3,6 @@ package experiments
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,33 +19,6 @@ import (
 	"whale/kernels"
 )
 
-// coin answers like the oracle for about half of the request keys and
-// like the random policy for the rest, deterministically by key.
-type coin struct {
-	oracle *harnesses.Oracle
-	random *harnesses.Random
-}
-
-func (p *coin) ObserveRequest(info harnesses.RequestInfo) { p.oracle.ObserveRequest(info) }
-
-func (p *coin) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
-	out := make([]policy.Completion, len(reqs))
-	for i, r := range reqs {
-		h := fnv.New32a()
-		h.Write([]byte(r.Key))
-		var pol policy.Policy = p.random
-		if h.Sum32()%3 == 0 {
-			pol = p.oracle
-		}
-		c, err := pol.Generate(ctx, []policy.Request{r})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = c[0]
-	}
-	return out, nil
-}
-
 var testModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
 	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
 	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
@@ -61,7 +33,7 @@ func testEnv(t *testing.T, path string) Env {
 		Domain: func(name string) (data.Domain, error) { return domains.Open(name, 1) },
 		Model:  func() (*model.Model, error) { return model.New(testModel, kernels.NewCPU(), 5) },
 		Policy: func(d data.Domain) policy.Policy {
-			return &coin{oracle: harnesses.NewOracle(d, tokenizer.Bytes{}), random: harnesses.NewRandom(tokenizer.Bytes{})}
+			return harnesses.NewMixed(d, tokenizer.Bytes{}, 3)
 		}}
 }
 

@@ -198,3 +198,39 @@ func (s *Scripted) Generate(ctx context.Context, reqs []policy.Request) ([]polic
 	}
 	return out, nil
 }
+
+// Mixed answers like the oracle for a share of the request keys and like
+// the random policy for the rest, deterministically by key: rollouts that
+// are both kept and rejected, for tests of training and search loops.
+type Mixed struct {
+	oracle *Oracle
+	random *Random
+	// every is the oracle's share as 1 in every keys.
+	every uint32
+}
+
+// NewMixed returns a policy that acts as the oracle for about one in
+// every request keys (every ≥ 1).
+func NewMixed(dom data.Domain, tok tokenizer.Tokenizer, every int) *Mixed {
+	return &Mixed{oracle: NewOracle(dom, tok), random: NewRandom(tok), every: uint32(max(1, every))}
+}
+
+func (p *Mixed) ObserveRequest(info RequestInfo) { p.oracle.ObserveRequest(info) }
+
+func (p *Mixed) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		h := fnv.New32a()
+		h.Write([]byte(r.Key))
+		var pol policy.Policy = p.random
+		if h.Sum32()%p.every == 0 {
+			pol = p.oracle
+		}
+		c, err := pol.Generate(ctx, []policy.Request{r})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c[0]
+	}
+	return out, nil
+}

@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"path/filepath"
 	"testing"
 	"time"
 	"whale/core/ckpt"
 
 	"whale/core/model"
-	"whale/core/policy"
 	"whale/core/store"
 	"whale/core/tokenizer"
 	"whale/data"
@@ -20,34 +18,6 @@ import (
 	"whale/harnesses"
 	"whale/kernels"
 )
-
-// mixed answers like the oracle for about half of the request keys and
-// like the random policy for the rest, so rollouts are both kept and
-// rejected, deterministically by key.
-type mixed struct {
-	oracle *harnesses.Oracle
-	random *harnesses.Random
-}
-
-func (p *mixed) ObserveRequest(info harnesses.RequestInfo) { p.oracle.ObserveRequest(info) }
-
-func (p *mixed) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
-	out := make([]policy.Completion, len(reqs))
-	for i, r := range reqs {
-		h := fnv.New32a()
-		h.Write([]byte(r.Key))
-		var pol policy.Policy = p.random
-		if h.Sum32()%2 == 0 {
-			pol = p.oracle
-		}
-		c, err := pol.Generate(ctx, []policy.Request{r})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = c[0]
-	}
-	return out, nil
-}
 
 var testModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
 	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
@@ -65,7 +35,7 @@ func testEnv(t *testing.T, db *store.DB) Env {
 	}
 	tok := tokenizer.Bytes{}
 	return Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
-		Policy: &mixed{oracle: harnesses.NewOracle(dom, tok), random: harnesses.NewRandom(tok)}}
+		Policy: harnesses.NewMixed(dom, tok, 2)}
 }
 
 func openDB(t *testing.T) *store.DB {
