@@ -102,6 +102,23 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	return p, env, nil
 }
 
+// runPlan runs a plan's jobs with progress on stderr; Ctrl-C stops at the
+// running job's last resume point.
+func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env) ([]report.Run, error) {
+	jobs, err := p.Jobs()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
+	ctx, cancel := interruptible(cmd.Context())
+	defer cancel()
+	runs, err := experiments.Run(ctx, env, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+	}
+	return runs, nil
+}
+
 func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
 	var out, conds string
@@ -126,17 +143,10 @@ func newBenchConditionsCmd() *cobra.Command {
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
 			}
-			jobs, err := p.Jobs()
-			if err != nil {
-				return usageError{err}
-			}
-			env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
 			t0 := time.Now()
-			runs, err := experiments.Run(ctx, env, jobs)
+			runs, err := runPlan(cmd, p, env)
 			if err != nil {
-				return fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds,
 				Notes: benchNotes(f.modelPath, p, time.Since(t0))}
@@ -192,16 +202,9 @@ func newSweepCmd() *cobra.Command {
 			}
 			defer env.Store.Close()
 			p.Conditions = experiments.SweepConditions
-			jobs, err := p.Jobs()
+			runs, err := runPlan(cmd, p, env)
 			if err != nil {
-				return usageError{err}
-			}
-			env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
-			ctx, cancel := interruptible(cmd.Context())
-			defer cancel()
-			runs, err := experiments.Run(ctx, env, jobs)
-			if err != nil {
-				return fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+				return err
 			}
 			g, err := experiments.Sweep(f.domain, runs)
 			if err != nil {
