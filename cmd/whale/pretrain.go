@@ -16,7 +16,7 @@ func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
 	var promptWeight, peakLR, drillRandom, floorLR float64
-	var drillAnswerOnly, drillRaw bool
+	var drillAnswerOnly, drillRaw, drillRawVary bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
 	var steps, batch, every, tasks int
@@ -61,6 +61,7 @@ func newPretrainCmd() *cobra.Command {
 			o.Corpus.Mix.DrillRandom = drillRandom
 			o.Corpus.Mix.DrillAnswerOnly = drillAnswerOnly
 			o.Corpus.Mix.DrillRaw = drillRaw
+			o.Corpus.Mix.DrillRawVary = drillRawVary
 			o.FloorLR = floorLR
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
@@ -99,6 +100,7 @@ func newPretrainCmd() *cobra.Command {
 	f.IntVar(&drills, "drills", def.Corpus.Mix.Drills, "synthetic copy drills added to the corpus")
 	f.Float64Var(&drillRandom, "drill-random", def.Corpus.Mix.DrillRandom, "share of drills that repeat random letters")
 	f.BoolVar(&drillRaw, "drill-raw", false, "random-letter drills as bare 100-letter copies without chat framing")
+	f.BoolVar(&drillRawVary, "drill-raw-vary", false, "with --drill-raw: copies of 8 to 160 letters (a fixed length can be copied by position instead of content)")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")
 	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")

@@ -52,6 +52,12 @@ type Mix struct {
 	// DrillRaw renders the random-letter drills as bare copies (see
 	// rawCopy) instead of chat turns.
 	DrillRaw bool `json:",omitempty"`
+	// DrillRawVary draws each bare copy's length from 8 to 160 letters.
+	// A fixed length lets a model copy by relative position (measured:
+	// after 100-letter drills the base shape copied a 100-letter run but
+	// not a 79-letter one); varying it leaves only copying by content,
+	// which is what passages, word problems and move lists need.
+	DrillRawVary bool `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.
@@ -188,7 +194,7 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		c.Stats[name] = st
 	}
 	if opts.Mix.Drills > 0 {
-		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix.Drills, opts.Mix.DrillRandom, opts.Mix.DrillAnswerOnly, opts.Mix.DrillRaw)
+		ds := drillSequences(rand.New(rand.NewPCG(opts.Seed, 0xd1)), opts.Mix)
 		st := DomainStats{Demos: len(ds), Sequences: len(ds)}
 		for _, s := range ds {
 			st.Tokens += len(s.Tokens)

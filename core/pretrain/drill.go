@@ -22,12 +22,17 @@ import (
 // repeat strings of uniformly random letters, which nothing but copying
 // predicts (the syllable words of the other drills are partly predictable
 // from spelling alone, which slows learning to copy).
-func drillSequences(rng *rand.Rand, n int, random float64, answerOnly, raw bool) []model.Sequence {
+func drillSequences(rng *rand.Rand, mix Mix) []model.Sequence {
+	n, random, answerOnly := mix.Drills, mix.DrillRandom, mix.DrillAnswerOnly
 	tok := tokenizer.Bytes{}
 	out := make([]model.Sequence, 0, n)
 	for i := 0; i < n; i++ {
-		if raw && random > 0 && rng.Float64() < random {
-			out = append(out, rawCopy(rng))
+		if mix.DrillRaw && random > 0 && rng.Float64() < random {
+			length := 100
+			if mix.DrillRawVary {
+				length = 8 + rng.IntN(153)
+			}
+			out = append(out, rawCopy(rng, length))
 			continue
 		}
 		var prompt, answer string
@@ -146,12 +151,11 @@ func drillLetters(rng *rand.Rand) (string, string) {
 	return "Repeat exactly: " + string(b), "<answer>" + string(b) + "</answer>"
 }
 
-// rawCopy is 100 random letters, a separator, the same letters again,
+// rawCopy is n random letters, a separator, the same letters again,
 // with loss on the second copy only and no chat framing: the one form in
 // which a fresh model of the base shape was measured to learn copying
-// within about 125 steps.
-func rawCopy(rng *rand.Rand) model.Sequence {
-	const n = 100
+// within about 125 steps (see Mix.DrillRawVary for why n should vary).
+func rawCopy(rng *rand.Rand, n int) model.Sequence {
 	s := model.Sequence{Tokens: make([]int32, 0, 2*n+2)}
 	s.Tokens = append(s.Tokens, tokenizer.BytesEndOfText)
 	for i := 0; i < n; i++ {

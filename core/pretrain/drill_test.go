@@ -10,7 +10,7 @@ import (
 
 func TestDrillsAnswerFromTheirPrompt(t *testing.T) {
 	tok := tokenizer.Bytes{}
-	for i, s := range drillSequences(rand.New(rand.NewPCG(1, 2)), 60, 0.3, false, false) {
+	for i, s := range drillSequences(rand.New(rand.NewPCG(1, 2)), Mix{Drills: 60, DrillRandom: 0.3}) {
 		if len(s.Tokens) != len(s.Mask) {
 			t.Fatalf("drill %d: %d tokens, %d mask", i, len(s.Tokens), len(s.Mask))
 		}
@@ -28,5 +28,30 @@ func TestDrillsAnswerFromTheirPrompt(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Varied raw copies: every length from short to long occurs, each is the
+// same letters twice around the separator, and loss falls on the second
+// copy only.
+func TestRawCopiesVaryInLength(t *testing.T) {
+	lengths := map[int]bool{}
+	for i, s := range drillSequences(rand.New(rand.NewPCG(3, 4)), Mix{Drills: 400, DrillRandom: 1, DrillRaw: true, DrillRawVary: true}) {
+		n := (len(s.Tokens) - 2) / 2
+		if len(s.Tokens) != 2*n+2 || s.Tokens[0] != tokenizer.BytesEndOfText || s.Tokens[n+1] != tokenizer.BytesImStart {
+			t.Fatalf("drill %d: not eot, letters, im_start, letters: %v", i, s.Tokens)
+		}
+		for j := 0; j < n; j++ {
+			if s.Tokens[1+j] != s.Tokens[n+2+j] || s.Mask[1+j] != 0 || s.Mask[n+2+j] != 1 {
+				t.Fatalf("drill %d: position %d not a masked copy", i, j)
+			}
+		}
+		if n < 8 || n > 160 {
+			t.Fatalf("drill %d: %d letters", i, n)
+		}
+		lengths[n/20] = true
+	}
+	if len(lengths) < 8 {
+		t.Fatalf("lengths fall in only %d of the 20-letter bands between 8 and 160", len(lengths))
 	}
 }
