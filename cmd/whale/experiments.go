@@ -30,7 +30,7 @@ var sweepBudgets = map[string]int{"tiny": 48, "small": 768, "paper": 50000}
 // experimentFlags are the flags bench conditions and sweep share.
 type experimentFlags struct {
 	domain, dataPath, format, preset, dbPath, modelPath string
-	budget, seeds                                      int
+	budget, seeds                                       int
 }
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
