@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"whale/core/engine"
@@ -115,66 +116,109 @@ type Env struct {
 	// Policy, if set, samples rollouts instead of the model (tests use
 	// scripted policies).
 	Policy func(d data.Domain) policy.Policy
+	// Workers is how many runs go at once (≤ 1: one at a time). On a
+	// small CPU model, two single-threaded runs beat one two-threaded run
+	// (measured: 1,850 + 1,850 tokens/s of training against 2,300).
+	Workers int
 	// Progress, if set, hears one line per started, resumed or finished run.
 	Progress func(line string)
 }
 
-// Run runs (or resumes, or just reads) every job in order and returns the
-// report rows. A stored run under a job's id must have been started with
-// the same configuration: a bench never silently mixes two plans.
+// Run runs (or resumes, or just reads) every job and returns the report
+// rows in job order. Env.Workers jobs run at once (each run is
+// deterministic on its own, so the results do not depend on it). A stored
+// run under a job's id must have been started with the same configuration:
+// a bench never silently mixes two plans.
 func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 	say := env.Progress
 	if say == nil {
 		say = func(string) {}
 	}
-	var out []report.Run
-	for i, j := range jobs {
-		r, err := Collect(env.Store, j)
-		fresh := errors.Is(err, store.ErrNotFound)
-		switch {
-		case err == nil && r.Done:
-			say(fmt.Sprintf("[%d/%d] %s: finished earlier, best test mean@8 %.3f", i+1, len(jobs), j.ID, r.BestTestMean8))
-			out = append(out, r)
-			continue
-		case err != nil && !fresh:
-			return out, err
-		}
-		dom, err := env.Domain(j.Domain)
-		if err != nil {
-			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
-		}
-		m, err := env.Model()
-		if err != nil {
-			return out, err
-		}
-		eenv := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: env.Store}
-		if env.Policy != nil {
-			eenv.Policy = env.Policy(dom)
-		}
-		var eng *engine.Engine
-		if fresh {
-			say(fmt.Sprintf("[%d/%d] %s: starting", i+1, len(jobs), j.ID))
-			eng, err = engine.New(j.Config, eenv, j.ID)
-		} else {
-			say(fmt.Sprintf("[%d/%d] %s: resuming", i+1, len(jobs), j.ID))
-			eng, err = engine.Resume(eenv, kernels.NewCPU(), j.ID)
-		}
-		if err != nil {
-			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
-		}
-		t0 := time.Now()
-		sum, err := eng.Run(ctx)
-		if err != nil {
-			return out, fmt.Errorf("experiments: %s: %w", j.ID, err)
-		}
-		say(fmt.Sprintf("[%d/%d] %s: best test mean@8 %.3f after %d rollouts (%d phases) in %s", i+1, len(jobs), j.ID,
-			sum.TestMean8, sum.Rollouts, len(sum.Phases), time.Since(t0).Round(time.Second)))
-		if r, err = Collect(env.Store, j); err != nil {
-			return out, err
-		}
-		out = append(out, r)
+	var mu sync.Mutex
+	locked := func(line string) { mu.Lock(); defer mu.Unlock(); say(line) }
+	out := make([]report.Run, len(jobs))
+	errs := make([]error, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, env.Workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i], errs[i] = runJob(ctx, env, jobs[i], fmt.Sprintf("[%d/%d]", i+1, len(jobs)), locked)
+				if errs[i] != nil {
+					cancel()
+				}
+			}
+		}()
 	}
-	return out, nil
+	for i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var done []report.Run
+	for i := range jobs {
+		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+			return done, errs[i]
+		}
+		if errs[i] == nil && out[i].RunID != "" {
+			done = append(done, out[i])
+		}
+	}
+	if err := ctx.Err(); err != nil && len(done) < len(jobs) {
+		return done, err
+	}
+	return done, nil
+}
+
+// runJob runs, resumes or reads one job.
+func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (report.Run, error) {
+	r, err := Collect(env.Store, j)
+	fresh := errors.Is(err, store.ErrNotFound)
+	switch {
+	case err == nil && r.Done:
+		say(fmt.Sprintf("%s %s: finished earlier, best test mean@8 %.3f", tag, j.ID, r.BestTestMean8))
+		return r, nil
+	case err != nil && !fresh:
+		return r, err
+	}
+	dom, err := env.Domain(j.Domain)
+	if err != nil {
+		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
+	}
+	m, err := env.Model()
+	if err != nil {
+		return r, err
+	}
+	eenv := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: env.Store}
+	if env.Policy != nil {
+		eenv.Policy = env.Policy(dom)
+	}
+	var eng *engine.Engine
+	if fresh {
+		say(fmt.Sprintf("%s %s: starting", tag, j.ID))
+		eng, err = engine.New(j.Config, eenv, j.ID)
+	} else {
+		say(fmt.Sprintf("%s %s: resuming", tag, j.ID))
+		eng, err = engine.Resume(eenv, kernels.NewCPU(), j.ID)
+	}
+	if err != nil {
+		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
+	}
+	t0 := time.Now()
+	sum, err := eng.Run(ctx)
+	if err != nil {
+		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
+	}
+	say(fmt.Sprintf("%s %s: best test mean@8 %.3f after %d rollouts (%d phases) in %s", tag, j.ID,
+		sum.TestMean8, sum.Rollouts, len(sum.Phases), time.Since(t0).Round(time.Second)))
+	return Collect(env.Store, j)
 }
 
 // Collect reads a job's run from the store as a report row. It wraps

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,6 +70,16 @@ func TestBenchRunsResumesAndRefusesAnotherPlan(t *testing.T) {
 	}
 	if err := report.Write(filepath.Join(t.TempDir(), "out"), runs, report.Meta{Command: "test", Preset: "tiny", Budget: 48, Seeds: 1}); err != nil {
 		t.Fatal(err)
+	}
+	// Two workers give the same runs as one.
+	env2 := testEnv(t, filepath.Join(t.TempDir(), "b2.db"))
+	env2.Workers = 2
+	par, err := Run(context.Background(), env2, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(par) != fmt.Sprint(runs) {
+		t.Fatalf("two workers differ from one:\n%v\n%v", par, runs)
 	}
 	// The same plan again reads every run instead of running it.
 	lines = nil

@@ -43,7 +43,7 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	}
 	db, out := filepath.Join(dir, "w.db"), filepath.Join(dir, "results")
 	args := []string{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "1", "--budget", "16",
-		"--conditions", "weight-only,harness-only", "--model", modelPath, "--db", db, "--out", out}
+		"--conditions", "weight-only,harness-only", "--workers", "2", "--model", modelPath, "--db", db, "--out", out}
 	stdout, err := runWhale(t, args...)
 	if err != nil {
 		t.Fatal(err)
