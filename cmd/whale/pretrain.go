@@ -15,7 +15,7 @@ func init() { register(newPretrainCmd) }
 func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
-	var promptWeight, peakLR, drillRandom, floorLR float64
+	var promptWeight, peakLR, drillRandom, floorLR, drillRawWords float64
 	var drillAnswerOnly, drillRaw, drillRawVary bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
@@ -62,6 +62,10 @@ func newPretrainCmd() *cobra.Command {
 			o.Corpus.Mix.DrillAnswerOnly = drillAnswerOnly
 			o.Corpus.Mix.DrillRaw = drillRaw
 			o.Corpus.Mix.DrillRawVary = drillRawVary
+			if !(drillRawWords >= 0 && drillRawWords <= 1) {
+				return usageError{fmt.Errorf("--drill-raw-words %v outside [0, 1]", drillRawWords)}
+			}
+			o.Corpus.Mix.DrillRawWords = drillRawWords
 			o.FloorLR = floorLR
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
@@ -100,6 +104,7 @@ func newPretrainCmd() *cobra.Command {
 	f.IntVar(&drills, "drills", def.Corpus.Mix.Drills, "synthetic copy drills added to the corpus")
 	f.Float64Var(&drillRandom, "drill-random", def.Corpus.Mix.DrillRandom, "share of drills that repeat random letters")
 	f.BoolVar(&drillRaw, "drill-raw", false, "random-letter drills as bare 100-letter copies without chat framing")
+	f.Float64Var(&drillRawWords, "drill-raw-words", 0, "with --drill-raw: share of bare copies made of made-up words and numbers instead of letters")
 	f.BoolVar(&drillRawVary, "drill-raw-vary", false, "with --drill-raw: copies of 8 to 160 letters (a fixed length can be copied by position instead of content)")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")

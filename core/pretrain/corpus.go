@@ -58,6 +58,12 @@ type Mix struct {
 	// not a 79-letter one); varying it leaves only copying by content,
 	// which is what passages, word problems and move lists need.
 	DrillRawVary bool `json:",omitempty"`
+	// DrillRawWords is the share of bare copies made of made-up words
+	// and numbers instead of random letters. Letters are unpredictable, so
+	// they teach copying alone; a model that copies letters still wrote
+	// names from its own prior instead of copying them (measured), and
+	// names are what passages hold.
+	DrillRawWords float64 `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.

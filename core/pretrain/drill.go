@@ -32,6 +32,10 @@ func drillSequences(rng *rand.Rand, mix Mix) []model.Sequence {
 			if mix.DrillRawVary {
 				length = 8 + rng.IntN(153)
 			}
+			if mix.DrillRawWords > 0 && rng.Float64() < mix.DrillRawWords {
+				out = append(out, rawCopyOf(tok.Encode(drillWords(rng, length))))
+				continue
+			}
 			out = append(out, rawCopy(rng, length))
 			continue
 		}
@@ -156,16 +160,41 @@ func drillLetters(rng *rand.Rand) (string, string) {
 // which a fresh model of the base shape was measured to learn copying
 // within about 125 steps (see Mix.DrillRawVary for why n should vary).
 func rawCopy(rng *rand.Rand, n int) model.Sequence {
+	letters := make([]int32, n)
+	for i := range letters {
+		letters[i] = int32('a' + rng.IntN(26))
+	}
+	return rawCopyOf(letters)
+}
+
+// rawCopyOf is the bare copy of body: end-of-text, body, a separator,
+// body again, with loss on the second body only.
+func rawCopyOf(body []int32) model.Sequence {
+	n := len(body)
 	s := model.Sequence{Tokens: make([]int32, 0, 2*n+2)}
 	s.Tokens = append(s.Tokens, tokenizer.BytesEndOfText)
-	for i := 0; i < n; i++ {
-		s.Tokens = append(s.Tokens, int32('a'+rng.IntN(26)))
-	}
+	s.Tokens = append(s.Tokens, body...)
 	s.Tokens = append(s.Tokens, tokenizer.BytesImStart)
-	s.Tokens = append(s.Tokens, s.Tokens[1:n+1]...)
+	s.Tokens = append(s.Tokens, body...)
 	s.Mask = make([]float32, len(s.Tokens))
 	for i := n + 2; i < len(s.Mask); i++ {
 		s.Mask[i] = 1
 	}
 	return s
+}
+
+// drillWords is made-up capitalised words and numbers, about n bytes.
+func drillWords(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		if rng.IntN(4) == 0 {
+			b.WriteString(drillNumber(rng))
+		} else {
+			b.WriteString(drillWord(rng))
+		}
+	}
+	return b.String()
 }

@@ -55,3 +55,21 @@ func TestRawCopiesVaryInLength(t *testing.T) {
 		t.Fatalf("lengths fall in only %d of the 20-letter bands between 8 and 160", len(lengths))
 	}
 }
+
+func TestRawWordCopies(t *testing.T) {
+	tok := tokenizer.Bytes{}
+	words := 0
+	for i, s := range drillSequences(rand.New(rand.NewPCG(5, 6)), Mix{Drills: 200, DrillRandom: 1, DrillRaw: true, DrillRawVary: true, DrillRawWords: 0.5}) {
+		n := (len(s.Tokens) - 2) / 2
+		first, second := tok.Decode(s.Tokens[1:n+1]), tok.Decode(s.Tokens[n+2:])
+		if first != second || s.Mask[n+1] != 0 || s.Mask[n+2] != 1 {
+			t.Fatalf("drill %d: %q then %q", i, first, second)
+		}
+		if strings.Contains(first, " ") {
+			words++
+		}
+	}
+	if words < 70 || words > 130 {
+		t.Fatalf("%d of 200 bare copies are words, want about half", words)
+	}
+}
