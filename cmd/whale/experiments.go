@@ -46,7 +46,7 @@ func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
 	fl.StringVar(&f.dbPath, "db", "whale.db", "workspace file: every run of the bench is stored here, so it resumes")
 	fl.StringVar(&f.modelPath, "model", "", "starting weights (default: the embedded base model)")
-	fl.IntVar(&f.workers, "workers", 1, "runs at once; each then gets CPUs/workers threads (on the small preset 2 single-threaded runs beat 1 two-threaded run)")
+	fl.IntVar(&f.workers, "workers", 0, "runs at once, each with CPUs/workers threads (0: one run per CPU; small models gain more from parallel runs than from threads, docs/PERFORMANCE.md)")
 }
 
 // plan checks the flags and returns the plan with the experiments
@@ -62,8 +62,8 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 		return p, experiments.Env{}, usageError{errors.New("--data holds one domain's tasks: name that domain instead of all")}
 	case f.seeds < 1:
 		return p, experiments.Env{}, usageError{fmt.Errorf("--seeds %d: want at least 1", f.seeds)}
-	case f.workers < 1:
-		return p, experiments.Env{}, usageError{fmt.Errorf("--workers %d: want at least 1", f.workers)}
+	case f.workers < 0:
+		return p, experiments.Env{}, usageError{fmt.Errorf("--workers %d: want at least 1 (0: one per CPU)", f.workers)}
 	case f.budget < 0:
 		return p, experiments.Env{}, usageError{fmt.Errorf("--budget %d: want a positive rollout count (0: the preset's default)", f.budget)}
 	}
@@ -88,6 +88,9 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	db, err := openStore(f.dbPath)
 	if err != nil {
 		return p, experiments.Env{}, err
+	}
+	if f.workers == 0 {
+		f.workers = runtime.NumCPU()
 	}
 	if f.workers > 1 {
 		kernels.SetThreads(max(1, runtime.NumCPU()/f.workers))
