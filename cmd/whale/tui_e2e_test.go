@@ -65,11 +65,12 @@ func rollouts(scr string) int {
 	return n
 }
 
-// TestWorkbenchEndToEnd is issue 7's end-to-end check: a run starts, the
-// timeline advances, f y forces a switch that the store records, x prunes a
-// candidate that then never becomes incumbent, a rejected sample opens, and
-// q exits 0 leaving the run resumable.
-func TestWorkbenchEndToEnd(t *testing.T) {
+// startWorkbench opens `whale tui --new` on a fresh workspace in a
+// detached 80×24 tmux session (skipping unless WHALE_LONG_TESTS=1 and tmux
+// are there) and returns the session, the workspace file and the file the
+// exit status lands in.
+func startWorkbench(t *testing.T, name, preset string) (tmuxSession, string, string) {
+	t.Helper()
 	if os.Getenv("WHALE_LONG_TESTS") == "" {
 		t.Skip("drives the binary in tmux for about a minute; set WHALE_LONG_TESTS=1")
 	}
@@ -78,11 +79,20 @@ func TestWorkbenchEndToEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db, exit := filepath.Join(dir, "w.db"), filepath.Join(dir, "exit")
-	s := tmuxSession{t: t, name: fmt.Sprintf("whale-e2e-%d", os.Getpid())}
-	shell := fmt.Sprintf("WHALE_TEST_AS_MAIN=1 %q tui --db %q --domain math --preset small --new; echo $? > %q; sleep 60",
-		os.Args[0], db, exit)
+	s := tmuxSession{t: t, name: fmt.Sprintf("%s-%d", name, os.Getpid())}
+	shell := fmt.Sprintf("cd %q && WHALE_TEST_AS_MAIN=1 %q tui --db %q --domain math --preset %s --new; echo $? > %q; sleep 60",
+		dir, os.Args[0], db, preset, exit)
 	s.tmux("new-session", "-d", "-s", s.name, "-x", "80", "-y", "24", shell)
 	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", s.name).Run() })
+	return s, db, exit
+}
+
+// TestWorkbenchEndToEnd is issue 7's end-to-end check: a run starts, the
+// timeline advances, f y forces a switch that the store records, x prunes a
+// candidate that then never becomes incumbent, a rejected sample opens, and
+// q exits 0 leaving the run resumable.
+func TestWorkbenchEndToEnd(t *testing.T) {
+	s, db, exit := startWorkbench(t, "whale-e2e", "small")
 
 	first := rollouts(s.waitFor("the run to start", 60*time.Second, func(scr string) bool { return rollouts(scr) > 0 }))
 	s.waitFor("the timeline to advance", 60*time.Second, func(scr string) bool { return rollouts(scr) > first })

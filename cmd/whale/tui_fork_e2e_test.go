@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +12,7 @@ import (
 // (resumable or finished, nothing lost), reopens the workbench on a new run
 // that says where it came from, and q exits 0.
 func TestWorkbenchForkEndToEnd(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") == "" {
-		t.Skip("drives the binary in tmux for about a minute; set WHALE_LONG_TESTS=1")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
-	dir := t.TempDir()
-	db, exit := filepath.Join(dir, "w.db"), filepath.Join(dir, "exit")
-	s := tmuxSession{t: t, name: fmt.Sprintf("whale-fork-e2e-%d", os.Getpid())}
-	shell := fmt.Sprintf("cd %q && WHALE_TEST_AS_MAIN=1 %q tui --db %q --domain math --preset tiny --new; echo $? > %q; sleep 60",
-		dir, os.Args[0], db, exit)
-	s.tmux("new-session", "-d", "-s", s.name, "-x", "80", "-y", "24", shell)
-	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", s.name).Run() })
+	s, db, exit := startWorkbench(t, "whale-fork-e2e", "tiny")
 
 	s.waitFor("the run to start", 60*time.Second, func(scr string) bool { return rollouts(scr) > 0 })
 	s.keys("4")
