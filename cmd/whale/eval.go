@@ -150,7 +150,7 @@ func newEvalCmd() *cobra.Command {
 	var k, n, maxNew int
 	var seed, dataSeed uint64
 	var temp float64
-	var asJSON, exact bool
+	var asJSON, exact, probe bool
 	c := &cobra.Command{
 		Use:   "eval --domain D --harness FILE|h0 --split val|audit|test --k K",
 		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
@@ -160,9 +160,26 @@ func newEvalCmd() *cobra.Command {
 			"tasks and the failures by kind. The model samples at --temperature (default 1). The domain is\n" +
 			"opened with the data seed the model's corpus was built from (its train split), unless --data-seed.\n" +
 			"With --grid DIR it also scores every one-knob change of the harness's SEARCH_SPACE and the\n" +
-			"combination of the knob choices that beat it, writing each candidate's source into DIR.",
+			"combination of the knob choices that beat it, writing each candidate's source into DIR.\n" +
+			"With --probe it only runs the copy probe on the model (greedy: random letters, word lists,\n" +
+			"lookups; made-up strings, no task data): whether the model copies from its context at all.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if probe {
+				m, name, _, _, err := loadEvalModel(modelPath)
+				if err != nil {
+					return err
+				}
+				r, err := pretrain.Probe(cmd.Context(), model.NewSampler(m, model.SamplerOptions{}), n, seed)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), r)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, r)
+				return nil
+			}
 			if k < 1 || n < 1 || maxNew < 1 {
 				return usageError{fmt.Errorf("--k (%d), --n (%d) and --max-new-tokens (%d) must be at least 1", k, n, maxNew)}
 			}
@@ -273,6 +290,7 @@ func newEvalCmd() *cobra.Command {
 	f.BoolVar(&exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
 	f.StringVar(&gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
 	f.StringVar(&tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
+	f.BoolVar(&probe, "probe", false, "only run the copy probe on the model (--n probes of each kind)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }

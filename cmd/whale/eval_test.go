@@ -108,3 +108,18 @@ func TestEvalEmbeddedSmoke(t *testing.T) {
 		t.Logf("%s: mean@1 %.3f over 16 val tasks, failures %v", d, rep.MeanAtK, rep.FailureKinds)
 	}
 }
+
+func TestEvalProbe(t *testing.T) {
+	out, err := runWhale(t, "eval", "--probe", "--n", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Letters, Words, Lookup *float64
+		N                      int
+	}
+	lastJSONLine(t, out, &r)
+	if r.Letters == nil || r.Words == nil || r.Lookup == nil || r.N != 2 {
+		t.Fatalf("probe JSON: %s", out)
+	}
+}

@@ -16,6 +16,7 @@ func newPretrainCmd() *cobra.Command {
 	def := pretrain.DefaultOptions()
 	var out, preset, init string
 	var promptWeight, peakLR, drillRandom, floorLR, drillRawWords float64
+	var probeEvery int
 	var drillAnswerOnly, drillRaw, drillRawVary bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
@@ -47,6 +48,10 @@ func newPretrainCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--steps (%d) and --batch (%d) must be positive, --checkpoint-every (%d) and --tasks (%d) not negative", steps, batch, every, tasks)}
 			}
 			o := pretrain.DefaultOptions()
+			if probeEvery < 0 {
+				return usageError{fmt.Errorf("--probe-every %d is negative", probeEvery)}
+			}
+			o.ProbeEvery = probeEvery
 			o.Out, o.Preset, o.Config, o.Seed, o.DataSeed = out, preset, mk(), seed, dataSeed
 			o.Steps, o.Batch, o.CheckpointEvery, o.Resume = steps, batch, every, resume
 			o.Corpus.TasksPerDomain = tasks
@@ -105,6 +110,7 @@ func newPretrainCmd() *cobra.Command {
 	f.Float64Var(&drillRandom, "drill-random", def.Corpus.Mix.DrillRandom, "share of drills that repeat random letters")
 	f.BoolVar(&drillRaw, "drill-raw", false, "random-letter drills as bare 100-letter copies without chat framing")
 	f.Float64Var(&drillRawWords, "drill-raw-words", 0, "with --drill-raw: share of bare copies made of made-up words and numbers instead of letters")
+	f.IntVar(&probeEvery, "probe-every", 100, "log a greedy copy probe (letters, word lists, lookups) every N steps (0: never)")
 	f.BoolVar(&drillRawVary, "drill-raw-vary", false, "with --drill-raw: copies of 8 to 160 letters (a fixed length can be copied by position instead of content)")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")

@@ -1,11 +1,15 @@
 package pretrain
 
 import (
+	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"whale/core/model"
+	"whale/core/policy"
 	"whale/core/tokenizer"
+	"whale/kernels"
 )
 
 func TestDrillsAnswerFromTheirPrompt(t *testing.T) {
@@ -71,5 +75,76 @@ func TestRawWordCopies(t *testing.T) {
 	}
 	if words < 70 || words > 130 {
 		t.Fatalf("%d of 200 bare copies are words, want about half", words)
+	}
+}
+
+// copier answers every probe by copying from its prompt the way a model
+// that copies would: the bare run after end-of-text, the list after
+// "Repeat exactly: ", the value of the fact the question asks about.
+type copier struct{ lookupsRight bool }
+
+func (c copier) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	tok := tokenizer.Bytes{}
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		text := tok.Decode(r.Prompt)
+		var reply string
+		switch {
+		case r.Prompt[0] == tokenizer.BytesEndOfText:
+			reply = tok.Decode(r.Prompt[1 : len(r.Prompt)-1])
+		case strings.Contains(text, "Repeat exactly: "):
+			s := text[strings.Index(text, "Repeat exactly: ")+len("Repeat exactly: "):]
+			reply = "<answer>" + s[:strings.Index(s, "<|im_end|>")] + "</answer>"
+		case c.lookupsRight:
+			q := text[strings.Index(text, "Question: "):]
+			var key string
+			if strings.HasPrefix(q, "Question: Where was ") {
+				key = q[len("Question: Where was "):strings.Index(q, " born?")]
+				v := text[strings.Index(text, key+" was born in ")+len(key+" was born in "):]
+				reply = "<answer>" + v[:strings.Index(v, ".")] + "</answer>"
+			} else {
+				key = q[len("Question: In what year was "):strings.Index(q, " born?")]
+				v := text[strings.Index(text, key+" (born ")+len(key+" (born "):]
+				reply = "<answer>" + v[:strings.Index(v, ")")] + "</answer>"
+			}
+		default:
+			reply = "<answer>?</answer>"
+		}
+		ids := tok.Encode(reply)
+		if len(ids) > r.MaxNewTokens {
+			ids = ids[:r.MaxNewTokens]
+		}
+		out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids))}
+	}
+	return out, nil
+}
+
+func TestProbeScoresCopying(t *testing.T) {
+	ctx := context.Background()
+	r, err := Probe(ctx, copier{lookupsRight: true}, 24, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Letters != 1 || r.Words != 1 || r.Lookup != 1 || r.N != 24 {
+		t.Fatalf("a perfect copier scored %s", r)
+	}
+	r, err = Probe(ctx, copier{}, 24, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Letters != 1 || r.Words != 1 || r.Lookup != 0 {
+		t.Fatalf("a copier without lookups scored %s", r)
+	}
+	// A fresh tiny model copies nothing.
+	m, err := model.New(TinyConfig(), kernels.NewCPU(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Probe(ctx, model.NewSampler(m, model.SamplerOptions{}), 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Letters != 0 || r.Words != 0 || r.Lookup != 0 {
+		t.Fatalf("an untrained model scored %s", r)
 	}
 }

@@ -76,6 +76,10 @@ type Options struct {
 	Corpus CorpusOptions
 	// Log receives progress lines; nil means none.
 	Log io.Writer
+	// ProbeEvery, if positive, logs a copy probe (see Probe) every so
+	// many steps and at the end. It reads the model only: the weights
+	// written do not depend on it.
+	ProbeEvery int
 	// StopAfter, if positive, stops after that many steps of this
 	// invocation, as an interruption would (tests of resume).
 	StopAfter int
@@ -272,6 +276,13 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 				step+1, o.Steps, st.Loss, ema, st.LR, st.GradNorm, float64(tokens)/el, time.Since(t0).Round(time.Second))
 		}
 		last := step+1 == o.Steps
+		if o.ProbeEvery > 0 && ((step+1)%o.ProbeEvery == 0 || last) {
+			pr, err := Probe(ctx, model.NewSampler(m, model.SamplerOptions{}), 16, 1)
+			if err != nil {
+				return res, err
+			}
+			logf("pretrain: probe at step %d: %s", step+1, pr)
+		}
 		stopping := o.StopAfter > 0 && ran >= o.StopAfter
 		if last || stopping || (o.CheckpointEvery > 0 && (step+1)%o.CheckpointEvery == 0) {
 			if err := save(step+1, ema); err != nil {
