@@ -25,7 +25,7 @@ type Options struct {
 	RunID     string
 	Domain    string
 	ModelDesc string
-	Schedule  string
+	Schedule  string // how phases alternate: engine.Config.ScheduleName
 	Preset    string
 	Budget    int // 0: the rounds bound the run
 	Rounds    int
@@ -574,9 +574,9 @@ func (m *Model) apply(ev engine.Event) {
 		if cfg.Domain != "" {
 			m.opt.Domain = cfg.Domain
 		}
-		m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.Schedule, cfg.Preset, cfg.Budget, cfg.MaxRounds
+		m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.ScheduleName(), cfg.Preset, cfg.Budget, cfg.MaxRounds
 		r.valK = cfg.ValK
-		line = fmt.Sprintf("run started: %s, %s schedule, preset %s", cfg.Domain, cfg.Schedule, cfg.Preset)
+		line = fmt.Sprintf("run started: %s, %s, preset %s", cfg.Domain, cfg.ScheduleName(), cfg.Preset)
 	case engine.EvRunResumed:
 		line = "run resumed"
 	case engine.EvForked:

@@ -118,7 +118,7 @@ func (m *Model) viewRun(w, h int) []string {
 	}
 	elapsed := m.now.Sub(m.started).Truncate(time.Second)
 	top := []string{
-		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s schedule · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
+		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
 		fmt.Sprintf("rollouts %d/%s · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, rounds, r.step, r.iter, elapsed),
 	}
 	if g := r.origin; g != nil {

@@ -192,7 +192,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s schedule, %s, preset %s, db %s\n", id, domain, cfg.Schedule, cfg.Operator, cfg.Preset, dbPath)
+			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", id, domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, dbPath)
 			return drive(cmd, eng, asJSON)
 		},
 	}
@@ -358,7 +358,11 @@ func short12(h string) string {
 }
 
 func printSummary(w io.Writer, s engine.Summary) {
-	fmt.Fprintf(w, "run %s (%s, %s schedule): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, s.Schedule, s.Rounds, s.Rollouts, s.EvalRollouts)
+	sched := s.Schedule + " schedule"
+	if s.Condition != "" {
+		sched = s.Condition + " (" + sched + ")"
+	}
+	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, sched, s.Rounds, s.Rollouts, s.EvalRollouts)
 	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s\n", "phase", "round", "rollouts", "val from", "val to")
 	for _, p := range s.Phases {
 		fmt.Fprintf(w, "%-8s %5d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Rollouts, p.ValBefore, p.ValAfter)

@@ -202,7 +202,7 @@ func workbench(cmd *cobra.Command, db *store.DB, eng *engine.Engine, history []e
 	var mu sync.Mutex
 	started, closed := false, false
 	m := tui.New(tui.Options{
-		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.Schedule,
+		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
 		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
 		HarnessSource: func(hash string) (string, error) {

@@ -60,7 +60,7 @@ func runFromCheckpoint(cmd *cobra.Command, dbPath, ckptID, dataPath, format stri
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: from checkpoint %s (%s, %s schedule, preset %s), db %s\n", eng.RunID, ckptID, eng.Cfg.Domain, eng.Cfg.Schedule, eng.Cfg.Preset, dbPath)
+	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: from checkpoint %s (%s, %s, preset %s), db %s\n", eng.RunID, ckptID, eng.Cfg.Domain, eng.Cfg.ScheduleName(), eng.Cfg.Preset, dbPath)
 	return drive(cmd, eng, asJSON)
 }
 

@@ -131,6 +131,15 @@ func isCondition(c string) bool {
 	return false
 }
 
+// ScheduleName says how phases alternate, for headers: "fixed schedule",
+// or for a baseline "weight-only (fixed schedule)".
+func (c Config) ScheduleName() string {
+	if c.Condition == "" {
+		return c.Schedule + " schedule"
+	}
+	return c.Condition + " (" + c.Schedule + " schedule)"
+}
+
 // StepsPerEpoch is the number of weight steps in one pass over the train
 // tasks.
 func (c Config) StepsPerEpoch() int { return max(1, c.TrainTasks/max(1, c.PromptsPerStep)) }
