@@ -17,6 +17,7 @@ func newPretrainCmd() *cobra.Command {
 	var out, preset, init string
 	var promptWeight, peakLR, drillRandom, floorLR, drillRawWords float64
 	var probeEvery int
+	var drillRelations bool
 	var drillAnswerOnly, drillRaw, drillRawVary bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
@@ -67,6 +68,7 @@ func newPretrainCmd() *cobra.Command {
 			o.Corpus.Mix.DrillAnswerOnly = drillAnswerOnly
 			o.Corpus.Mix.DrillRaw = drillRaw
 			o.Corpus.Mix.DrillRawVary = drillRawVary
+			o.Corpus.Mix.DrillRelations = drillRelations
 			if !(drillRawWords >= 0 && drillRawWords <= 1) {
 				return usageError{fmt.Errorf("--drill-raw-words %v outside [0, 1]", drillRawWords)}
 			}
@@ -111,6 +113,7 @@ func newPretrainCmd() *cobra.Command {
 	f.BoolVar(&drillRaw, "drill-raw", false, "random-letter drills as bare 100-letter copies without chat framing")
 	f.Float64Var(&drillRawWords, "drill-raw-words", 0, "with --drill-raw: share of bare copies made of made-up words and numbers instead of letters")
 	f.IntVar(&probeEvery, "probe-every", 100, "log a greedy copy probe (letters, word lists, lookups) every N steps (0: never)")
+	f.BoolVar(&drillRelations, "drill-relations", false, "lookup drills over the kinds of fact passages state (employer, mayor, founder, …), asked in other words")
 	f.BoolVar(&drillRawVary, "drill-raw-vary", false, "with --drill-raw: copies of 8 to 160 letters (a fixed length can be copied by position instead of content)")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")

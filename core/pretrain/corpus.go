@@ -64,6 +64,12 @@ type Mix struct {
 	// names from its own prior instead of copying them (measured), and
 	// names are what passages hold.
 	DrillRawWords float64 `json:",omitempty"`
+	// DrillRelations replaces the lookup drills' two relations (born in,
+	// born in year) with the kinds of fact passages state — employer,
+	// mayor, headquarters, founder, country, industry, language — asked in
+	// other words: a model that copies but only knew "born" answered
+	// every passage question with a year (measured).
+	DrillRelations bool `json:",omitempty"`
 }
 
 // DefaultMix is the mixture of the shipped base model.

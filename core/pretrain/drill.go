@@ -48,7 +48,11 @@ func drillSequences(rng *rand.Rand, mix Mix) []model.Sequence {
 			case 0:
 				prompt, answer = drillRepeat(rng)
 			case 1:
-				prompt, answer = drillLookup(rng)
+				if mix.DrillRelations {
+					prompt, answer = drillRelation(rng)
+				} else {
+					prompt, answer = drillLookup(rng)
+				}
 			default:
 				prompt, answer = drillNumbers(rng)
 			}
@@ -197,4 +201,43 @@ func drillWords(rng *rand.Rand, n int) string {
 		}
 	}
 	return b.String()
+}
+
+// relations are the kinds of fact a passage states and a question asks
+// about: a sentence with the key and the value, and questions that name
+// the relation in other words. Like every drill they use made-up words.
+var relations = []struct {
+	fact      string // %[1]s the key, %[2]s the value
+	questions []string
+	value     func(*rand.Rand) string
+}{
+	{"%[1]s works for %[2]s.", []string{"Who is the employer of %s?", "Which company does %s work for?"}, func(r *rand.Rand) string { return drillWord(r) + " " + pick(r, "Holdings", "Group", "Trading", "Systems") }},
+	{"The mayor of %[1]s is %[2]s.", []string{"Who is the mayor of %s?"}, func(r *rand.Rand) string { return drillWord(r) + " " + drillWord(r) }},
+	{"%[1]s is headquartered in %[2]s.", []string{"Where is %s headquartered?", "In which city is %s based?"}, drillWord},
+	{"%[1]s was founded in 1980 by %[2]s.", []string{"Who founded %s?", "Who is the founder of %s?"}, func(r *rand.Rand) string { return drillWord(r) + " " + drillWord(r) }},
+	{"%[1]s is a city in %[2]s.", []string{"In which country is %s?"}, drillWord},
+	{"%[1]s was born in %[2]s.", []string{"Where was %s born?", "What is the birthplace of %s?"}, drillWord},
+	{"%[1]s is a %[2]s company.", []string{"What industry is %s in?"}, func(r *rand.Rand) string {
+		return pick(r, "railway", "brewing", "insurance", "pharmaceutical", "shipping", "mining", "textile")
+	}},
+	{"Its official language is %[2]s. It is called %[1]s.", []string{"Which language is official in %s?"}, drillWord},
+	{"%[1]s (born %[2]s) is a painter.", []string{"In what year was %s born?"}, func(r *rand.Rand) string { return fmt.Sprint(1800 + r.IntN(220)) }},
+}
+
+// drillRelation: a short passage of facts of several relations about
+// made-up names, then a question about one of them, answered with the
+// value copied from the passage.
+func drillRelation(rng *rand.Rand) (string, string) {
+	n := 2 + rng.IntN(4)
+	var b strings.Builder
+	keys, vals, rels := make([]string, n), make([]string, n), make([]int, n)
+	for i := range keys {
+		rels[i] = rng.IntN(len(relations))
+		keys[i] = drillWord(rng) + " " + drillWord(rng)
+		vals[i] = relations[rels[i]].value(rng)
+		fmt.Fprintf(&b, relations[rels[i]].fact+" ", keys[i], vals[i])
+	}
+	q := rng.IntN(n)
+	rel := relations[rels[q]]
+	return b.String() + "\nQuestion: " + fmt.Sprintf(pick(rng, rel.questions...), keys[q]), "<answer>" + vals[q] + "</answer>"
 }

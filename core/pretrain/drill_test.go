@@ -148,3 +148,24 @@ func TestProbeScoresCopying(t *testing.T) {
 		t.Fatalf("an untrained model scored %s", r)
 	}
 }
+
+func TestRelationDrillsAnswerFromThePassage(t *testing.T) {
+	seen := map[string]bool{}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 300; i++ {
+		prompt, answer := drillRelation(rng)
+		v := strings.TrimSuffix(strings.TrimPrefix(answer, "<answer>"), "</answer>")
+		passage, q, ok := strings.Cut(prompt, "\nQuestion: ")
+		if !ok || !strings.Contains(passage, v) || v == "" {
+			t.Fatalf("drill %d: answer %q not in the passage:\n%s", i, v, prompt)
+		}
+		seen[strings.Fields(q)[0]+" "+strings.Fields(q)[1]] = true
+	}
+	if len(seen) < 8 {
+		t.Fatalf("only %d question forms in 300 drills: %v", len(seen), seen)
+	}
+	ds := drillSequences(rand.New(rand.NewPCG(1, 1)), Mix{Drills: 30, DrillRelations: true})
+	if len(ds) != 30 {
+		t.Fatalf("%d drills", len(ds))
+	}
+}
