@@ -211,7 +211,9 @@ var relations = []struct {
 	questions []string
 	value     func(*rand.Rand) string
 }{
-	{"%[1]s works for %[2]s.", []string{"Who is the employer of %s?", "Which company does %s work for?"}, func(r *rand.Rand) string { return drillWord(r) + " " + pick(r, "Holdings", "Group", "Trading", "Systems") }},
+	{"%[1]s works for %[2]s.", []string{"Who is the employer of %s?", "Which company does %s work for?"}, func(r *rand.Rand) string {
+		return drillWord(r) + " " + pick(r, "Holdings", "Group", "Trading", "Systems")
+	}},
 	{"The mayor of %[1]s is %[2]s.", []string{"Who is the mayor of %s?"}, func(r *rand.Rand) string { return drillWord(r) + " " + drillWord(r) }},
 	{"%[1]s is headquartered in %[2]s.", []string{"Where is %s headquartered?", "In which city is %s based?"}, drillWord},
 	{"%[1]s was founded in 1980 by %[2]s.", []string{"Who founded %s?", "Who is the founder of %s?"}, func(r *rand.Rand) string { return drillWord(r) + " " + drillWord(r) }},
