@@ -44,7 +44,7 @@ func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl.StringVar(&f.preset, "preset", "small", "run size: small or paper (tiny for tests)")
 	fl.IntVar(&f.budget, "budget", 0, "training + harness-scoring rollouts per run (0: the preset's default)")
 	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
-	fl.StringVar(&f.dbPath, "db", "whale.db", "workspace file: every run of the bench is stored here, so it resumes")
+	fl.StringVar(&f.dbPath, "db", "bench.db", "workspace file of the bench's runs (kept apart from whale.db, so the workbench never offers to resume a bench run); rerunning the same command resumes from it")
 	fl.StringVar(&f.modelPath, "model", "", "starting weights (default: the embedded base model)")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once, each with CPUs/workers threads (0: one run per CPU; small models gain more from parallel runs than from threads, docs/PERFORMANCE.md)")
 }
