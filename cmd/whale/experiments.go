@@ -169,6 +169,9 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			for _, cell := range report.Table(runs) {
+				if cell.N == 0 {
+					continue // not in this invocation's plan, or not finished
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-15s %5.1f  [%5.1f, %5.1f]  n=%d\n", cell.Domain, cell.Condition,
 					100*cell.Mean, 100*cell.CI95[0], 100*cell.CI95[1], cell.N)
 			}
