@@ -161,7 +161,7 @@ func TestSweepGapAndAdvice(t *testing.T) {
 	if _, err := Sweep("math", rs); err == nil {
 		t.Fatal("sweep of a domain without runs accepted")
 	}
-	if tq := tQuantile975(30); tq < 2.041 || tq > 2.043 { // table value 2.042
+	if tq := report.TQuantile975(30); tq < 2.041 || tq > 2.043 { // table value 2.042
 		t.Fatalf("t(0.975, 30) = %v", tq)
 	}
 }

@@ -66,31 +66,15 @@ func Sweep(domain string, runs []report.Run) (Gap, error) {
 }
 
 // meanHalf is the mean of the runs' best test mean@8 and the half-width
-// of its 95 % interval.
+// of its 95 % interval: over seeds, or with one seed that run's own.
 func meanHalf(rs []report.Run) (mean, half float64) {
-	for _, r := range rs {
-		mean += r.BestTestMean8
-	}
-	n := float64(len(rs))
-	mean /= n
 	if len(rs) == 1 {
-		return mean, (rs[0].TestCI95[1] - rs[0].TestCI95[0]) / 2
+		return rs[0].BestTestMean8, (rs[0].TestCI95[1] - rs[0].TestCI95[0]) / 2
 	}
-	ss := 0.0
-	for _, r := range rs {
-		ss += (r.BestTestMean8 - mean) * (r.BestTestMean8 - mean)
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = r.BestTestMean8
 	}
-	return mean, tQuantile975(len(rs)-1) * math.Sqrt(ss/(n-1)) / math.Sqrt(n)
-}
-
-// tQuantile975 is Student's t 0.975 quantile for df degrees of freedom
-// (table to 10, then the normal approximation's refinement).
-func tQuantile975(df int) float64 {
-	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228}
-	if df < len(table) {
-		return table[df]
-	}
-	// Cornish–Fisher expansion around z = 1.96.
-	z, d := 1.959964, float64(df)
-	return z + (z*z*z+z)/(4*d) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*d*d)
+	mean, lo, _ := report.MeanCI(xs)
+	return mean, mean - lo
 }

@@ -105,7 +105,7 @@ func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
 	c.Phases /= float64(c.N)
 	c.MeanRollouts /= float64(c.N)
 	var lo, hi float64
-	c.Mean, lo, hi = meanCI(best)
+	c.Mean, lo, hi = MeanCI(best)
 	if c.N > 1 {
 		c.CI95 = [2]float64{lo, hi}
 	}
@@ -219,14 +219,14 @@ func reachRollouts(r, wo Run) int {
 // weight-only run of the same domain and seed; -1 if it never does.
 func ReachRollouts(r, weightOnly Run) int { return reachRollouts(r, weightOnly) }
 
-// tQuantile975 is t(0.975, df), the two-sided 95% Student t quantile.
-func tQuantile975(df int) float64 {
+// TQuantile975 is t(0.975, df), the two-sided 95% Student t quantile.
+func TQuantile975(df int) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
 }
 
-// meanCI is the mean of xs and its 95% t interval over the samples
+// MeanCI is the mean of xs and its 95% t interval over the samples
 // (mean ± t(0.975, n-1)·sd/√n); with one sample the interval is the point.
-func meanCI(xs []float64) (mean, lo, hi float64) {
+func MeanCI(xs []float64) (mean, lo, hi float64) {
 	n := len(xs)
 	if n == 0 {
 		return 0, 0, 0
@@ -243,7 +243,7 @@ func meanCI(xs []float64) (mean, lo, hi float64) {
 		ss += (x - mean) * (x - mean)
 	}
 	sd := math.Sqrt(ss / float64(n-1))
-	h := tQuantile975(n-1) * sd / math.Sqrt(float64(n))
+	h := TQuantile975(n-1) * sd / math.Sqrt(float64(n))
 	return mean, mean - h, mean + h
 }
 
@@ -289,7 +289,7 @@ func Compare(runs []Run, domain, a, b string) Diff {
 	}
 	d.N = len(ds)
 	var lo, hi float64
-	d.Mean, lo, hi = meanCI(ds)
+	d.Mean, lo, hi = MeanCI(ds)
 	d.CI95 = [2]float64{lo, hi}
 	return d
 }
