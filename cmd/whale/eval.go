@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -397,15 +399,16 @@ func printEval(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "\ntasks %d × k %d = %d rollouts, %d policy calls, %.1fs (temperature %g, seed %d, data seed %d)\n",
 		r.Tasks, r.K, r.Rollouts, r.PolicyCalls, r.Seconds, r.Temperature, r.Seed, r.DataSeed)
 	fmt.Fprintf(w, "mean@%d %.4f  95%% CI [%.4f, %.4f]  pass@%d %.4f\n", r.K, r.MeanAtK, r.CI95[0], r.CI95[1], r.K, r.PassAtK)
-	kinds := make([]string, 0, len(r.FailureKinds))
-	for kind := range r.FailureKinds {
-		kinds = append(kinds, kind)
+	printFailures(w, r.FailureKinds, r.HarnessErrors)
+}
+
+// printFailures lists failure counts by kind, in kind order, then harness
+// errors (eval and harness run share this layout).
+func printFailures(w io.Writer, byKind map[string]int, harnessErrors []string) {
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		fmt.Fprintf(w, "  %-14s %d\n", kind, byKind[kind])
 	}
-	sort.Strings(kinds)
-	for _, kind := range kinds {
-		fmt.Fprintf(w, "  %-14s %d\n", kind, r.FailureKinds[kind])
-	}
-	for _, e := range r.HarnessErrors {
+	for _, e := range harnessErrors {
 		fmt.Fprintf(w, "harness error: %s\n", e)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -260,17 +259,7 @@ func newHarnessRunCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "%s (%s) on %s/%s with the %s policy\n", rep.File, rep.Hash[:12], domain, split, pol)
 			fmt.Fprintf(out, "tasks %d, rollouts %d, policy calls %d\nmean reward %.4f\n", rep.Tasks, rep.Rollouts, rep.Calls, rep.Mean)
-			kinds := make([]string, 0, len(rep.Failures))
-			for kind := range rep.Failures {
-				kinds = append(kinds, kind)
-			}
-			sort.Strings(kinds)
-			for _, kind := range kinds {
-				fmt.Fprintf(out, "  %-14s %d\n", kind, rep.Failures[kind])
-			}
-			for _, e := range rep.Errors {
-				fmt.Fprintf(out, "harness error: %s\n", e)
-			}
+			printFailures(out, rep.Failures, rep.Errors)
 			return nil
 		},
 	}

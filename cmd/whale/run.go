@@ -358,11 +358,7 @@ func short12(h string) string {
 }
 
 func printSummary(w io.Writer, s engine.Summary) {
-	sched := s.Schedule + " schedule"
-	if s.Condition != "" {
-		sched = s.Condition + " (" + sched + ")"
-	}
-	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, sched, s.Rounds, s.Rollouts, s.EvalRollouts)
+	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.Rollouts, s.EvalRollouts)
 	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s\n", "phase", "round", "rollouts", "val from", "val to")
 	for _, p := range s.Phases {
 		fmt.Fprintf(w, "%-8s %5d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Rollouts, p.ValBefore, p.ValAfter)

@@ -133,11 +133,15 @@ func isCondition(c string) bool {
 
 // ScheduleName says how phases alternate, for headers: "fixed schedule",
 // or for a baseline "weight-only (fixed schedule)".
-func (c Config) ScheduleName() string {
-	if c.Condition == "" {
-		return c.Schedule + " schedule"
+func (c Config) ScheduleName() string { return ScheduleName(c.Schedule, c.Condition) }
+
+// ScheduleName names a schedule under a condition ("" for WHALE), as
+// Config.ScheduleName does; a Summary carries both.
+func ScheduleName(schedule, condition string) string {
+	if condition == "" {
+		return schedule + " schedule"
 	}
-	return c.Condition + " (" + c.Schedule + " schedule)"
+	return condition + " (" + schedule + " schedule)"
 }
 
 // StepsPerEpoch is the number of weight steps in one pass over the train
