@@ -99,12 +99,9 @@ func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error)
 	if inc := e.st.Archive.Incumbent; inc != man.Harness {
 		return nil, fmt.Errorf("engine: fork %s: starting harness %s differs from the checkpoint's %s", ckptID, abbrevHash(inc), abbrevHash(man.Harness))
 	}
-	// The starting weights are the other run's checkpoint blob: this run
-	// must never delete it when its first resume point moves on.
-	if e.st.Kept == nil {
-		e.st.Kept = map[string]bool{}
-	}
-	e.st.Kept[man.Weights] = true
+	// The starting weights are the other run's checkpoint blob; when this
+	// run's first resume point moves on, the store refuses to delete it
+	// (ErrBlobInUse), so nothing here needs to protect it.
 	o := ForkOrigin{Checkpoint: ckptID, Run: man.Run, Round: man.Round, Phase: man.Phase, Weights: man.Weights, Harness: man.Harness}
 	if err := e.emit(EvForked, mustJSON(o)); err != nil {
 		return nil, err
