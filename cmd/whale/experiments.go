@@ -34,6 +34,8 @@ var sweepBudgets = map[string]int{"tiny": 48, "small": 768, "paper": 50000}
 type experimentFlags struct {
 	domain, dataPath, format, preset, dbPath, modelPath string
 	budget, seeds, workers                              int
+	// modelName and modelHash name the starting weights (set by plan).
+	modelName, modelHash string
 }
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
@@ -79,10 +81,11 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 		ds = domains.Names()
 	}
 	// Check the model once now, so a bad --model fails before any run.
-	_, _, _, dataSeed, err := loadEvalModel(f.modelPath)
+	_, name, hash, dataSeed, err := loadEvalModel(f.modelPath)
 	if err != nil {
 		return p, experiments.Env{}, err
 	}
+	f.modelName, f.modelHash = name, hash
 	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: 0.6, I: 6, FastSlowE: 0.1,
 		DataSeed: dataSeed, Prefix: prefix}
 	db, err := openStore(f.dbPath)
@@ -164,7 +167,7 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds,
-				Notes: benchNotes(f.modelPath, p, time.Since(t0))}
+				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0))}
 			if err := report.Write(out, runs, meta); err != nil {
 				return err
 			}
@@ -188,11 +191,7 @@ func newBenchConditionsCmd() *cobra.Command {
 }
 
 // benchNotes says what the numbers rest on.
-func benchNotes(modelPath string, p experiments.Plan, took time.Duration) []string {
-	_, name, sum, _, err := loadEvalModel(modelPath)
-	if err != nil {
-		name, sum = modelPath, "?"
-	}
+func benchNotes(name, sum string, p experiments.Plan, took time.Duration) []string {
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, short12(sum)),
 		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = mutation search over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, p.E, p.I),
