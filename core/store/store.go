@@ -248,6 +248,12 @@ func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []
 		if err != nil {
 			return err
 		}
+		stored := tx.Bucket(bucketBlobs)
+		for _, h := range blobs {
+			if stored.Get([]byte(h)) == nil {
+				return fmt.Errorf("store: run %s: resume point pins blob %s, which is not stored", id, h)
+			}
+		}
 		for k, v := range map[string][]byte{string(keyStatus): []byte(status), string(keyCursor): cursor, string(keyPins): pins} {
 			if err := rb.Put([]byte(k), v); err != nil {
 				return err
@@ -473,12 +479,17 @@ func (db *DB) HasBlob(hash string) bool {
 	return ok
 }
 
+// writeFileAtomic writes b to path through a temporary file of its own, so
+// that two writers of the same content-addressed blob (two runs of a bench
+// starting from the same weights) never share a temporary name: each
+// renames a complete file onto path, and the last rename wins with the same
+// bytes.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
+	tmp := f.Name()
 	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()

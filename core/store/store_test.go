@@ -284,3 +284,50 @@ func TestPinnedBlobsSurviveAnotherRunsCleanup(t *testing.T) {
 		t.Fatalf("run b after SetResumePoint: %+v", r)
 	}
 }
+
+// Two runs of a bench that start from the same weights write the same
+// file-backed blob at the same moment: every write succeeds, the blob reads
+// back intact, and no temporary file is left behind.
+func TestConcurrentWritesOfOneBlob(t *testing.T) {
+	db := open(t)
+	big := bytes.Repeat([]byte("starting weights "), InlineBlobLimit/8)
+	const writers = 8
+	errs := make(chan error, writers)
+	start := make(chan struct{})
+	for i := 0; i < writers; i++ {
+		go func() {
+			<-start
+			_, err := db.PutBlob(big)
+			errs <- err
+		}()
+	}
+	close(start)
+	for i := 0; i < writers; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent write of one blob: %v", err)
+		}
+	}
+	got, err := db.GetBlob(Hash(big))
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("blob after concurrent writes: %d bytes, %v", len(got), err)
+	}
+	left, _ := filepath.Glob(filepath.Join(db.blobDir, "*.tmp"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestResumePointRefusesMissingBlob(t *testing.T) {
+	db := open(t)
+	if err := db.CreateRun("a", []byte(`{}`), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	missing := Hash([]byte("never stored"))
+	err := db.SetResumePoint("a", "running", []byte(`{"step":3}`), []string{missing})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("resume point pinning a missing blob: %v", err)
+	}
+	if r, _ := db.GetRun("a"); string(r.Cursor) == `{"step":3}` {
+		t.Fatal("a refused resume point was stored")
+	}
+}
