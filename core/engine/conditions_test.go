@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"whale/kernels"
 )
@@ -271,5 +272,47 @@ func TestResumeBeforeAndRightAfterStart(t *testing.T) {
 		if len(evA) != len(evC) {
 			t.Fatalf("stop at %d: %d events uninterrupted, %d resumed", stopAt, len(evA), len(evC))
 		}
+	}
+}
+
+// A run recorded but stopped before its first resume point (a store write
+// failed, or it was killed in between) begins when resumed with its
+// starting model — to exactly the uninterrupted run — and without one the
+// error says what is missing.
+func TestResumeOfRunWithoutResumePoint(t *testing.T) {
+	ctx := context.Background()
+	cfg := tinyConfig(t)
+	dbA := openDB(t)
+	a, err := New(cfg, testEnv(t, dbA), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumA, err := a.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	env := testEnv(t, db)
+	rec := cfg
+	mc := env.Model.Config
+	rec.Model = &mc
+	if err := db.CreateRun("s", mustJSON(rec), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	bare := env
+	bare.Model = nil
+	if _, err := Resume(bare, kernels.NewCPU(), "s"); err == nil || !strings.Contains(err.Error(), "starting model") {
+		t.Fatalf("resume without a resume point or a model: %v", err)
+	}
+	c, err := Resume(env, kernels.NewCPU(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumC, err := c.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ja, jc := mustJSON(sumA), mustJSON(sumC); !bytes.Equal(ja, jc) {
+		t.Fatalf("summary differs\n%s\n%s", ja, jc)
 	}
 }

@@ -102,44 +102,63 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := cfg.Harness
-	if b, err := harnesses.Builtin(cfg.Domain, cfg.Harness); err == nil {
-		src = b
-	}
-	h, err := harnesses.Load(cfg.Harness, src, harnesses.EnvOf(env.Domain))
+	h, err := e.startingHarness()
 	if err != nil {
-		return nil, fmt.Errorf("engine: starting harness: %w", err)
+		return nil, err
 	}
 	if err := env.Store.CreateRun(runID, mustJSON(cfg), time.Now()); err != nil {
 		return nil, err
 	}
-	if err := env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source, Proposer: "start"}); err != nil {
+	if err := e.begin(h); err != nil {
 		return nil, err
+	}
+	return e, nil
+}
+
+// startingHarness loads the configured harness (a built-in name or source).
+func (e *Engine) startingHarness() (*harnesses.Harness, error) {
+	src := e.Cfg.Harness
+	if b, err := harnesses.Builtin(e.Cfg.Domain, e.Cfg.Harness); err == nil {
+		src = b
+	}
+	h, err := harnesses.Load(e.Cfg.Harness, src, harnesses.EnvOf(e.env.Domain))
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting harness: %w", err)
+	}
+	return h, nil
+}
+
+// begin sets up a recorded run's first state — the starting harness, the
+// schedule, the starting weights and optimizer — and saves its first
+// resume point. A run recorded but stopped before that point (killed, or a
+// store write failed) begins again from here when resumed.
+func (e *Engine) begin(h *harnesses.Harness) error {
+	cfg, env := e.Cfg, e.env
+	var err error
+	if err := env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source, Proposer: "start"}); err != nil {
+		return err
 	}
 	e.st = State{Phase: cfg.firstPhase(), Round: 1, Archive: search.NewArchive()}
 	e.st.Archive.Add(search.Entry{Hash: h.Hash, Source: h.Source, Proposer: "start"})
 	if err := e.st.Archive.Accept(h.Hash); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.Schedule == "fixed" {
 		if e.st.Fixed, err = NewFixed(cfg.E, cfg.I, cfg.StepsPerEpoch()); err != nil {
-			return nil, err
+			return err
 		}
 	} else if e.st.Adaptive, err = NewAdaptive(cfg.StepsPerEpoch()); err != nil {
-		return nil, err
+		return err
 	}
 	if e.st.Weights, err = e.putWeights(); err != nil {
-		return nil, err
+		return err
 	}
 	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
-		return nil, err
+		return err
 	}
 	// The first resume point: a run killed before its first step resumes
 	// by starting (nothing of it has happened yet).
-	if err := e.saveResume(); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return e.saveResume()
 }
 
 // Resume reopens a stored run at its last resume point. Commands journaled
@@ -158,6 +177,26 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 	}
+	if len(r.Cursor) == 0 {
+		// Recorded, but stopped before its first resume point: nothing of
+		// it has happened, so it begins — from the starting weights, which
+		// only the caller has.
+		if env.Model == nil {
+			return nil, fmt.Errorf("engine: run %s stopped before its first resume point: resume it with its starting model", runID)
+		}
+		e, err := newEngine(cfg, env, runID)
+		if err != nil {
+			return nil, err
+		}
+		h, err := e.startingHarness()
+		if err != nil {
+			return nil, err
+		}
+		if err := e.begin(h); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	if env.Model == nil {
 		if cfg.Model == nil {
 			return nil, fmt.Errorf("engine: run %s: no model configuration stored", runID)
@@ -169,9 +208,6 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	e, err := newEngine(cfg, env, runID)
 	if err != nil {
 		return nil, err
-	}
-	if len(r.Cursor) == 0 {
-		return nil, fmt.Errorf("engine: run %s has no resume point yet: start it again", runID)
 	}
 	if err := json.Unmarshal(r.Cursor, &e.st); err != nil {
 		return nil, fmt.Errorf("engine: run %s: resume point: %w", runID, err)
