@@ -316,3 +316,55 @@ func TestResumeOfRunWithoutResumePoint(t *testing.T) {
 		t.Fatalf("summary differs\n%s\n%s", ja, jc)
 	}
 }
+
+// With learning curves on, a pair of weights and harness is measured on
+// test once: harness phases that keep their incumbent under unchanged
+// weights, and the final evaluation of the best checkpoint, reuse it.
+func TestCurveTestMeasuresEachPairOnce(t *testing.T) {
+	for _, cond := range []string{"harness-only", "weight-only", ""} {
+		sum, e := runCondition(t, cond, func(c *Config) { c.CurveTest = true })
+		seen := map[string]int{}
+		for _, ev := range events(t, e.env.Store, "c") {
+			if ev.Kind != EvEval {
+				continue
+			}
+			var d struct {
+				Split   string `json:"split"`
+				Harness string `json:"harness"`
+				Weights string `json:"weights"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Split == "test" {
+				seen[d.Weights+"|"+d.Harness]++
+			}
+		}
+		for pair, n := range seen {
+			if n != 1 {
+				t.Fatalf("%q: test measured %d times for %s", cond, n, pair)
+			}
+		}
+		st := e.State()
+		if len(seen) != len(st.TestSeen) {
+			t.Fatalf("%q: %d pairs measured, %d remembered", cond, len(seen), len(st.TestSeen))
+		}
+		// Every curve point and the summary are the remembered measurement
+		// of their pair.
+		for i, p := range st.Phases {
+			if rep, ok := st.TestSeen[p.Weights+"|"+p.Harness]; !ok || p.TestAfter == nil || *p.TestAfter != rep.MeanAtK {
+				t.Fatalf("%q: phase %d test %v, remembered %v (%v)", cond, i, p.TestAfter, rep.MeanAtK, ok)
+			}
+		}
+		found := false
+		for _, rep := range st.TestSeen {
+			found = found || (rep.MeanAtK == sum.TestMean8 && rep.CI95 == sum.TestCI95)
+		}
+		if !found {
+			t.Fatalf("%q: summary test %v is not a remembered measurement", cond, sum.TestMean8)
+		}
+		if cond == "harness-only" && len(st.Phases) > 1 && len(seen) >= len(st.Phases)+1 {
+			t.Fatalf("harness-only measured %d pairs over %d phases: nothing was reused", len(seen), len(st.Phases))
+		}
+	}
+}

@@ -290,8 +290,28 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 // evalTest measures test mean@TestK of the current weights under harness
 // hash, for learning curves only.
 func (e *Engine) evalTest(ctx context.Context, hash string) (float64, error) {
-	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, e.Cfg.TestK)
+	rep, err := e.testReport(ctx, e.st.Weights, hash)
 	return rep.MeanAtK, err
+}
+
+// testReport measures test mean@TestK of weights (the loaded ones, whose
+// blob is weights) under harness hash, once per pair (State.TestSeen).
+func (e *Engine) testReport(ctx context.Context, weights, hash string) (eval.Report, error) {
+	key := weights + "|" + hash
+	if rep, ok := e.st.TestSeen[key]; ok {
+		return rep, nil
+	}
+	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, e.Cfg.TestK)
+	if err != nil {
+		return rep, err
+	}
+	if e.Cfg.CurveTest {
+		if e.st.TestSeen == nil {
+			e.st.TestSeen = map[string]eval.Report{}
+		}
+		e.st.TestSeen[key] = rep
+	}
+	return rep, nil
 }
 
 func (e *Engine) evalVal(ctx context.Context) (float64, error) {
@@ -429,7 +449,7 @@ func (e *Engine) finish(ctx context.Context) error {
 	if err := e.loadWeights(man.Weights); err != nil {
 		return err
 	}
-	test, err := e.evalSplit(ctx, data.SplitTest, e.test, man.Harness, e.Cfg.TestK)
+	test, err := e.testReport(ctx, man.Weights, man.Harness)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 
+	"whale/core/eval"
 	"whale/core/search"
 	"whale/core/weights"
 	"whale/data"
@@ -87,6 +88,12 @@ type State struct {
 	// TestStart is test mean@8 of the starting weights and harness, when
 	// Config.CurveTest asks for learning curves.
 	TestStart *float64 `json:"test_start,omitempty"`
+	// TestSeen holds the test measurements of Config.CurveTest by weights
+	// and harness ("WEIGHTS|HARNESS"): a boundary where neither changed
+	// (a harness phase that kept its incumbent) reuses the measurement
+	// instead of spending another TestTasks × TestK rollouts on the same
+	// pair, and so does the final evaluation of the best checkpoint.
+	TestSeen map[string]eval.Report `json:"test_seen,omitempty"`
 
 	// Replay holds kept samples of recent weight steps (Config.Replay).
 	Replay []replayed `json:"replay,omitempty"`
