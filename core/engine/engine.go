@@ -98,34 +98,32 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 		mc := env.Model.Config
 		cfg.Model = &mc
 	}
+	return start(cfg, env, runID, func() error { return env.Store.CreateRun(runID, mustJSON(cfg), time.Now()) })
+}
+
+// start builds the engine of a run that has not begun, loads its starting
+// harness (a built-in name or source) — both before record, so a bad
+// configuration records nothing — then begins it.
+func start(cfg Config, env Env, runID string, record func() error) (*Engine, error) {
 	e, err := newEngine(cfg, env, runID)
 	if err != nil {
 		return nil, err
 	}
-	h, err := e.startingHarness()
-	if err != nil {
-		return nil, err
+	src := cfg.Harness
+	if b, err := harnesses.Builtin(cfg.Domain, cfg.Harness); err == nil {
+		src = b
 	}
-	if err := env.Store.CreateRun(runID, mustJSON(cfg), time.Now()); err != nil {
+	h, err := harnesses.Load(cfg.Harness, src, harnesses.EnvOf(env.Domain))
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting harness: %w", err)
+	}
+	if err := record(); err != nil {
 		return nil, err
 	}
 	if err := e.begin(h); err != nil {
 		return nil, err
 	}
 	return e, nil
-}
-
-// startingHarness loads the configured harness (a built-in name or source).
-func (e *Engine) startingHarness() (*harnesses.Harness, error) {
-	src := e.Cfg.Harness
-	if b, err := harnesses.Builtin(e.Cfg.Domain, e.Cfg.Harness); err == nil {
-		src = b
-	}
-	h, err := harnesses.Load(e.Cfg.Harness, src, harnesses.EnvOf(e.env.Domain))
-	if err != nil {
-		return nil, fmt.Errorf("engine: starting harness: %w", err)
-	}
-	return h, nil
 }
 
 // begin sets up a recorded run's first state — the starting harness, the
@@ -184,18 +182,7 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 		if env.Model == nil {
 			return nil, fmt.Errorf("engine: run %s stopped before its first resume point: resume it with its starting model", runID)
 		}
-		e, err := newEngine(cfg, env, runID)
-		if err != nil {
-			return nil, err
-		}
-		h, err := e.startingHarness()
-		if err != nil {
-			return nil, err
-		}
-		if err := e.begin(h); err != nil {
-			return nil, err
-		}
-		return e, nil
+		return start(cfg, env, runID, func() error { return nil })
 	}
 	if env.Model == nil {
 		if cfg.Model == nil {
