@@ -368,3 +368,34 @@ func TestCurveTestMeasuresEachPairOnce(t *testing.T) {
 		}
 	}
 }
+
+// Harness-only and staged runs whose search has scored every candidate the
+// proposer can make under their weights finish — short of a budget they
+// cannot spend — instead of looping through harness phases that cost
+// nothing (the bench's math harness-only run reached round 276 that way).
+func TestExhaustedHarnessSearchFinishes(t *testing.T) {
+	for _, cond := range []string{"harness-only", "staged"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cfg := tinyConfig(t)
+		cfg.Condition, cfg.MaxRounds, cfg.Budget = cond, 0, 1_000_000
+		if cond == "staged" {
+			cfg.Budget = 400 // weights until 200, then the search runs out
+		}
+		e, err := New(cfg, testEnv(t, openDB(t)), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := e.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", cond, err)
+		}
+		st := e.State()
+		if !st.Done || st.Exhausted == "" || st.Exhausted != st.Weights || sum.Rollouts >= cfg.Budget {
+			t.Fatalf("%s: done %v, exhausted %q (weights %q), %d of %d rollouts", cond, st.Done, st.Exhausted, st.Weights, sum.Rollouts, cfg.Budget)
+		}
+		if n := len(st.Phases); n > 40 {
+			t.Fatalf("%s: %d phases before finishing", cond, n)
+		}
+	}
+}

@@ -241,6 +241,9 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		inc.Audit, inc.HasAudit = rep.MeanAtK, true
 	}
 	end := e.st.schedule().HarnessIteration(r.BestScore)
+	if len(r.Candidates) == 0 && r.Rollouts == 0 {
+		e.st.Exhausted, end = e.st.Weights, true
+	}
 	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience(), Frozen: []string{}}
 	if space, err := harnesses.SpaceOf(a.Entries[a.Incumbent].Source); err == nil {
 		for _, dim := range space {
@@ -398,7 +401,8 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	if newRound {
 		round++
 	}
-	if budgetOver || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
+	exhausted := next == PhaseHarness && e.st.Exhausted != "" && e.st.Exhausted == e.st.Weights
+	if budgetOver || exhausted || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
 		return e.finish(ctx)
 	}
 	e.st.Round = round

@@ -94,6 +94,12 @@ type State struct {
 	// instead of spending another TestTasks × TestK rollouts on the same
 	// pair, and so does the final evaluation of the best checkpoint.
 	TestSeen map[string]eval.Report `json:"test_seen,omitempty"`
+	// Exhausted is the weights blob under which a harness iteration found
+	// nothing left to propose (every candidate of the proposer is archived):
+	// the harness phase ends there, and a condition whose next phase is
+	// again a harness phase under the same weights (harness-only, staged
+	// after its switch) finishes instead of looping without spending.
+	Exhausted string `json:"exhausted,omitempty"`
 
 	// Replay holds kept samples of recent weight steps (Config.Replay).
 	Replay []replayed `json:"replay,omitempty"`
