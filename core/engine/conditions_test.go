@@ -162,15 +162,7 @@ func TestCurveTestAndConditionsResumeExactly(t *testing.T) {
 		cfg := tinyConfig(t)
 		cfg.Condition, cfg.MaxRounds, cfg.Budget, cfg.CurveTest, cfg.I = cond, 0, 64, true, 1
 		ctx := context.Background()
-		dbA := openDB(t)
-		a, err := New(cfg, testEnv(t, dbA), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sumA, err := a.Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sumA, _, _ := runFresh(t, cfg, "r")
 		if sumA.TestStart == nil {
 			t.Fatalf("%s: no test point at the start", cond)
 		}
@@ -233,15 +225,7 @@ func TestRolloutsAreDealtAcrossThePopulation(t *testing.T) {
 func TestResumeBeforeAndRightAfterStart(t *testing.T) {
 	ctx := context.Background()
 	cfg := tinyConfig(t)
-	dbA := openDB(t)
-	a, err := New(cfg, testEnv(t, dbA), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sumA, err := a.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sumA, _, dbA := runFresh(t, cfg, "s")
 	for _, stopAt := range []int{0, 1} {
 		db := openDB(t)
 		b, err := New(cfg, testEnv(t, db), "s")
@@ -282,15 +266,7 @@ func TestResumeBeforeAndRightAfterStart(t *testing.T) {
 func TestResumeOfRunWithoutResumePoint(t *testing.T) {
 	ctx := context.Background()
 	cfg := tinyConfig(t)
-	dbA := openDB(t)
-	a, err := New(cfg, testEnv(t, dbA), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sumA, err := a.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sumA, _, _ := runFresh(t, cfg, "s")
 	db := openDB(t)
 	env := testEnv(t, db)
 	rec := cfg

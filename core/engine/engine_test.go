@@ -64,6 +64,21 @@ func events(t *testing.T, db *store.DB, run string) []Event {
 	return out
 }
 
+// runFresh starts run id under cfg in a new store and runs it to the end.
+func runFresh(t *testing.T, cfg Config, id string) (Summary, *Engine, *store.DB) {
+	t.Helper()
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, e, db
+}
+
 func tinyConfig(t *testing.T) Config {
 	cfg, err := Preset("tiny", "math")
 	if err != nil {
@@ -76,15 +91,7 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 	ctx := context.Background()
 	cfg := tinyConfig(t)
 
-	dbA := openDB(t)
-	a, err := New(cfg, testEnv(t, dbA), "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sumA, err := a.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sumA, a, dbA := runFresh(t, cfg, "run")
 	if len(sumA.Phases) != 4 || sumA.Rounds != 2 {
 		t.Fatalf("tiny run: %d phases, %d rounds; want 4 phases over 2 rounds\n%+v", len(sumA.Phases), sumA.Rounds, sumA)
 	}
