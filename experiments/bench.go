@@ -211,14 +211,16 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
 	}
-	t0 := time.Now()
 	sum, err := eng.Run(ctx)
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
 	}
-	say(fmt.Sprintf("%s %s: best test mean@8 %.3f after %d rollouts (%d phases) in %s", tag, j.ID,
-		sum.TestMean8, sum.Rollouts, len(sum.Phases), time.Since(t0).Round(time.Second)))
-	return Collect(env.Store, j)
+	r, err = Collect(env.Store, j)
+	if err == nil {
+		say(fmt.Sprintf("%s %s: best test mean@8 %.3f after %d rollouts (%d phases), %s of compute", tag, j.ID,
+			sum.TestMean8, sum.Rollouts, len(sum.Phases), r.Compute.Round(time.Second)))
+	}
+	return r, err
 }
 
 // Collect reads a job's run from the store as a report row. It wraps
@@ -240,7 +242,7 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 	if !bytes.Equal(a, b) {
 		return report.Run{}, fmt.Errorf("experiments: run %s is stored with another configuration (%s), not this plan's (%s): use another --db or remove the run", j.ID, a, b)
 	}
-	r := report.Run{Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, RunID: j.ID}
+	r := report.Run{Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, RunID: j.ID, Compute: sr.Compute}
 	if len(sr.Cursor) == 0 {
 		return r, nil
 	}

@@ -426,7 +426,8 @@ func newShowCmd() *cobra.Command {
 			}
 			defer db.Close()
 			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
-				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary}
+				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
+				"compute_s": r.Compute.Seconds()}
 			origin, err := engine.ForkedFrom(db, r.ID)
 			if err != nil {
 				return err
@@ -443,6 +444,9 @@ func newShowCmd() *cobra.Command {
 				fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
 			}
 			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", st.Ledger.Train, st.Ledger.Search, st.Ledger.Eval)
+			if r.Compute > 0 {
+				fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
+			}
 			if st.Summary != nil {
 				printSummary(w, *st.Summary)
 			} else if len(r.Cursor) > 0 {

@@ -54,11 +54,12 @@ func TestRunTinyThenResumeFinished(t *testing.T) {
 	}
 	out, err = runWhale(t, "show", sum.RunID, "--db", db, "--json")
 	var show struct {
-		Status    string `json:"status"`
-		Resumable bool   `json:"resumable"`
+		Status    string  `json:"status"`
+		Resumable bool    `json:"resumable"`
+		ComputeS  float64 `json:"compute_s"`
 	}
 	lastJSONLine(t, out, &show)
-	if err != nil || show.Status != "finished" || show.Resumable {
+	if err != nil || show.Status != "finished" || show.Resumable || show.ComputeS <= 0 {
 		t.Fatalf("show: %+v, %v", show, err)
 	}
 	again, err := runWhale(t, "resume", sum.RunID, "--db", db, "--json")

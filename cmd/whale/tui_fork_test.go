@@ -92,7 +92,7 @@ func TestRunFromCheckpoint(t *testing.T) {
 	}
 	db.Close()
 	shown, err := runWhale(t, "show", sum.RunID, "--db", path)
-	if err != nil || !strings.Contains(shown, "from checkpoint "+ids[len(ids)-1]) {
+	if err != nil || !strings.Contains(shown, "from checkpoint "+ids[len(ids)-1]) || !strings.Contains(shown, "\ncompute: ") {
 		t.Fatalf("whale show of a forked run: %v\n%s", err, shown)
 	}
 }

@@ -78,6 +78,11 @@ type Engine struct {
 	broker  *Broker[Event]
 	control chan Command
 
+	// clock is when the work toward the next resume point began (zero
+	// outside Run): saveResume adds the time since to the run's compute
+	// time.
+	clock time.Time
+
 	// stopAfter, if set, is asked after every saved resume point whether
 	// to stop as if killed (tests of resume).
 	stopAfter func(State) bool
@@ -309,6 +314,8 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	if e.st.Done && e.st.Summary != nil {
 		return *e.st.Summary, nil
 	}
+	e.clock = time.Now()
+	defer func() { e.clock = time.Time{} }()
 	if !e.st.Started && e.st.Step == 0 && e.st.Iteration == 0 && e.st.PhaseSteps == 0 && len(e.st.Phases) == 0 {
 		if err := e.emit(EvRunStarted, mustJSON(e.Cfg)); err != nil {
 			return Summary{}, err
@@ -385,6 +392,7 @@ func (e *Engine) drainControl(ctx context.Context) error {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			e.clock = time.Now() // a paused run computes nothing
 		} else {
 			select {
 			case c = <-e.control:

@@ -91,7 +91,12 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 	ctx := context.Background()
 	cfg := tinyConfig(t)
 
+	t0 := time.Now()
 	sumA, a, dbA := runFresh(t, cfg, "run")
+	took := time.Since(t0)
+	if r, err := dbA.GetRun("run"); err != nil || r.Compute <= 0 || r.Compute > took {
+		t.Fatalf("stored compute time %v (%v), want in (0, %v], the wall time of the run", r.Compute, err, took)
+	}
 	if len(sumA.Phases) != 4 || sumA.Rounds != 2 {
 		t.Fatalf("tiny run: %d phases, %d rounds; want 4 phases over 2 rounds\n%+v", len(sumA.Phases), sumA.Rounds, sumA)
 	}
@@ -124,6 +129,10 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 		if _, err := b.Run(ctx); !errors.Is(err, errStopped) {
 			t.Fatalf("stop at %d: %v", stopAt, err)
 		}
+		stopped, err := dbB.GetRun("run")
+		if err != nil || stopped.Compute <= 0 {
+			t.Fatalf("stop at %d: compute time %v (%v) of the work saved before the stop, want > 0", stopAt, stopped.Compute, err)
+		}
 		// A new process: fresh model, fresh policy, same store.
 		envC := testEnv(t, dbB)
 		envC.Model = nil // rebuilt from the stored configuration
@@ -134,6 +143,9 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 		sumC, err := c.Run(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if r, _ := dbB.GetRun("run"); r.Compute <= stopped.Compute {
+			t.Fatalf("stop at %d: compute time %v after the resumed run, %v before it: the second process's time was not added", stopAt, r.Compute, stopped.Compute)
 		}
 		ja, jc := mustJSON(sumA), mustJSON(sumC)
 		if !bytes.Equal(ja, jc) {

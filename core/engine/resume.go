@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"whale/core/model"
 	"whale/core/store"
@@ -43,8 +44,16 @@ func (e *Engine) saveResume() error {
 			pins = append(pins, h)
 		}
 	}
-	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins); err != nil {
+	var spent time.Duration
+	now := time.Now()
+	if !e.clock.IsZero() {
+		spent = max(0, now.Sub(e.clock))
+	}
+	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins, spent); err != nil {
 		return err
+	}
+	if !e.clock.IsZero() {
+		e.clock = now
 	}
 	old := e.saved
 	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}

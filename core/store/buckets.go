@@ -10,7 +10,7 @@ package store
 // Bucket and key names. Nested buckets are shown as a/b.
 var (
 	bucketMeta        = []byte("meta")        // schema version
-	bucketRuns        = []byte("runs")        // runs/<id>/{config,status,cursor,created} and sub-buckets
+	bucketRuns        = []byte("runs")        // runs/<id>/{config,status,cursor,created,compute} and sub-buckets
 	bucketEvents      = []byte("events")      // runs/<id>/events: seq (big-endian uint64) → JSON
 	bucketCandidates  = []byte("candidates")  // runs/<id>/candidates: harness hash → JSON
 	bucketSamples     = []byte("samples")     // runs/<id>/samples: seq → JSON
@@ -27,4 +27,6 @@ var (
 	// another run sharing a blob never deletes it.
 	keyPins    = []byte("pins")
 	keyCreated = []byte("created")
+	// keyCompute is the run's compute time so far: nanoseconds, decimal.
+	keyCompute = []byte("compute")
 )

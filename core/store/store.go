@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,6 +146,10 @@ type Run struct {
 	Status  string          `json:"status"`
 	Cursor  json.RawMessage `json:"cursor,omitempty"`
 	Created time.Time       `json:"created"`
+	// Compute is the time spent on the work behind the current resume
+	// point, summed over every process that ran the run. Work lost to a
+	// crash (after the last resume point) is not in it; its redo is.
+	Compute time.Duration `json:"compute_ns"`
 }
 
 // CreateRun stores a new run with status "created". The id must be new.
@@ -167,7 +172,7 @@ func (db *DB) CreateRun(id string, config json.RawMessage, now time.Time) error 
 			}
 		}
 		ts, _ := now.UTC().MarshalText()
-		for k, v := range map[string][]byte{string(keyConfig): config, string(keyStatus): []byte("created"), string(keyCreated): ts} {
+		for k, v := range map[string][]byte{string(keyConfig): config, string(keyStatus): []byte("created"), string(keyCreated): ts, string(keyCompute): []byte("0")} {
 			if err := rb.Put([]byte(k), v); err != nil {
 				return err
 			}
@@ -201,6 +206,7 @@ func (db *DB) GetRun(id string) (Run, error) {
 func readRun(id string, rb *bolt.Bucket) Run {
 	r := Run{ID: id, Config: copyBytes(rb.Get(keyConfig)), Status: string(rb.Get(keyStatus)), Cursor: copyBytes(rb.Get(keyCursor))}
 	_ = r.Created.UnmarshalText(rb.Get(keyCreated))
+	r.Compute = readCompute(rb)
 	return r
 }
 
@@ -234,11 +240,27 @@ func (db *DB) SetRunState(id, status string, cursor json.RawMessage) error {
 	})
 }
 
+// readCompute reads a run's compute time; a run created before whale kept
+// one reads 0, and keeps reading 0: its earlier work was never timed, so a
+// partial sum would understate it.
+func readCompute(rb *bolt.Bucket) time.Duration {
+	n, err := strconv.ParseInt(string(rb.Get(keyCompute)), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n)
+}
+
 // SetResumePoint is SetRunState for a resume point that uses blobs: it also
 // pins them to the run in the same transaction, so DeleteBlob refuses them
 // while this resume point stands, whichever run asks (content-addressed
-// blobs are shared between runs that start from the same weights).
-func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []string) error {
+// blobs are shared between runs that start from the same weights). spent,
+// the time the work since the previous resume point took, is added to the
+// run's compute time in the same transaction.
+func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []string, spent time.Duration) error {
+	if spent < 0 {
+		return fmt.Errorf("store: run %s: resume point spent %v, want ≥ 0", id, spent)
+	}
 	pins, err := json.Marshal(blobs)
 	if err != nil {
 		return fmt.Errorf("store: run %s: pins: %w", id, err)
@@ -259,7 +281,10 @@ func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []
 				return err
 			}
 		}
-		return nil
+		if rb.Get(keyCompute) == nil {
+			return nil // created before compute time was kept
+		}
+		return rb.Put(keyCompute, []byte(strconv.FormatInt(int64(readCompute(rb)+spent), 10)))
 	})
 }
 

@@ -260,12 +260,12 @@ func TestPinnedBlobsSurviveAnotherRunsCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
-		if err := db.SetResumePoint(id, "running", []byte(`{"step":0}`), []string{shared}); err != nil {
+		if err := db.SetResumePoint(id, "running", []byte(`{"step":0}`), []string{shared}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Run a moves on and drops its old blob: b still uses it.
-	if err := db.SetResumePoint("a", "running", []byte(`{"step":1}`), nil); err != nil {
+	if err := db.SetResumePoint("a", "running", []byte(`{"step":1}`), nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.DeleteBlob(shared); !errors.Is(err, ErrBlobInUse) || !strings.Contains(err.Error(), "run b") {
@@ -274,7 +274,7 @@ func TestPinnedBlobsSurviveAnotherRunsCleanup(t *testing.T) {
 	if _, err := db.GetBlob(shared); err != nil {
 		t.Fatalf("pinned blob lost: %v", err)
 	}
-	if err := db.SetResumePoint("b", "running", []byte(`{"step":1}`), nil); err != nil {
+	if err := db.SetResumePoint("b", "running", []byte(`{"step":1}`), nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.DeleteBlob(shared); err != nil {
@@ -323,11 +323,69 @@ func TestResumePointRefusesMissingBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := Hash([]byte("never stored"))
-	err := db.SetResumePoint("a", "running", []byte(`{"step":3}`), []string{missing})
+	err := db.SetResumePoint("a", "running", []byte(`{"step":3}`), []string{missing}, 0)
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("resume point pinning a missing blob: %v", err)
 	}
 	if r, _ := db.GetRun("a"); string(r.Cursor) == `{"step":3}` {
 		t.Fatal("a refused resume point was stored")
+	}
+}
+
+// A run's compute time is the sum of what its resume points spent, kept
+// across reopening the file; a refused resume point adds nothing.
+func TestComputeTimeAddsUpOverResumePoints(t *testing.T) {
+	db := open(t)
+	if err := db.CreateRun("a", []byte(`{}`), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := db.GetRun("a"); r.Compute != 0 {
+		t.Fatalf("new run's compute time %v, want 0", r.Compute)
+	}
+	for _, d := range []time.Duration{1500 * time.Millisecond, 0, 3 * time.Minute} {
+		if err := db.SetResumePoint("a", "running", []byte(`{}`), nil, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := Hash([]byte("never stored"))
+	if err := db.SetResumePoint("a", "running", []byte(`{}`), []string{missing}, time.Hour); err == nil {
+		t.Fatal("resume point pinning a missing blob was accepted")
+	}
+	if err := db.SetResumePoint("a", "running", []byte(`{}`), nil, -time.Second); err == nil || !strings.Contains(err.Error(), "run a") {
+		t.Fatalf("negative spent time: %v", err)
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db2, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	want := 3*time.Minute + 1500*time.Millisecond
+	r, err := db2.GetRun("a")
+	if err != nil || r.Compute != want {
+		t.Fatalf("compute time after reopening: %v (%v), want %v", r.Compute, err, want)
+	}
+	if runs, _ := db2.Runs(); len(runs) != 1 || runs[0].Compute != want {
+		t.Fatalf("Runs() compute time: %+v", runs)
+	}
+
+	// A run created before compute time was kept has no record, and its
+	// later resume points do not start one (they would time only a part).
+	if err := db2.CreateRun("old", []byte(`{}`), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db2.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).Bucket([]byte("old")).Delete(keyCompute)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db2.SetResumePoint("old", "running", []byte(`{"step":9}`), nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := db2.GetRun("old"); r.Compute != 0 || string(r.Cursor) != `{"step":9}` {
+		t.Fatalf("run without a record: compute %v, cursor %s; want 0 and the new cursor", r.Compute, r.Cursor)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // the issue fixes; the rest follow them and may grow, never move.
 var CSVHeader = []string{
 	"condition", "domain", "seed", "best_test_mean_at_8", "rollouts",
-	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases",
+	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases", "compute_s",
 }
 
 // encodeCSV writes one row per run in the order given (Write sorts first).
@@ -24,13 +24,16 @@ func encodeCSV(runs []Run) ([]byte, error) {
 		return nil, fmt.Errorf("report: encode %s header: %w", ResultsCSV, err)
 	}
 	for _, r := range runs {
-		best, lo, hi := "", "", ""
+		best, lo, hi, secs := "", "", "", ""
+		if r.Compute > 0 {
+			secs = strconv.FormatFloat(r.Compute.Seconds(), 'f', 1, 64)
+		}
 		if r.Done {
 			best, lo, hi = frac(r.BestTestMean8), frac(r.TestCI95[0]), frac(r.TestCI95[1])
 		}
 		row := []string{
 			r.Condition, r.Domain, strconv.FormatUint(r.Seed, 10), best, strconv.Itoa(r.Rollouts),
-			r.RunID, strconv.FormatBool(r.Done), lo, hi, strconv.Itoa(r.EvalRollouts), strconv.Itoa(r.Phases),
+			r.RunID, strconv.FormatBool(r.Done), lo, hi, strconv.Itoa(r.EvalRollouts), strconv.Itoa(r.Phases), secs,
 		}
 		if err := w.Write(row); err != nil {
 			return nil, fmt.Errorf("report: encode %s row of run %s: %w", ResultsCSV, r.RunID, err)

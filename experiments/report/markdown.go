@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // baselines are the conditions WHALE is compared with, in report order.
@@ -32,7 +33,8 @@ func Markdown(runs []Run, meta Meta) []byte {
 		p("- Seeds per condition: %d\n", meta.Seeds)
 	}
 	p("- Conditions: %s\n", strings.Join(Conditions, ", "))
-	p("- Domains: %s\n\n", strings.Join(domains(runs), ", "))
+	p("- Domains: %s\n", strings.Join(domains(runs), ", "))
+	p("- Compute: %s\n\n", computeText(runs))
 	for _, n := range meta.Notes {
 		if n = strings.TrimSpace(n); n != "" {
 			p("%s\n\n", n)
@@ -60,8 +62,8 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## %s\n\n", domain)
 	p("![%s: score against rollouts](%s)\n\n", domain, ChartFile(domain))
-	p("| condition | best test mean@8 | 95%% CI | seeds | rollouts to weight-only peak | phases | rollouts used |\n")
-	p("|---|---:|---|---|---:|---:|---:|\n")
+	p("| condition | best test mean@8 | 95%% CI | seeds | rollouts to weight-only peak | phases | rollouts used | compute per run |\n")
+	p("|---|---:|---|---|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		expect := max(c.Seeds, meta.Seeds)
 		seeds := fmt.Sprintf("%d of %d", c.N, expect)
@@ -69,15 +71,15 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 			seeds += " finished"
 		}
 		if c.N == 0 {
-			p("| %s | — | — | %s | — | — | — |\n", c.Condition, seeds)
+			p("| %s | — | — | %s | — | — | — | — |\n", c.Condition, seeds)
 			continue
 		}
 		ci := fmt.Sprintf("%s – %s", points(c.CI95[0]), points(c.CI95[1]))
 		if c.N == 1 {
 			ci += " (test tasks, 1 seed)"
 		}
-		p("| %s | %s | %s | %s | %s | %.1f | %s |\n", c.Condition, points(c.Mean), ci, seeds,
-			reachText(c), c.Phases, count(int(math.Round(c.MeanRollouts))))
+		p("| %s | %s | %s | %s | %s | %.1f | %s | %s |\n", c.Condition, points(c.Mean), ci, seeds,
+			reachText(c), c.Phases, count(int(math.Round(c.MeanRollouts))), cellCompute(c))
 	}
 	p("\n")
 	writeMissing(b, runs, cells, domain, meta)
@@ -85,6 +87,53 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 	for _, w := range []string{WhaleFixed, WhaleAdaptive} {
 		writeAttribution(b, runs, domain, w)
 	}
+}
+
+// computeText sums the runs' recorded compute time for the header.
+func computeText(runs []Run) string {
+	var total time.Duration
+	with, without := 0, 0
+	for _, r := range runs {
+		if r.Compute > 0 {
+			total += r.Compute
+			with++
+		} else if r.Done {
+			without++
+		}
+	}
+	if with == 0 {
+		return "not recorded (the store holds no compute time for these runs)"
+	}
+	s := fmt.Sprintf("%s summed over %s (the time each run's stored work took, over every process that ran it; runs that ran side by side overlap in wall time)",
+		duration(total), plural(with, "run"))
+	if without > 0 {
+		s += fmt.Sprintf("; %s without a record (created before whale kept compute time)", plural(without, "finished run"))
+	}
+	return s
+}
+
+// cellCompute is a cell's mean compute time per finished run.
+func cellCompute(c Cell) string {
+	if c.ComputeRuns == 0 {
+		return "—"
+	}
+	s := duration(c.MeanCompute)
+	if c.ComputeRuns < c.N {
+		s += fmt.Sprintf(" (%d of %d runs)", c.ComputeRuns, c.N)
+	}
+	return s
+}
+
+// duration formats compute time: "42 s", "7.3 min", "3 h 05 min".
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.0f s", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%.1f min", d.Minutes())
+	}
+	m := int(d.Round(time.Minute).Minutes())
+	return fmt.Sprintf("%d h %02d min", m/60, m%60)
 }
 
 func reachText(c Cell) string {

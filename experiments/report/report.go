@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Point is a run's state at one phase boundary (a kept checkpoint).
@@ -50,6 +51,10 @@ type Run struct {
 	EvalRollouts  int
 	Curve         []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
 	Phases        int     // phases run
+	// Compute is the time the run's stored work took, over every process
+	// that ran it; 0 when the store holds no record (runs created before
+	// whale kept one).
+	Compute time.Duration
 }
 
 // Conditions in report order.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/plot"
 )
@@ -59,6 +60,7 @@ func synthRun(domain, cond string, seed uint64) Run {
 		EvalRollouts:  500,
 		Phases:        len(pat),
 		Curve:         []Point{{Phase: PhaseStart, Val: 0.1, Test: 0.1, HasTest: true}},
+		Compute:       time.Duration(seed) * time.Minute,
 	}
 	at, round := 0, 0
 	for i, ph := range pat {
@@ -76,8 +78,9 @@ func synthRun(domain, cond string, seed uint64) Run {
 }
 
 // synthRuns is 3 seeds × 6 conditions × 2 domains, less staged seed 3 on
-// searchqa (never started), with whale-adaptive seed 2 on math unfinished
-// and whale-fixed seed 3 on searchqa over budget.
+// searchqa (never started), with whale-adaptive seed 2 on math unfinished,
+// whale-fixed seed 3 on searchqa over budget and weight-only seed 1 on math
+// without a compute time (the others took seed minutes).
 func synthRuns() []Run {
 	var runs []Run
 	for _, d := range []string{"searchqa", "math"} { // not sorted: Write must sort
@@ -93,6 +96,9 @@ func synthRuns() []Run {
 				}
 				if d == "searchqa" && c == "whale-fixed" && s == 3 {
 					r.Rollouts = 12500 // over the 12,000 budget TestWrite sets
+				}
+				if d == "math" && c == WeightOnly && s == 1 {
+					r.Compute = 0
 				}
 				runs = append(runs, r)
 			}
@@ -343,6 +349,10 @@ func TestWrite(t *testing.T) {
 			t.Errorf("unfinished run's row %v: want empty score and done=false", row)
 		}
 	}
+	if rows[0][11] != "compute_s" || rows[1][11] != "" || rows[2][11] != "120.0" {
+		t.Errorf("compute_s column: header %q, math weight-only seeds 1 and 2 %q %q; want empty (no record) and 120.0",
+			rows[0][11], rows[1][11], rows[2][11])
+	}
 
 	for d, b := range pngs {
 		img, err := png.Decode(bytes.NewReader(b))
@@ -365,6 +375,12 @@ func TestWrite(t *testing.T) {
 		"whale-adaptive: 2 of 3 seeds finished (seed 2 unfinished)",
 		"staged: 2 of 3 seeds finished (seed 3 never started)",
 		"| weight-only | 22.0 | 17.0 – 27.0 | 3 of 3 |",
+		// 34 runs with a record took 68 min in all (seed minutes each);
+		// math weight-only seed 1 has none.
+		"- Compute: 1 h 08 min summed over 34 runs",
+		"; 1 finished run without a record",
+		"| 2.5 min (2 of 3 runs) |",
+		"| 11,556 | 2.0 min |",
 		"whale-fixed beats weight-only (+11.0 points",
 		"is within noise of harness-only",
 		"### whale-fixed on math",

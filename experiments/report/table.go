@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"slices"
+	"time"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -32,6 +33,10 @@ type Cell struct {
 	ReachSeeds int `json:"reach_seeds"`
 	// MeanRollouts is the mean budgeted rollouts the finished runs used.
 	MeanRollouts float64 `json:"mean_rollouts"`
+	// MeanCompute is the mean compute time of the finished runs that have
+	// one recorded (ComputeRuns of them; 0 runs: unknown).
+	MeanCompute time.Duration `json:"mean_compute_ns"`
+	ComputeRuns int           `json:"compute_runs"`
 }
 
 // Table computes the per condition × domain aggregates RESULTS.md shows: one
@@ -86,6 +91,10 @@ func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
 		best = append(best, r.BestTestMean8)
 		c.Phases += float64(r.Phases)
 		c.MeanRollouts += float64(r.Rollouts)
+		if r.Compute > 0 {
+			c.ComputeRuns++
+			c.MeanCompute += r.Compute
+		}
 		if c.N == 1 {
 			c.CI95 = r.TestCI95
 		}
@@ -104,6 +113,9 @@ func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
 	}
 	c.Phases /= float64(c.N)
 	c.MeanRollouts /= float64(c.N)
+	if c.ComputeRuns > 0 {
+		c.MeanCompute /= time.Duration(c.ComputeRuns)
+	}
 	var lo, hi float64
 	c.Mean, lo, hi = MeanCI(best)
 	if c.N > 1 {
