@@ -147,6 +147,9 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if errs[i] = ctx.Err(); errs[i] != nil {
+					continue // stopping: never start a run only to cancel it
+				}
 				out[i], errs[i] = runJob(ctx, env, jobs[i], fmt.Sprintf("[%d/%d]", i+1, len(jobs)), locked)
 				if errs[i] != nil {
 					cancel()
