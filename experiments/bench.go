@@ -220,8 +220,12 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	}
 	r, err = Collect(env.Store, j)
 	if err == nil {
-		say(fmt.Sprintf("%s %s: best test mean@8 %.3f after %d rollouts (%d phases), %s of compute", tag, j.ID,
-			sum.TestMean8, sum.Rollouts, len(sum.Phases), r.Compute.Round(time.Second)))
+		compute := r.Compute.Round(time.Second).String() + " of compute"
+		if r.Compute == 0 {
+			compute = "compute time not recorded (run created before whale kept it)"
+		}
+		say(fmt.Sprintf("%s %s: best test mean@8 %.3f after %d rollouts (%d phases), %s", tag, j.ID,
+			sum.TestMean8, sum.Rollouts, len(sum.Phases), compute))
 	}
 	return r, err
 }
