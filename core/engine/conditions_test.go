@@ -183,17 +183,7 @@ func TestCurveTestAndConditionsResumeExactly(t *testing.T) {
 		}
 		envC := testEnv(t, dbB)
 		envC.Model = nil
-		c, err := Resume(envC, kernels.NewCPU(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sumC, err := c.Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ja, jc := mustJSON(sumA), mustJSON(sumC); !bytes.Equal(ja, jc) {
-			t.Fatalf("%s: resumed summary differs\n%s\n%s", cond, ja, jc)
-		}
+		resumeMatches(t, envC, "r", sumA, cond)
 	}
 }
 
@@ -264,7 +254,6 @@ func TestResumeBeforeAndRightAfterStart(t *testing.T) {
 // starting model — to exactly the uninterrupted run — and without one the
 // error says what is missing.
 func TestResumeOfRunWithoutResumePoint(t *testing.T) {
-	ctx := context.Background()
 	cfg := tinyConfig(t)
 	sumA, _, _ := runFresh(t, cfg, "s")
 	db := openDB(t)
@@ -280,17 +269,7 @@ func TestResumeOfRunWithoutResumePoint(t *testing.T) {
 	if _, err := Resume(bare, kernels.NewCPU(), "s"); err == nil || !strings.Contains(err.Error(), "starting model") {
 		t.Fatalf("resume without a resume point or a model: %v", err)
 	}
-	c, err := Resume(env, kernels.NewCPU(), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sumC, err := c.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ja, jc := mustJSON(sumA), mustJSON(sumC); !bytes.Equal(ja, jc) {
-		t.Fatalf("summary differs\n%s\n%s", ja, jc)
-	}
+	resumeMatches(t, env, "s", sumA, "run recorded without a resume point")
 }
 
 // With learning curves on, a pair of weights and harness is measured on

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -79,6 +80,23 @@ func runFresh(t *testing.T, cfg Config, id string) (Summary, *Engine, *store.DB)
 	return sum, e, db
 }
 
+// resumeMatches resumes run id in env (a new process) and runs it to the
+// end: its summary must be want, byte for byte.
+func resumeMatches(t *testing.T, env Env, id string, want Summary, what string) {
+	t.Helper()
+	c, err := Resume(env, kernels.NewCPU(), id)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	got, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if a, b := mustJSON(want), mustJSON(got); !bytes.Equal(a, b) {
+		t.Fatalf("%s: resumed summary differs\n%s\n%s", what, a, b)
+	}
+}
+
 func tinyConfig(t *testing.T) Config {
 	cfg, err := Preset("tiny", "math")
 	if err != nil {
@@ -136,20 +154,9 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 		// A new process: fresh model, fresh policy, same store.
 		envC := testEnv(t, dbB)
 		envC.Model = nil // rebuilt from the stored configuration
-		c, err := Resume(envC, kernels.NewCPU(), "run")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sumC, err := c.Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resumeMatches(t, envC, "run", sumA, fmt.Sprintf("stop at %d", stopAt))
 		if r, _ := dbB.GetRun("run"); r.Compute <= stopped.Compute {
 			t.Fatalf("stop at %d: compute time %v after the resumed run, %v before it: the second process's time was not added", stopAt, r.Compute, stopped.Compute)
-		}
-		ja, jc := mustJSON(sumA), mustJSON(sumC)
-		if !bytes.Equal(ja, jc) {
-			t.Fatalf("stop at %d: resumed summary differs\n%s\n%s", stopAt, ja, jc)
 		}
 		evA, evC := events(t, dbA, "run"), withoutResumed(events(t, dbB, "run"))
 		if len(evA) != len(evC) {
