@@ -210,6 +210,40 @@ func TestControlCommandsAreJournaledAndApplied(t *testing.T) {
 	}
 }
 
+// Time a run spends paused is not in its compute time.
+func TestPausedTimeIsNotComputeTime(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.MaxRounds = 1
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pause = time.Second
+	sub := e.Subscribe(1 << 16)
+	e.Send(Command{Kind: "pause"})
+	go func() {
+		for range sub.Ready() {
+			evs, _ := sub.Drain()
+			for _, ev := range evs {
+				if ev.Kind == EvControl { // the pause is applied: the engine waits
+					time.Sleep(pause)
+					e.Send(Command{Kind: "resume"})
+					return
+				}
+			}
+		}
+	}()
+	t0 := time.Now()
+	if _, err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(t0)
+	if r, err := db.GetRun("paused"); err != nil || r.Compute <= 0 || r.Compute > took-pause {
+		t.Fatalf("compute time %v (%v) of a run that took %v with %v paused: want in (0, %v]", r.Compute, err, took, pause, took-pause)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.Operator = "ppo"

@@ -44,16 +44,13 @@ func (e *Engine) saveResume() error {
 			pins = append(pins, h)
 		}
 	}
-	var spent time.Duration
-	now := time.Now()
+	var spent time.Duration // outside Run (New's first point) nothing is timed
 	if !e.clock.IsZero() {
-		spent = max(0, now.Sub(e.clock))
+		now := time.Now()
+		spent, e.clock = max(0, now.Sub(e.clock)), now
 	}
 	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins, spent); err != nil {
 		return err
-	}
-	if !e.clock.IsZero() {
-		e.clock = now
 	}
 	old := e.saved
 	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
