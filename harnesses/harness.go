@@ -49,12 +49,13 @@ const (
 // Contract function names and their arities.
 var (
 	requiredFuncs = map[string]int{"format_observation": 2, "parse_action": 1, "is_valid_action": 2}
-	optionalFuncs = map[string]int{"format_tool_result": 3, "next_step": 1, "compact_history": 2}
+	optionalFuncs = map[string]int{"format_tool_result": 3, "next_step": 1, "compact_history": 2, "aggregate": 2}
 	signatures    = map[string]string{"format_observation": "(obs, state)", "parse_action": "(text)", "is_valid_action": "(obs, action)",
-		"format_tool_result": "(name, result, state)", "next_step": "(state)", "compact_history": "(messages, state)"}
+		"format_tool_result": "(name, result, state)", "next_step": "(state)", "compact_history": "(messages, state)",
+		"aggregate": "(candidates, state)"}
 	contractNames = []string{"SYSTEM_PROMPT", "USER_PROMPT", "FORMAT_RETRY_BUDGET", "INVALID_RETRY_BUDGET", "MAX_TURNS", "TOOLS", "CONTEXT_TOKENS",
 		"format_observation", "parse_action", "is_valid_action", "format_tool_result", "next_step", "compact_history",
-		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE"}
+		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE", "SAMPLES", "aggregate"}
 )
 
 // Harness is a loaded, validated harness. Its globals are frozen, so one
@@ -68,13 +69,16 @@ type Harness struct {
 	Hash   string
 	Env    Env
 
-	SystemPrompt        string
-	UserPrompt          string
-	FormatRetryBudget   int
-	InvalidRetryBudget  int
-	MaxTurns            int
-	Tools               []string
-	ContextTokens       int
+	SystemPrompt       string
+	UserPrompt         string
+	FormatRetryBudget  int
+	InvalidRetryBudget int
+	MaxTurns           int
+	Tools              []string
+	ContextTokens      int
+	// Samples is SAMPLES: completions drawn at each model call, of which
+	// aggregate picks one (1 when the harness does not set it).
+	Samples             int
 	FormatRetryMessage  string
 	InvalidRetryMessage string
 
@@ -218,6 +222,10 @@ func (h *Harness) validate(t *topLevel) []Issue {
 	}
 	h.MaxTurns = intIn("MAX_TURNS", 1, maxTurns)
 	h.ContextTokens = intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
+	h.Samples = 1
+	if _, ok := h.globals["SAMPLES"]; ok {
+		h.Samples = intIn("SAMPLES", 1, MaxSamples)
+	}
 
 	if v, ok := h.globals["TOOLS"]; !ok {
 		missing("TOOLS", "list of tool names")

@@ -147,12 +147,15 @@ type Reply struct {
 	Text string
 	// Length marks a completion cut off by MaxNewTokens (no stop token).
 	Length bool
+	// LogProb is the log-probability reported for each of its tokens.
+	LogProb float32
 }
 
 // Scripted replies from per-episode scripts, for tests. Replies are keyed
 // by the episode part of the request key ("taskID#sample", with any key
-// prefix); the n-th call of an episode gets the n-th reply. It records
-// every request it sees.
+// prefix); the n-th request of an episode gets the n-th reply (the
+// SAMPLES requests of a voting call are consecutive). It records every
+// request it sees.
 type Scripted struct {
 	Tok     tokenizer.Tokenizer
 	Replies map[string][]Reply
@@ -175,6 +178,9 @@ func (s *Scripted) Generate(ctx context.Context, reqs []policy.Request) ([]polic
 	for i, r := range reqs {
 		s.Requests = append(s.Requests, r)
 		ep := r.Key
+		if j := strings.LastIndex(ep, "/v"); j >= 0 && j > strings.LastIndexByte(ep, '#') {
+			ep = ep[:j] // a voting sample's suffix
+		}
 		if j := strings.LastIndexByte(ep, '/'); j >= 0 {
 			ep = ep[:j]
 		}
@@ -195,6 +201,9 @@ func (s *Scripted) Generate(ctx context.Context, reqs []policy.Request) ([]polic
 			continue
 		}
 		out[i] = encodeReply(s.Tok, rep.Text, 0)
+		for j := range out[i].LogProbs {
+			out[i].LogProbs[j] = rep.LogProb
+		}
 	}
 	return out, nil
 }

@@ -89,6 +89,13 @@ type Call struct {
 	// Cut is set when a message had to be shortened as well.
 	Dropped int  `json:"dropped,omitempty"`
 	Cut     bool `json:"cut,omitempty"`
+	// Sample is the completion's index among a voting call's SAMPLES.
+	// NotChosen marks a completion aggregate passed over: it was paid
+	// for and is kept for people, but the episode did not go on from it
+	// and the weight phase never trains on it. Its Prompt is left out
+	// (it is the chosen call's, which follows it).
+	Sample    int  `json:"sample,omitempty"`
+	NotChosen bool `json:"not_chosen,omitempty"`
 }
 
 // ToolCall is one tool call of a rollout.
@@ -103,6 +110,11 @@ type ToolCall struct {
 	// ByHarness is set when next_step issued the call, not the model.
 	ByHarness bool `json:"by_harness,omitempty"`
 }
+
+// Trained reports whether the weight phase may train on the call: every
+// call the episode went on from (all but the completions a vote passed
+// over).
+func (c *Call) Trained() bool { return !c.NotChosen }
 
 // Trajectory is one rollout: one task run through a harness by a policy.
 type Trajectory struct {
@@ -123,6 +135,10 @@ type Trajectory struct {
 	// Error explains a FailHarness with the harness's file:line:col.
 	Error string `json:"error,omitempty"`
 }
+
+// ModelCalls counts the completions the rollout paid for: every call,
+// voting samples included.
+func (t *Trajectory) ModelCalls() int { return len(t.Calls) }
 
 // rollout is the runtime state of one episode.
 type rollout struct {
@@ -146,6 +162,8 @@ type rollout struct {
 	// pending is the prompt waiting for the policy.
 	pending *Call
 	system  string
+	// last is the text of the last completion the episode went on from.
+	last string
 }
 
 // Run drives tasks × K rollouts through harness h and policy pol. It is a
@@ -210,6 +228,8 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 		if size <= 0 {
 			size = len(batch)
 		}
+		// A chunk holds whole rollouts, each asking for SAMPLES completions.
+		size = max(1, size/max(1, h.Samples))
 		for lo := 0; lo < len(batch); lo += size {
 			chunk := batch[lo:min(lo+size, len(batch))]
 			if err := rt.generate(ctx, pol, chunk); err != nil {
@@ -280,6 +300,9 @@ func (rt *runner) hook(r *rollout, name string, args ...starlark.Value) (starlar
 		if err := r.state.SetKey(starlark.String(kv.k), starlark.MakeInt(kv.v)); err != nil {
 			return nil, fmt.Errorf("%s: state: %w", rt.h.File, err)
 		}
+	}
+	if err := r.state.SetKey(starlark.String("last_completion"), starlark.String(r.last)); err != nil {
+		return nil, fmt.Errorf("%s: state: %w", rt.h.File, err)
 	}
 	v, err := rt.h.call(name, args...)
 	if err != nil {
@@ -561,20 +584,35 @@ func fitContext(tok tokenizer.Tokenizer, msgs []Message, budget int) ([]int32, i
 	return ids, dropped, cut, nil
 }
 
-// generate sends one batch to the policy and processes the completions.
+// sampleKey is the request key of sample j of a call: the call's own key
+// for the first, so that a harness that votes and one that does not draw
+// the same first completion (paired comparisons stay paired).
+func sampleKey(key string, j int) string {
+	if j == 0 {
+		return key
+	}
+	return fmt.Sprintf("%s/v%d", key, j)
+}
+
+// generate sends one batch to the policy and processes the completions:
+// SAMPLES requests per rollout, consecutive.
 func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*rollout) error {
-	reqs := make([]policy.Request, len(chunk))
+	n := max(1, rt.h.Samples)
+	reqs := make([]policy.Request, 0, len(chunk)*n)
 	obs, _ := pol.(RequestObserver)
-	for i, r := range chunk {
-		reqs[i] = policy.Request{Key: r.pending.Key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
-			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed}
-		if obs != nil || rt.opts.OnRequest != nil {
-			info := RequestInfo{Key: r.pending.Key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
-			if obs != nil {
-				obs.ObserveRequest(info)
-			}
-			if rt.opts.OnRequest != nil {
-				rt.opts.OnRequest(info)
+	for _, r := range chunk {
+		for j := 0; j < n; j++ {
+			key := sampleKey(r.pending.Key, j)
+			reqs = append(reqs, policy.Request{Key: key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
+				Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed})
+			if obs != nil || rt.opts.OnRequest != nil {
+				info := RequestInfo{Key: key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
+				if obs != nil {
+					obs.ObserveRequest(info)
+				}
+				if rt.opts.OnRequest != nil {
+					rt.opts.OnRequest(info)
+				}
 			}
 		}
 	}
@@ -586,9 +624,143 @@ func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*roll
 		return fmt.Errorf("harnesses: run: policy returned %d completions for %d requests", len(comps), len(reqs))
 	}
 	for i, r := range chunk {
-		rt.complete(r, comps[i])
+		if n == 1 {
+			rt.complete(r, comps[i])
+			continue
+		}
+		rt.vote(r, comps[i*n:(i+1)*n])
 	}
 	return nil
+}
+
+// text decodes a completion without its stop token.
+func (rt *runner) text(c policy.Completion) string {
+	toks := c.Tokens
+	if n := len(toks); n > 0 && toks[n-1] == rt.stop {
+		toks = toks[:n-1]
+	}
+	return rt.tok.Decode(toks)
+}
+
+// vote turns the SAMPLES completions of one call into candidates, lets
+// aggregate (or, without one, vote.plurality_valid) pick one, records the
+// others as not chosen and goes on from the chosen one as if it were the
+// only completion.
+func (rt *runner) vote(r *rollout, comps []policy.Completion) {
+	h := rt.h
+	call := r.pending
+	cands := make([]starlark.Value, len(comps))
+	texts := make([]string, len(comps))
+	for j, c := range comps {
+		texts[j] = rt.text(c)
+		d, err := rt.candidate(r, j, c, texts[j])
+		if err != nil {
+			r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
+				Finish: c.Finish, Text: texts[j], Outcome: string(FailHarness), Sample: j})
+			r.harnessError(err)
+			return
+		}
+		cands[j] = d
+	}
+	list := starlark.NewList(cands)
+	list.Freeze()
+	var got starlark.Value
+	var err error
+	where := "vote.plurality_valid (the default aggregate)"
+	if h.has("aggregate") {
+		where = h.where("aggregate")
+		got, err = rt.hook(r, "aggregate", list, r.state)
+	} else {
+		th, stop := newThread(h.File+":aggregate", CallSteps)
+		got, err = starlark.Call(th, voteModule.Members["plurality_valid"], starlark.Tuple{list}, nil)
+		stop()
+	}
+	chosen := -1
+	if err == nil {
+		chosen = chosenIndex(cands, got)
+		if chosen < 0 {
+			err = fmt.Errorf("%s: runtime: aggregate must return one of its candidates unchanged (a harness may choose among the model's completions, never write its own), not %s", where, truncate(got.String(), 80))
+		}
+	}
+	if err != nil {
+		for j, c := range comps {
+			r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
+				Finish: c.Finish, Text: texts[j], Outcome: string(FailHarness), Sample: j})
+		}
+		r.harnessError(err)
+		return
+	}
+	for j, c := range comps {
+		if j == chosen {
+			continue
+		}
+		r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Completion: c.Tokens, LogProbs: c.LogProbs,
+			Finish: c.Finish, Text: texts[j], Outcome: "not_chosen", Sample: j, NotChosen: true})
+	}
+	call.Key, call.Sample = sampleKey(call.Key, chosen), chosen
+	rt.complete(r, comps[chosen])
+}
+
+// chosenIndex finds got among the candidates: the same value, or one
+// equal to it.
+func chosenIndex(cands []starlark.Value, got starlark.Value) int {
+	for j, c := range cands {
+		if c == got {
+			return j
+		}
+	}
+	for j, c := range cands {
+		if eq, err := starlark.Equal(c, got); err == nil && eq {
+			return j
+		}
+	}
+	return -1
+}
+
+// candidate builds the frozen dict aggregate sees for completion j:
+// index, action (parse_action's result), valid, logprob (summed), tokens,
+// text and finish.
+func (rt *runner) candidate(r *rollout, j int, c policy.Completion, text string) (*starlark.Dict, error) {
+	h := rt.h
+	v, err := rt.hook(r, "parse_action", starlark.String(text))
+	if err != nil {
+		return nil, err
+	}
+	act, err := toAction(h.where("parse_action"), "parse_action", v)
+	if err != nil {
+		return nil, err
+	}
+	valid := false
+	if act != nil && (act.Kind == data.ActTool || NormalizeAnswer(act.Text) != "") {
+		ok, _, err := rt.validate(r, v, act)
+		if err != nil {
+			return nil, err
+		}
+		valid = ok && (act.Kind == data.ActTool || Extracted(act.Text, text))
+	}
+	lp := 0.0
+	for _, x := range c.LogProbs {
+		lp += float64(x)
+	}
+	d := starlark.NewDict(7)
+	for _, kv := range []struct {
+		k string
+		v starlark.Value
+	}{{"index", starlark.MakeInt(j)}, {"action", v}, {"valid", starlark.Bool(valid)}, {"logprob", starlark.Float(lp)},
+		{"tokens", starlark.MakeInt(len(c.Tokens))}, {"text", starlark.String(text)}, {"finish", starlark.String(string(c.Finish))}} {
+		if err := d.SetKey(starlark.String(kv.k), kv.v); err != nil {
+			return nil, err
+		}
+	}
+	d.Freeze()
+	return d, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // complete handles one completion: parse, validate, retry, or step.
@@ -599,11 +771,8 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 	call.Completion = c.Tokens
 	call.LogProbs = c.LogProbs
 	call.Finish = c.Finish
-	toks := c.Tokens
-	if n := len(toks); n > 0 && toks[n-1] == rt.stop {
-		toks = toks[:n-1]
-	}
-	call.Text = rt.tok.Decode(toks)
+	call.Text = rt.text(c)
+	r.last = call.Text
 	r.traj.Calls = append(r.traj.Calls, *call)
 	rec := &r.traj.Calls[len(r.traj.Calls)-1]
 	r.say("assistant", call.Text)

@@ -728,6 +728,7 @@ var predeclared = func() starlark.StringDict {
 		"re":                   reModule,
 		"json":                 jsonModule,
 		"math":                 mathModule,
+		"vote":                 voteModule,
 	}
 	for tok, name := range binaryGuards {
 		if _, set := d[name]; !set {

@@ -544,7 +544,11 @@ func (m *Model) viewSample(s Sample, w, h int) []string {
 		wrap("  ", msg.Content)
 	}
 	for i, c := range t.Calls {
-		all = append(all, stHeader.Render(fmt.Sprintf("[completion %d, %s]", i+1, c.Finish)))
+		vote := ""
+		if c.NotChosen {
+			vote = fmt.Sprintf(", sample %d, not chosen", c.Sample)
+		}
+		all = append(all, stHeader.Render(fmt.Sprintf("[completion %d, %s%s]", i+1, c.Finish, vote)))
 		wrap("  ", c.Text)
 	}
 	for _, tc := range t.Tools {

@@ -50,7 +50,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	for i, t := range ts {
 		s := weights.Sample{Group: t.TaskID, Reward: t.Reward, Failure: string(t.Failure)}
 		for _, c := range t.Calls {
-			s.Calls = append(s.Calls, weights.Call{Prompt: c.Prompt, Completion: c.Completion, LogProbs: c.LogProbs})
+			if c.Trained() {
+				s.Calls = append(s.Calls, weights.Call{Prompt: c.Prompt, Completion: c.Completion, LogProbs: c.LogProbs})
+			}
 		}
 		samples[i] = s
 		mean += t.Reward

@@ -252,6 +252,9 @@ func trajectorySequences(tr harnesses.Trajectory, promptWeight float32) []model.
 	var out []model.Sequence
 	var cur *model.Sequence
 	for _, call := range tr.Calls {
+		if !call.Trained() {
+			continue
+		}
 		if cur != nil && hasPrefix(call.Prompt, cur.Tokens) {
 			extra := call.Prompt[len(cur.Tokens):]
 			cur.Tokens = append(cur.Tokens, extra...)
