@@ -47,6 +47,28 @@ type Entry struct {
 	Status    Status  `json:"status"`
 	Audit     float64 `json:"audit,omitempty"` // audit-split score, for accepted harnesses
 	HasAudit  bool    `json:"has_audit,omitempty"`
+	// Calls counts the model calls (completions, voting samples
+	// included) its scored rollouts cost: the harness's price.
+	Calls int `json:"calls,omitempty"`
+	// Failures counts its scored rollouts by failure kind (data.FailureKind;
+	// "" for a success), under the current weights: what a proposer
+	// reads to target fragments.
+	Failures map[string]int `json:"failures,omitempty"`
+	// Gain is the paired gain of its score over the harness it was
+	// compared with (Against, the incumbent of the time) on the same val
+	// tasks and the same random draws, with the 95 % interval; HasGain is
+	// set once it was compared.
+	Gain    float64 `json:"gain,omitempty"`
+	GainLo  float64 `json:"gain_lo,omitempty"`
+	GainHi  float64 `json:"gain_hi,omitempty"`
+	Against string  `json:"against,omitempty"`
+	HasGain bool    `json:"has_gain,omitempty"`
+	// Null is the null-policy audit's verdict for an entry that won its
+	// comparison: the lift content-blind policies get from it over h0
+	// (points) and whether that kept it from being accepted.
+	NullLift    float64 `json:"null_lift,omitempty"`
+	HasNull     bool    `json:"has_null,omitempty"`
+	NullRefused bool    `json:"null_refused,omitempty"`
 }
 
 // CI95 is a normal-approximation 95 % interval of the entry's mean score.
