@@ -134,14 +134,14 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 	if len(e.st.Population) == 0 {
 		e.st.Population = []string{a.Incumbent}
 	}
-	spent := 0
+	spent, spentCalls := 0, 0
 	if a.Weights != e.st.Weights || !a.Entries[a.Incumbent].Complete {
 		a.ResetScores(e.st.Weights)
-		n, err := s.ScoreAll(ctx, a, e.st.Population, e.val)
+		sr, err := s.ScoreAll(ctx, a, e.st.Population, e.val)
 		if err != nil {
 			return search.IterationResult{}, err
 		}
-		spent = n
+		spent, spentCalls = sr.Rollouts, sr.Calls
 		if best := a.Best(); best != nil && best.Hash != a.Incumbent {
 			if err := a.Accept(best.Hash); err != nil {
 				return search.IterationResult{}, err
@@ -155,6 +155,7 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 		return r, err
 	}
 	r.Rollouts += spent
+	r.Calls += spentCalls
 	e.st.Population = e.st.Population[:0]
 	for _, ent := range a.Pareto(populationCap) {
 		e.st.Population = append(e.st.Population, ent.Hash)

@@ -68,7 +68,7 @@ func TestOneSidedConditions(t *testing.T) {
 	}
 	// Harness-only never rescores the incumbent under unchanged weights:
 	// every iteration after the first proposes candidates.
-	_, e := runCondition(t, "harness-only", nil)
+	_, e := runCondition(t, "harness-only", func(c *Config) { c.Budget = 160 })
 	measured := 0
 	for _, ev := range events(t, e.env.Store, "c") {
 		if ev.Kind != EvHarnessIteration {
@@ -334,7 +334,7 @@ func TestExhaustedHarnessSearchFinishes(t *testing.T) {
 		cfg := tinyConfig(t)
 		cfg.Condition, cfg.MaxRounds, cfg.Budget = cond, 0, 1_000_000
 		if cond == "staged" {
-			cfg.Budget = 400 // weights until 200, then the search runs out
+			cfg.Budget = 800 // weights until 400 model calls, then the search runs out
 		}
 		e, err := New(cfg, testEnv(t, openDB(t)), "x")
 		if err != nil {
@@ -346,8 +346,8 @@ func TestExhaustedHarnessSearchFinishes(t *testing.T) {
 			t.Fatalf("%s: %v", cond, err)
 		}
 		st := e.State()
-		if !st.Done || st.Exhausted == "" || st.Exhausted != st.Weights || sum.Rollouts >= cfg.Budget {
-			t.Fatalf("%s: done %v, exhausted %q (weights %q), %d of %d rollouts", cond, st.Done, st.Exhausted, st.Weights, sum.Rollouts, cfg.Budget)
+		if !st.Done || st.Exhausted == "" || st.Exhausted != st.Weights || sum.ModelCalls >= cfg.Budget {
+			t.Fatalf("%s: done %v, exhausted %q (weights %q), %d of %d model calls", cond, st.Done, st.Exhausted, st.Weights, sum.ModelCalls, cfg.Budget)
 		}
 		if n := len(st.Phases); n > 40 {
 			t.Fatalf("%s: %d phases before finishing", cond, n)

@@ -70,6 +70,11 @@ type Engine struct {
 	test  []data.Task
 
 	harnessCache map[string]*harnesses.Harness
+	// The null-policy audit's policy, tasks and h0 score (null.go),
+	// set on first use.
+	nullPol   *harnesses.Null
+	nullAudit []data.Task
+	nullBase  *float64
 	// saved are the weights, optimizer and phase-start blobs of the last
 	// resume point, deleted when a newer point no longer uses them.
 	saved [3]string
@@ -483,6 +488,14 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 
 func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
 	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix}
+}
+
+func modelCalls(ts []harnesses.Trajectory) int {
+	n := 0
+	for i := range ts {
+		n += ts[i].ModelCalls()
+	}
+	return n
 }
 
 func completionTokens(ts []harnesses.Trajectory) int {

@@ -22,12 +22,15 @@ const (
 // Kind, Phase, Round, Step, Iteration and Data are the same in a resumed
 // run as in an uninterrupted one.
 type Event struct {
-	Seq       uint64          `json:"seq"`
-	Kind      string          `json:"kind"`
-	Phase     Phase           `json:"phase,omitempty"`
-	Round     int             `json:"round"`
-	Step      int             `json:"step"`
-	Iteration int             `json:"iteration"`
-	Rollouts  int             `json:"rollouts"`
-	Data      json.RawMessage `json:"data,omitempty"`
+	Seq       uint64 `json:"seq"`
+	Kind      string `json:"kind"`
+	Phase     Phase  `json:"phase,omitempty"`
+	Round     int    `json:"round"`
+	Step      int    `json:"step"`
+	Iteration int    `json:"iteration"`
+	// Rollouts counts the episodes and Calls the model calls (the budget
+	// spent) of training and scoring so far.
+	Rollouts int             `json:"rollouts"`
+	Calls    int             `json:"calls"`
+	Data     json.RawMessage `json:"data,omitempty"`
 }

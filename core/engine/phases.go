@@ -44,6 +44,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	e.st.Ledger.Train += len(ts)
+	e.st.Ledger.TrainCalls += modelCalls(ts)
 	e.st.Ledger.TrainTokens += completionTokens(ts)
 	samples := make([]weights.Sample, len(ts))
 	mean := 0.0
@@ -144,33 +145,49 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind strin
 }
 
 // scorer scores harness sources on tasks with the current weights, one
-// rollout per task, and books the rollouts as search.
+// rollout per task, and books the rollouts as search. Request keys name
+// the weights, the pass and the task, never the harness: every harness
+// scored under the same weights draws the same random numbers for the
+// same task (paired scoring), so a candidate and the incumbent differ by
+// what the harness does, not by sampling luck.
 func (e *Engine) scorer() search.Scorer {
-	return search.ScorerFunc(func(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error) {
+	return search.ScorerFunc(func(ctx context.Context, src string, tasks []data.Task, pass int) ([]search.Outcome, error) {
 		h, err := e.load(src)
 		if err != nil {
 			return nil, err
 		}
-		hash := h.Hash
-		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(fmt.Sprintf("s%d/%s/p%d/", e.st.Round, hash[:12], pass), 1))
+		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
 		if err != nil {
 			return nil, err
 		}
 		e.st.Ledger.Search += len(ts)
+		e.st.Ledger.SearchCalls += modelCalls(ts)
 		e.st.Ledger.SearchTokens += completionTokens(ts)
-		byTask := map[string]float64{}
-		for _, t := range ts {
-			byTask[t.TaskID] = t.Reward
-		}
-		if hash == e.st.Archive.Incumbent {
+		if h.Hash == e.st.Archive.Incumbent {
 			e.noteFailures(ts)
 		}
-		out := make([]float64, len(tasks))
-		for i, t := range tasks {
-			out[i] = byTask[t.ID]
-		}
-		return out, nil
+		return outcomes(tasks, ts), nil
 	})
+}
+
+// scoreKeyPrefix is the request-key prefix of harness scoring: weights
+// and pass, no harness (see scorer).
+func scoreKeyPrefix(weights string, pass int) string {
+	return fmt.Sprintf("s/%s/p%d/", short(weights), pass)
+}
+
+// outcomes lists the trajectories' outcomes in task order (one rollout
+// per task).
+func outcomes(tasks []data.Task, ts []harnesses.Trajectory) []search.Outcome {
+	byTask := map[string]search.Outcome{}
+	for _, t := range ts {
+		byTask[t.TaskID] = search.Outcome{Reward: t.Reward, Failure: string(t.Failure), Calls: t.ModelCalls()}
+	}
+	out := make([]search.Outcome, len(tasks))
+	for i, t := range tasks {
+		out[i] = byTask[t.ID]
+	}
+	return out
 }
 
 // harnessIterationData is the payload of EvHarnessIteration.
@@ -204,13 +221,13 @@ type BoardRow struct {
 // iteration).
 func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	a := e.st.Archive
-	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Rescore: true}
+	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit}
 	if e.Cfg.Budget > 0 {
 		// Near the end of the budget, propose only as many candidates as
 		// it can still score, so conditions compared at equal budget stay
 		// close to it (one val pass is the most a run can overshoot).
 		left := e.Cfg.Budget - e.st.Ledger.Budgeted()
-		s.M = max(1, min(s.M, left/max(1, len(e.val))))
+		s.M = max(1, min(s.M, left/max(1, len(e.val)*e.callsPerEpisode())))
 	}
 	e.st.Iteration++
 	var r search.IterationResult
@@ -219,12 +236,12 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	case e.Cfg.Condition == "fast-slow":
 		r, err = e.paretoRound(ctx, s)
 	case a.Weights != e.st.Weights || !a.Entries[a.Incumbent].Complete:
-		// New weights make every score stale: the incoming harness is
-		// measured first (the reference counts that as an iteration).
-		// Under unchanged weights (harness-only, staged) the archive's
-		// scores stand and the search simply continues.
-		a.ResetScores(e.st.Weights)
-		r, err = s.ScoreIncumbent(ctx, a, e.val, e.st.Iteration)
+		// New weights make every score stale: the incoming harness, the
+		// previous top 3 and Pareto front are measured first (the
+		// reference counts that as an iteration). Under unchanged weights
+		// (harness-only, staged) the archive's scores stand and the
+		// search simply continues.
+		r, err = s.Restart(ctx, a, e.st.Weights, e.val, e.st.Iteration)
 	default:
 		rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
 		r, err = s.Iterate(ctx, a, e.val, rng, e.st.Iteration)
@@ -280,6 +297,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 		return eval.Report{}, err
 	}
 	e.st.Ledger.Eval += len(ts)
+	e.st.Ledger.EvalCalls += modelCalls(ts)
 	e.st.Ledger.EvalTokens += completionTokens(ts)
 	outs := make([]eval.Outcome, len(ts))
 	for i, t := range ts {
@@ -327,7 +345,7 @@ func (e *Engine) evalVal(ctx context.Context) (float64, error) {
 // beginPhase starts phase p under the schedule.
 func (e *Engine) beginPhase(p Phase) error {
 	e.st.Phase, e.st.PhaseSteps, e.st.Force = p, 0, false
-	e.st.PhaseStart = e.st.Ledger.Budgeted()
+	e.st.PhaseStart, e.st.PhaseEpisodes = e.st.Ledger.Budgeted(), e.st.Ledger.Episodes()
 	e.st.PhaseWeights = e.st.Weights
 	e.st.schedule().Begin(p)
 	if err := e.prepareReference(); err != nil {
@@ -373,7 +391,8 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	if err != nil {
 		return err
 	}
-	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
+	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Episodes() - e.st.PhaseEpisodes,
+		Calls: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
 		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart}
 	if e.Cfg.CurveTest {
 		t, err := e.evalTest(ctx, a.Incumbent)
@@ -469,7 +488,8 @@ func (e *Engine) finish(ctx context.Context) error {
 	// Rounds counts the rounds begun (the last may have been cut short by
 	// the budget).
 	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Condition: e.Cfg.Condition, Rounds: e.st.Round, TestStart: e.st.TestStart,
-		Rollouts: e.st.Ledger.Budgeted(), EvalRollouts: e.st.Ledger.Eval, Phases: e.st.Phases,
+		Rollouts: e.st.Ledger.Episodes(), EvalRollouts: e.st.Ledger.Eval, ModelCalls: e.st.Ledger.Budgeted(), EvalCalls: e.st.Ledger.EvalCalls,
+		Phases:      e.st.Phases,
 		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt}
 	e.st.Summary, e.st.Done = sum, true
@@ -554,4 +574,20 @@ func (e *Engine) noteFailures(ts []harnesses.Trajectory) {
 		}
 		e.traces = append(e.traces, fmt.Sprintf("task %s failed (%s); last completion:\n%s", t.TaskID, t.Failure, last))
 	}
+}
+
+// callsPerEpisode estimates the model calls one scoring rollout costs
+// from the incumbent's record (at least 1).
+func (e *Engine) callsPerEpisode() int {
+	if inc := e.st.Archive.Entries[e.st.Archive.Incumbent]; inc != nil && inc.Scored > 0 {
+		return max(1, (inc.Calls+inc.Scored-1)/inc.Scored)
+	}
+	return 1
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }

@@ -15,7 +15,7 @@ import (
 // point) numbers events exactly as the uninterrupted run did.
 func (e *Engine) emit(kind string, data []byte) error {
 	ev := Event{Kind: kind, Phase: e.st.Phase, Round: e.st.Round, Step: e.st.Step, Iteration: e.st.Iteration,
-		Rollouts: e.st.Ledger.Budgeted(), Data: data}
+		Rollouts: e.st.Ledger.Episodes(), Calls: e.st.Ledger.Budgeted(), Data: data}
 	seq, err := e.env.Store.AppendEvents(e.RunID, mustJSON(ev))
 	if err != nil {
 		return err

@@ -9,25 +9,38 @@ import (
 	"whale/data"
 )
 
-// Ledger counts rollouts by purpose, with the completion tokens they
-// generated. Budget counts Train + Search; Eval is reported apart.
+// Ledger counts rollouts (episodes) and model calls (completions, voting
+// samples included) by purpose, with the completion tokens they
+// generated. The budget counts the model calls of Train + Search, so a
+// harness that spends more test-time compute pays for it; Eval is
+// reported apart.
 type Ledger struct {
 	Train        int `json:"train"`
 	Search       int `json:"search"`
 	Eval         int `json:"eval"`
+	TrainCalls   int `json:"train_calls"`
+	SearchCalls  int `json:"search_calls"`
+	EvalCalls    int `json:"eval_calls"`
 	TrainTokens  int `json:"train_tokens"`
 	SearchTokens int `json:"search_tokens"`
 	EvalTokens   int `json:"eval_tokens"`
 }
 
-// Budgeted is the rollouts the budget counts.
-func (l Ledger) Budgeted() int { return l.Train + l.Search }
+// Budgeted is what the budget counts: the model calls of training and
+// harness scoring.
+func (l Ledger) Budgeted() int { return l.TrainCalls + l.SearchCalls }
+
+// Episodes is the rollouts of training and harness scoring.
+func (l Ledger) Episodes() int { return l.Train + l.Search }
 
 // PhaseRecord summarises one finished phase; every field is deterministic.
 type PhaseRecord struct {
-	Kind      Phase   `json:"kind"`
-	Round     int     `json:"round"`
+	Kind  Phase `json:"kind"`
+	Round int   `json:"round"`
+	// Rollouts and Calls are the episodes and model calls the phase spent
+	// (training and scoring; evaluation apart).
 	Rollouts  int     `json:"rollouts"`
+	Calls     int     `json:"calls"`
 	Steps     int     `json:"steps"`
 	ValBefore float64 `json:"val_before"`
 	ValAfter  float64 `json:"val_after"`
@@ -36,7 +49,7 @@ type PhaseRecord struct {
 	Forced    bool    `json:"forced,omitempty"`
 	// AuditGap is val − audit of the accepted harness (harness phases).
 	AuditGap *float64 `json:"audit_gap,omitempty"`
-	// Start is the budgeted rollout count when the phase began.
+	// Start is the budget spent (model calls) when the phase began.
 	Start int `json:"start"`
 	// TestAfter is test mean@8 at the boundary (Config.CurveTest only;
 	// never used to select anything).
@@ -49,8 +62,10 @@ type State struct {
 	Phase      Phase `json:"phase"`
 	Round      int   `json:"round"`
 	PhaseSteps int   `json:"phase_steps"` // steps or iterations done in this phase
-	// PhaseStart is the budgeted rollout count when the phase began.
-	PhaseStart int `json:"phase_start"`
+	// PhaseStart is the budget spent (model calls) when the phase began,
+	// PhaseEpisodes the rollouts.
+	PhaseStart    int `json:"phase_start"`
+	PhaseEpisodes int `json:"phase_episodes"`
 	// Started is set once the run's start (val before, first phase) is
 	// behind it.
 	Started   bool `json:"started"`
@@ -121,13 +136,17 @@ func (s *State) schedule() Schedule {
 
 // Summary is what a finished run reports (`whale run --json`).
 type Summary struct {
-	RunID        string        `json:"run_id"`
-	Domain       string        `json:"domain"`
-	Schedule     string        `json:"schedule"`
-	Condition    string        `json:"condition,omitempty"`
-	Rounds       int           `json:"rounds"`
-	Rollouts     int           `json:"rollouts"`
-	EvalRollouts int           `json:"eval_rollouts"`
+	RunID        string `json:"run_id"`
+	Domain       string `json:"domain"`
+	Schedule     string `json:"schedule"`
+	Condition    string `json:"condition,omitempty"`
+	Rounds       int    `json:"rounds"`
+	Rollouts     int    `json:"rollouts"`
+	EvalRollouts int    `json:"eval_rollouts"`
+	// ModelCalls is the budget spent (training and scoring completions,
+	// voting samples included); EvalCalls the evaluation's.
+	ModelCalls   int           `json:"model_calls"`
+	EvalCalls    int           `json:"eval_calls"`
 	Phases       []PhaseRecord `json:"phases"`
 	BestValMean  float64       `json:"best_val_mean_at_k"`
 	BestValMean8 float64       `json:"best_val_mean_at_8"`

@@ -119,7 +119,9 @@ func (a *Archive) ResetScores(weights string) {
 	for _, e := range a.Entries {
 		e.Score, e.Scored, e.Sum, e.SumSq, e.Complete = 0, 0, 0, 0, false
 		e.Audit, e.HasAudit = 0, false
-		e.Tasks = nil
+		e.Tasks, e.Failures, e.Calls = nil, nil, 0
+		e.Gain, e.GainLo, e.GainHi, e.Against, e.HasGain = 0, 0, 0, "", false
+		// The null-policy verdict depends on the harness alone: it stands.
 	}
 }
 

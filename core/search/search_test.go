@@ -42,17 +42,19 @@ func quality(src string) float64 {
 	return q
 }
 
-// synthetic draws Bernoulli(quality) rewards, deterministic per (source,
-// task, pass), and counts calls.
+// synthetic draws Bernoulli(quality) rewards from one uniform draw per
+// (task, pass) shared by every harness — the paired draws the engine's
+// scorer gives — and counts calls.
 type synthetic struct{ rollouts int }
 
-func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]float64, error) {
-	out := make([]float64, len(ts))
+func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]Outcome, error) {
+	out := make([]Outcome, len(ts))
 	for i, t := range ts {
 		h := fnv.New64a()
-		fmt.Fprint(h, harnesses.Hash(src), t.ID, pass)
+		fmt.Fprint(h, t.ID, pass)
+		out[i] = Outcome{Failure: "wrong", Calls: 1}
 		if rand.New(rand.NewPCG(h.Sum64(), 1)).Float64() < quality(src) {
-			out[i] = 1
+			out[i] = Outcome{Reward: 1, Calls: 1}
 		}
 	}
 	s.rollouts += len(ts)
@@ -67,14 +69,14 @@ func newSearch(t *testing.T) (*Archive, *Searcher, *synthetic) {
 		t.Fatal(err)
 	}
 	sc := &synthetic{}
-	return a, &Searcher{Proposer: Mutation{}, Scorer: sc, M: 3, Rescore: true}, sc
+	return a, &Searcher{Proposer: Mutation{}, Scorer: sc, M: 3}, sc
 }
 
 func TestMutationSearchFindsTheBetterParser(t *testing.T) {
 	a, s, sc := newSearch(t)
 	val := tasks(256)
 	ctx := context.Background()
-	if _, err := s.ScoreIncumbent(ctx, a, val, 1); err != nil {
+	if _, err := s.Restart(ctx, a, "w1", val, 1); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -145,7 +147,7 @@ func TestResetScoresAllowsReproposal(t *testing.T) {
 	a, s, _ := newSearch(t)
 	val := tasks(64)
 	ctx := context.Background()
-	s.ScoreIncumbent(ctx, a, val, 1)
+	s.Restart(ctx, a, "w1", val, 1)
 	rng := rand.New(rand.NewPCG(2, 2))
 	r, err := s.Iterate(ctx, a, val, rng, 2)
 	if err != nil {

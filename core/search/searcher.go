@@ -3,22 +3,35 @@ package search
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sort"
 
 	"whale/data"
 )
 
+// Outcome is one scored rollout: its reward, its failure kind ("" for
+// none) and the model calls it cost.
+type Outcome struct {
+	Reward  float64
+	Failure string
+	Calls   int
+}
+
 // Scorer runs a harness source once per task (one rollout each) and
-// returns the rewards in task order. pass distinguishes repeated scorings
-// of the same tasks so they draw different samples.
+// returns the outcomes in task order. pass distinguishes repeated scorings
+// of the same tasks so they draw different samples. A scorer must draw the
+// same random numbers for the same (task, pass) whatever the harness, so
+// that two harnesses scored on the same tasks are compared on the same
+// draws (paired scoring).
 type Scorer interface {
-	Score(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error)
+	Score(ctx context.Context, src string, tasks []data.Task, pass int) ([]Outcome, error)
 }
 
 // ScorerFunc adapts a function to Scorer.
-type ScorerFunc func(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error)
+type ScorerFunc func(ctx context.Context, src string, tasks []data.Task, pass int) ([]Outcome, error)
 
-func (f ScorerFunc) Score(ctx context.Context, src string, tasks []data.Task, pass int) ([]float64, error) {
+func (f ScorerFunc) Score(ctx context.Context, src string, tasks []data.Task, pass int) ([]Outcome, error) {
 	return f(ctx, src, tasks, pass)
 }
 
@@ -29,13 +42,14 @@ type Searcher struct {
 	// M candidates per iteration (reference 3).
 	M int
 	// Rungs are the fractions of the val split after which clear losers
-	// stop (successive halving); the last rung is always 1. Nil means
-	// {0.25, 0.5, 1}.
+	// stop (successive halving): a candidate whose paired gain over the
+	// incumbent has its whole interval below 0 on the tasks scored so far.
+	// The last rung is always 1. Nil means {0.25, 0.5, 1}.
 	Rungs []float64
-	// Rescore re-scores a new best that wins by less than its confidence
-	// interval half-width, on the whole val split again (both it and the
-	// incumbent), before accepting it.
-	Rescore bool
+	// Admit, if set, has the last word on a candidate that won its paired
+	// comparison (the engine's null-policy audit): false keeps it out of
+	// the incumbency, and the next winner is tried.
+	Admit func(ctx context.Context, e *Entry) (bool, error)
 }
 
 // IterationResult reports one iteration.
@@ -44,75 +58,133 @@ type IterationResult struct {
 	// Candidates lists the hashes scored this iteration.
 	Candidates []string `json:"candidates"`
 	// Stopped lists candidates dropped early as clear losers.
-	Stopped   []string `json:"stopped,omitempty"`
-	Rescored  bool     `json:"rescored,omitempty"`
+	Stopped []string `json:"stopped,omitempty"`
+	// Refused lists winners the Admit check kept out.
+	Refused   []string `json:"refused,omitempty"`
 	Accepted  string   `json:"accepted"`
 	Changed   bool     `json:"changed"`
 	BestScore float64  `json:"best_score"`
 	Rollouts  int      `json:"rollouts"`
+	// Calls counts the model calls the iteration's rollouts cost.
+	Calls int `json:"calls"`
 }
 
-// ScoreIncumbent scores the incumbent on the whole val split: the first
-// iteration of a harness phase (the reference counts it as one), run after
-// ResetScores so the incumbent is measured under the current weights.
-func (s *Searcher) ScoreIncumbent(ctx context.Context, a *Archive, val []data.Task, iteration int) (IterationResult, error) {
-	e, ok := a.Entries[a.Incumbent]
+// Restart begins scoring under new weights: every score in the archive is
+// stale, so the incumbent and the entries most likely to matter under the
+// new weights — the previous top 3 and the previous Pareto front (at most
+// maxRestart in all) — are scored on the whole val split before anything
+// new is proposed, and the best of them by paired gain over the incumbent
+// (lower bound above 0) becomes the incumbent. It is the first iteration
+// of a harness phase (the reference counts that as one).
+func (s *Searcher) Restart(ctx context.Context, a *Archive, weights string, val []data.Task, iteration int) (IterationResult, error) {
+	r := IterationResult{Iteration: iteration}
+	inc, ok := a.Entries[a.Incumbent]
 	if !ok {
-		return IterationResult{}, fmt.Errorf("search: no incumbent to score")
+		return r, fmt.Errorf("search: no incumbent to score")
 	}
-	r := IterationResult{Iteration: iteration, Candidates: []string{e.Hash}, Accepted: e.Hash}
-	if !e.Complete {
-		n, err := s.score(ctx, e, val, 0, len(val), 0)
-		if err != nil {
+	var again []*Entry
+	if a.Weights != weights {
+		again = a.restartSet()
+		a.ResetScores(weights)
+	}
+	if !inc.Complete {
+		if err := s.scoreAll(ctx, inc, val, &r); err != nil {
 			return r, err
 		}
-		e.Complete = true
-		r.Rollouts = n
+		r.Candidates = append(r.Candidates, inc.Hash)
 	}
-	r.BestScore = e.Score
-	return r, nil
+	for _, e := range again {
+		if err := s.scoreAll(ctx, e, val, &r); err != nil {
+			return r, err
+		}
+		r.Candidates = append(r.Candidates, e.Hash)
+	}
+	return r, s.acceptWinner(ctx, a, inc, again, &r)
+}
+
+// maxRestart bounds the entries re-scored besides the incumbent when the
+// weights change.
+const maxRestart = 5
+
+// restartSet lists, before a reset, the complete unpruned entries other
+// than the incumbent worth re-scoring: the top 3 by score, then the Pareto
+// front, without repeats, at most maxRestart.
+func (a *Archive) restartSet() []*Entry {
+	var out []*Entry
+	seen := map[string]bool{a.Incumbent: true}
+	add := func(e *Entry) {
+		if len(out) < maxRestart && !seen[e.Hash] && e.Complete && e.Status != StatusPruned {
+			seen[e.Hash] = true
+			out = append(out, e)
+		}
+	}
+	top := 0
+	for _, e := range a.Leaderboard() {
+		if top == 3 {
+			break
+		}
+		if e.Complete && e.Status != StatusPruned && e.Hash != a.Incumbent {
+			add(e)
+			top++
+		}
+	}
+	for _, e := range a.Pareto(0) {
+		add(e)
+	}
+	return out
+}
+
+func (s *Searcher) scoreAll(ctx context.Context, e *Entry, val []data.Task, r *IterationResult) error {
+	n, calls, err := s.score(ctx, e, val, 0, len(val), 0)
+	if err != nil {
+		return err
+	}
+	e.Complete = true
+	r.Rollouts += n
+	r.Calls += calls
+	return nil
 }
 
 // ScoreAll scores the given entries on the whole val split (those not yet
 // complete under the current weights) and returns the rollouts spent:
 // how a population is re-measured after the weights changed.
-func (s *Searcher) ScoreAll(ctx context.Context, a *Archive, hashes []string, val []data.Task) (int, error) {
-	n := 0
+func (s *Searcher) ScoreAll(ctx context.Context, a *Archive, hashes []string, val []data.Task) (IterationResult, error) {
+	var r IterationResult
 	for _, h := range hashes {
 		e, ok := a.Entries[h]
 		if !ok {
-			return n, fmt.Errorf("search: score %s: not in the archive", short(h))
+			return r, fmt.Errorf("search: score %s: not in the archive", short(h))
 		}
 		if e.Complete || e.Status == StatusPruned {
 			continue
 		}
-		m, err := s.score(ctx, e, val, 0, len(val), 0)
-		if err != nil {
-			return n, err
+		if err := s.scoreAll(ctx, e, val, &r); err != nil {
+			return r, err
 		}
-		e.Complete = true
-		n += m
 	}
-	return n, nil
+	return r, nil
 }
 
-// Iterate proposes M candidates, scores them with successive halving,
-// and accepts the best complete entry of the archive.
+// Iterate proposes M candidates, scores them on the incumbent's val tasks
+// and draws with successive halving, and accepts the candidate with the
+// largest paired gain over the incumbent whose 95 % lower bound is above
+// 0 (and that Admit lets in); otherwise the incumbent stays.
 func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng *rand.Rand, iteration int) (IterationResult, error) {
 	r := IterationResult{Iteration: iteration}
 	inc, ok := a.Entries[a.Incumbent]
 	if !ok || !inc.Complete {
-		return r, fmt.Errorf("search: the incumbent must be scored before an iteration (ScoreIncumbent)")
+		return r, fmt.Errorf("search: the incumbent must be scored before an iteration (Restart)")
 	}
 	cands, err := s.Proposer.Propose(ctx, a, rng, max(1, s.M))
 	if err != nil {
 		return r, err
 	}
-	var live []*Entry
+	var live, all []*Entry
 	for _, c := range cands {
 		e := a.Add(Entry{Hash: c.Hash, Source: c.Source, Parent: c.Parent, Mechanism: c.Mechanism, Proposer: c.Proposer, Iteration: iteration})
 		e.Iteration = iteration
 		live = append(live, e)
+		all = append(all, e)
 		r.Candidates = append(r.Candidates, e.Hash)
 	}
 	rungs := s.Rungs
@@ -129,21 +201,20 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 			continue
 		}
 		for _, e := range live {
-			n, err := s.score(ctx, e, val, done, upto, 0)
+			n, calls, err := s.score(ctx, e, val, done, upto, 0)
 			if err != nil {
 				return r, err
 			}
 			r.Rollouts += n
+			r.Calls += calls
 		}
 		done = upto
 		if done == len(val) {
 			break
 		}
-		// Stop the clear losers: their whole interval lies below the
-		// incumbent's score.
 		var keep []*Entry
 		for _, e := range live {
-			if _, hi := e.CI95(); hi < inc.Score {
+			if g := PairedGain(e, inc); g.N > 1 && g.Hi < 0 {
 				r.Stopped = append(r.Stopped, e.Hash)
 				continue
 			}
@@ -154,44 +225,133 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 	for _, e := range live {
 		e.Complete = true
 	}
-	best := a.Best()
-	if best != nil && best.Hash != inc.Hash && s.Rescore {
-		lo, hi := best.CI95()
-		if best.Score-inc.Score < (hi-lo)/2 {
-			for _, e := range []*Entry{best, inc} {
-				n, err := s.score(ctx, e, val, 0, len(val), e.Scored/max(1, len(val)))
-				if err != nil {
-					return r, err
-				}
-				r.Rollouts += n
-			}
-			r.Rescored = true
-			best = a.Best()
-		}
-	}
-	if best == nil {
-		best = inc
-	}
-	if err := a.Accept(best.Hash); err != nil {
-		return r, err
-	}
-	r.Accepted, r.Changed, r.BestScore = best.Hash, best.Hash != inc.Hash, best.Score
-	return r, nil
+	return r, s.acceptWinner(ctx, a, inc, all, &r)
 }
 
-// score adds the rewards of val[from:to] to e and returns the rollouts.
-func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, to, pass int) (int, error) {
-	rw, err := s.Scorer.Score(ctx, e.Source, val[from:to], pass)
-	if err != nil {
-		return 0, fmt.Errorf("search: score %s: %w", short(e.Hash), err)
+// acceptWinner records each challenger's paired gain over inc and makes
+// the best one whose lower bound is above 0 (and that Admit lets in) the
+// incumbent.
+func (s *Searcher) acceptWinner(ctx context.Context, a *Archive, inc *Entry, challengers []*Entry, r *IterationResult) error {
+	var winners []*Entry
+	for _, e := range challengers {
+		g := PairedGain(e, inc)
+		e.Gain, e.GainLo, e.GainHi, e.Against, e.HasGain = g.Gain, g.Lo, g.Hi, inc.Hash, g.N > 0
+		if e.Complete && e.Status != StatusPruned && g.N > 1 && g.Lo > 0 {
+			winners = append(winners, e)
+		}
 	}
-	if len(rw) != to-from {
-		return 0, fmt.Errorf("search: score %s: %d rewards for %d tasks", short(e.Hash), len(rw), to-from)
+	sort.SliceStable(winners, func(i, j int) bool { return winners[i].Gain > winners[j].Gain })
+	best := inc
+	for _, e := range winners {
+		if s.Admit != nil {
+			ok, err := s.Admit(ctx, e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				r.Refused = append(r.Refused, e.Hash)
+				continue
+			}
+		}
+		best = e
+		break
+	}
+	if err := a.Accept(best.Hash); err != nil {
+		return err
+	}
+	r.Accepted, r.Changed, r.BestScore = best.Hash, best.Hash != inc.Hash, best.Score
+	return nil
+}
+
+// Gain is a paired comparison: the mean over shared tasks of x's per-task
+// mean reward minus y's, with a 95 % t-interval over tasks.
+type Gain struct {
+	Gain, Lo, Hi float64
+	N            int
+}
+
+// PairedGain compares x with y on the tasks both were scored on. With the
+// same draws per task (see Scorer), task difficulty and sampling luck
+// cancel, so the interval is far narrower than that of two independent
+// scores.
+func PairedGain(x, y *Entry) Gain {
+	px, py := passes(x), passes(y)
+	var ds []float64
+	for t, sx := range x.Tasks {
+		sy, ok := y.Tasks[t]
+		if !ok {
+			continue
+		}
+		ds = append(ds, sx/px-sy/py)
+	}
+	sort.Float64s(ds) // a fixed summation order: map order must not leak into the result
+	n := len(ds)
+	if n == 0 {
+		return Gain{}
+	}
+	mean := 0.0
+	for _, d := range ds {
+		mean += d
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return Gain{Gain: mean, Lo: math.Inf(-1), Hi: math.Inf(1), N: n}
+	}
+	ss := 0.0
+	for _, d := range ds {
+		ss += (d - mean) * (d - mean)
+	}
+	half := tQuantile975(n-1) * math.Sqrt(ss/float64(n-1)/float64(n))
+	return Gain{Gain: mean, Lo: mean - half, Hi: mean + half, N: n}
+}
+
+// tQuantile975 approximates the 0.975 quantile of Student's t with df
+// degrees of freedom (Cornish-Fisher expansion around the normal
+// quantile, exact values below df = 6; within 0.3 % of the exact value
+// from there on, exact enough
+// for an acceptance rule whose n is 8 to 256).
+func tQuantile975(df int) float64 {
+	switch df {
+	case 1:
+		return 12.706204736174698
+	case 2:
+		return 4.302652729749464
+	case 3:
+		return 3.182446305284263
+	case 4:
+		return 2.776445105197793
+	case 5:
+		return 2.570581835636314
+	}
+	const z = 1.959963984540054
+	v := float64(df)
+	z3, z5, z7 := z*z*z, z*z*z*z*z, z*z*z*z*z*z*z
+	return z + (z3+z)/(4*v) + (5*z5+16*z3+3*z)/(96*v*v) + (3*z7+19*z5+17*z3-15*z)/(384*v*v*v)
+}
+
+// score adds the outcomes of val[from:to] to e and returns the rollouts
+// and model calls spent.
+func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, to, pass int) (int, int, error) {
+	outs, err := s.Scorer.Score(ctx, e.Source, val[from:to], pass)
+	if err != nil {
+		return 0, 0, fmt.Errorf("search: score %s: %w", short(e.Hash), err)
+	}
+	if len(outs) != to-from {
+		return 0, 0, fmt.Errorf("search: score %s: %d outcomes for %d tasks", short(e.Hash), len(outs), to-from)
 	}
 	ids := make([]string, to-from)
+	rw := make([]float64, to-from)
+	calls := 0
 	for i, t := range val[from:to] {
 		ids[i] = t.ID
+		rw[i] = outs[i].Reward
+		calls += outs[i].Calls
+		if e.Failures == nil {
+			e.Failures = map[string]int{}
+		}
+		e.Failures[outs[i].Failure]++
 	}
 	e.add(ids, rw)
-	return len(rw), nil
+	e.Calls += calls
+	return len(outs), calls, nil
 }

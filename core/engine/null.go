@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+
+	"whale/core/search"
+	"whale/data"
+	"whale/harnesses"
+)
+
+// The null-policy audit: content-blind scripted policies (harnesses.Null)
+// run through a candidate that won its paired comparison and through the
+// domain's h0, on the audit split, nullK rollouts per task. A candidate
+// that lifts them by more than NullLiftLimit is never accepted: it narrows
+// the choice towards the answer, i.e. it does part of the solving. The
+// null policies never call the model, so the audit costs no budget, and
+// its verdict depends on the harness alone (not on the weights).
+const (
+	NullLiftLimit = 0.03
+	nullTasks     = 128
+	nullK         = 4
+)
+
+// admit is the Searcher's Admit hook.
+func (e *Engine) admit(ctx context.Context, ent *search.Entry) (bool, error) {
+	if !ent.HasNull {
+		lift, ok, err := e.nullLift(ctx, ent.Source)
+		if err != nil || !ok {
+			return true, err
+		}
+		ent.NullLift, ent.HasNull = lift, true
+	}
+	ent.NullRefused = ent.NullLift > NullLiftLimit
+	return !ent.NullRefused, nil
+}
+
+// nullLift is the null policy's mean reward under src minus under h0; ok
+// is false where the domain has no null policy.
+func (e *Engine) nullLift(ctx context.Context, src string) (float64, bool, error) {
+	if e.nullBase == nil {
+		pol, err := harnesses.NewNull(e.env.Domain, e.env.Tokenizer)
+		if err != nil {
+			return 0, false, nil // a domain without a null policy: no audit
+		}
+		tasks, err := e.env.Domain.Tasks(data.SplitAudit)
+		if err != nil {
+			return 0, false, err
+		}
+		e.nullAudit = tasks[:min(nullTasks, len(tasks))]
+		h0, err := harnesses.LoadBuiltin(e.env.Domain, "h0")
+		if err != nil {
+			return 0, false, err
+		}
+		base, err := e.nullScore(ctx, pol, h0)
+		if err != nil {
+			return 0, false, err
+		}
+		e.nullPol, e.nullBase = pol, &base
+	}
+	h, err := e.load(src)
+	if err != nil {
+		return 0, false, err
+	}
+	got, err := e.nullScore(ctx, e.nullPol, h)
+	if err != nil {
+		return 0, false, err
+	}
+	return got - *e.nullBase, true, nil
+}
+
+func (e *Engine) nullScore(ctx context.Context, pol *harnesses.Null, h *harnesses.Harness) (float64, error) {
+	if len(e.nullAudit) == 0 {
+		return 0, nil
+	}
+	opts := e.runOpts("null/", nullK)
+	ts, err := harnesses.Run(ctx, h, e.env.Domain, e.nullAudit, pol, e.env.Tokenizer, opts)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for _, t := range ts {
+		sum += t.Reward
+	}
+	return sum / float64(len(ts)), nil
+}

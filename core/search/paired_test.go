@@ -1,0 +1,190 @@
+package search
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"whale/data"
+	"whale/harnesses"
+)
+
+func TestPairedGainOnKnownVectors(t *testing.T) {
+	ids := []string{"a", "b", "c", "d"}
+	x, y := &Entry{}, &Entry{}
+	x.add(ids, []float64{1, 1, 0, 0})
+	y.add(ids, []float64{0, 1, 0, 0})
+	g := PairedGain(x, y)
+	// differences 1, 0, 0, 0: mean 0.25, sd 0.5, se 0.25, t(3) 3.182446
+	if g.N != 4 || math.Abs(g.Gain-0.25) > 1e-12 || math.Abs(g.Hi-g.Gain-0.25*3.182446305284263) > 1e-9 {
+		t.Fatalf("gain %+v", g)
+	}
+	// Tasks scored by one side only are left out.
+	z := &Entry{}
+	z.add([]string{"a", "e"}, []float64{1, 1})
+	if g := PairedGain(z, y); g.N != 1 || g.Gain != 1 || !math.IsInf(g.Lo, -1) {
+		t.Fatalf("one shared task: %+v", g)
+	}
+	// Identical vectors: a zero gain with a zero-width interval, never "above 0".
+	if g := PairedGain(y, y); g.Gain != 0 || g.Lo != 0 || g.Hi != 0 {
+		t.Fatalf("self comparison %+v", g)
+	}
+}
+
+func TestTQuantileMatchesTables(t *testing.T) {
+	// Student's t 0.975 quantiles (standard tables).
+	for df, want := range map[int]float64{1: 12.7062, 2: 4.3027, 3: 3.1824, 5: 2.5706, 6: 2.4469, 7: 2.3646, 10: 2.2281, 30: 2.0423, 127: 1.9789, 1000: 1.9623} {
+		if got := tQuantile975(df); math.Abs(got-want)/want > 3e-3 {
+			t.Fatalf("t(%d) = %.4f, want %.4f", df, got, want)
+		}
+	}
+}
+
+// fixedScorer rewards per (source, task) from a table, for exact tests of
+// acceptance.
+type fixedScorer map[string][]float64
+
+func (f fixedScorer) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]Outcome, error) {
+	rw := f[harnesses.Hash(src)]
+	out := make([]Outcome, len(ts))
+	for i, t := range ts {
+		var k int
+		for j := range t.ID[1:] {
+			k = k*10 + int(t.ID[1+j]-'0')
+		}
+		out[i] = Outcome{Reward: rw[k], Calls: 2}
+		if rw[k] == 0 {
+			out[i].Failure = "wrong"
+		}
+	}
+	return out, nil
+}
+
+// oneCandidate proposes a fixed source.
+type oneCandidate struct{ src, mech string }
+
+func (o oneCandidate) Name() string { return "one" }
+func (o oneCandidate) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error) {
+	h := harnesses.Hash(o.src)
+	if a.known(h) {
+		return nil, nil
+	}
+	return []Candidate{{Source: o.src, Hash: h, Parent: a.Incumbent, Mechanism: o.mech, Proposer: "one"}}, nil
+}
+
+func TestAcceptanceNeedsAPairedLowerBoundAboveZero(t *testing.T) {
+	src := builtin(t)
+	child, err := harnesses.Mutate(src, "MAX_TURNS", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := tasks(100)
+	base := make([]float64, 100)
+	for i := range base {
+		base[i] = float64(i % 3 % 2) // a third of the tasks solved
+	}
+	run := func(better int) (IterationResult, *Archive) {
+		rw := append([]float64(nil), base...)
+		for i, n := 0, 0; i < 100 && n < better; i++ {
+			if rw[i] == 0 {
+				rw[i], n = 1, n+1
+			}
+		}
+		a := NewArchive()
+		a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
+		a.Accept(harnesses.Hash(src))
+		s := &Searcher{Proposer: oneCandidate{child, "MAX_TURNS=4"}, Scorer: fixedScorer{harnesses.Hash(src): base, harnesses.Hash(child): rw}, M: 1, Rungs: []float64{1}}
+		if _, err := s.Restart(context.Background(), a, "w", val, 1); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Iterate(context.Background(), a, val, rand.New(rand.NewPCG(1, 1)), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, a
+	}
+	// Two more tasks solved out of 100 and nothing lost: gain 0.02, sd 0.141,
+	// lower bound 0.02 − 1.98·0.0141 < 0: not enough.
+	r, a := run(2)
+	if r.Changed {
+		t.Fatal("a +2-task gain within the paired noise was accepted")
+	}
+	e := a.Entries[harnesses.Hash(child)]
+	if !e.HasGain || math.Abs(e.Gain-0.02) > 1e-12 || e.GainLo >= 0 || e.Against != harnesses.Hash(src) {
+		t.Fatalf("recorded gain %+v", e)
+	}
+	if e.Calls != 200 || e.Failures["wrong"] != 65 || e.Failures[""] != 35 {
+		t.Fatalf("calls %d failures %v", e.Calls, e.Failures)
+	}
+	// Eight more: lower bound above 0, accepted.
+	if r, _ := run(8); !r.Changed || r.Calls != 200 {
+		t.Fatalf("a +8-task paired gain was not accepted: %+v", r)
+	}
+}
+
+func TestAdmitCanRefuseAWinner(t *testing.T) {
+	a, s, _ := newSearch(t)
+	val := tasks(256)
+	ctx := context.Background()
+	s.Restart(ctx, a, "w1", val, 1)
+	refused := 0
+	s.Admit = func(ctx context.Context, e *Entry) (bool, error) {
+		if strings.Contains(e.Source, "parse_action = _parse_bare") {
+			refused++
+			return false, nil
+		}
+		return true, nil
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for it := 2; it <= 14; it++ {
+		if _, err := s.Iterate(ctx, a, val, rng, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if refused == 0 || strings.Contains(a.Entries[a.Incumbent].Source, "parse_action = _parse_bare") {
+		t.Fatalf("refused %d times; incumbent %s", refused, a.Entries[a.Incumbent].Mechanism)
+	}
+}
+
+func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
+	a, s, sc := newSearch(t)
+	val := tasks(128)
+	ctx := context.Background()
+	s.Restart(ctx, a, "w1", val, 1)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for it := 2; it <= 6; it++ {
+		if _, err := s.Iterate(ctx, a, val, rng, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc := a.Incumbent
+	want := map[string]bool{}
+	for _, e := range a.restartSet() {
+		want[e.Hash] = true
+	}
+	if len(want) == 0 {
+		t.Fatal("nothing to re-score")
+	}
+	before := sc.rollouts
+	r, err := s.Restart(ctx, a, "w2", val, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Weights != "w2" || !a.Entries[inc].Complete {
+		t.Fatal("the incumbent was not re-scored under the new weights")
+	}
+	for h := range want {
+		if !a.Entries[h].Complete || !a.Entries[h].HasGain {
+			t.Fatalf("%s of the top/Pareto set was not re-scored and compared", h[:12])
+		}
+	}
+	if got := sc.rollouts - before; got != (1+len(want))*len(val) || r.Rollouts != got {
+		t.Fatalf("restart spent %d rollouts (reported %d), want %d", got, r.Rollouts, (1+len(want))*len(val))
+	}
+	// Under unchanged weights a restart scores nothing.
+	if r, _ := s.Restart(ctx, a, "w2", val, 8); r.Rollouts != 0 {
+		t.Fatalf("restart under the same weights spent %d", r.Rollouts)
+	}
+}

@@ -1,0 +1,123 @@
+package harnesses
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+
+	"whale/core/policy"
+	"whale/core/tokenizer"
+	"whale/data"
+)
+
+// Null is a content-blind scripted policy for the anti-cheat audit: it
+// answers without reading the problem's meaning, by a random pick from
+// what the harness shows it (the user and tool messages of its prompt).
+// Per domain: searchqa — a random span of one to four words (shorter ones
+// likelier: see spanWords) of the shown
+// text; math — a random number from the shown text; chess — a random move
+// among those the shown text lists (the episode's legal moves when it
+// lists none). A harness that lifts such a policy well above h0 does part
+// of the solving itself (it narrows the choice to the answer), which a
+// harness may not do. Picks depend only on each request's Seed and Key.
+type Null struct {
+	dom string
+	tok tokenizer.Tokenizer
+
+	infos map[string]RequestInfo
+}
+
+// NewNull returns the null policy of a domain.
+func NewNull(dom data.Domain, tok tokenizer.Tokenizer) (*Null, error) {
+	switch dom.Name() {
+	case "searchqa", "math", "chess":
+	default:
+		return nil, fmt.Errorf("harnesses: no null policy for domain %q (have searchqa, math, chess)", dom.Name())
+	}
+	return &Null{dom: dom.Name(), tok: tok, infos: map[string]RequestInfo{}}, nil
+}
+
+// ObserveRequest keeps the episode's legal moves for chess's fallback.
+func (p *Null) ObserveRequest(info RequestInfo) { p.infos[info.Key] = info }
+
+var (
+	nullNumber = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+	nullMove   = regexp.MustCompile(`\b[a-h][1-8][a-h][1-8][qrbn]?\b`)
+	nullWord   = regexp.MustCompile(`[\pL\pN][\pL\pN'\-]*`)
+)
+
+// spanWords is the searchqa null policy's span length distribution: short
+// spans first, as answers are (a name, a year, a city).
+var spanWords = []int{1, 1, 1, 1, 2, 2, 2, 3, 4, 4}
+
+// Generate answers each request with a content-blind pick.
+func (p *Null) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	out := make([]policy.Completion, len(reqs))
+	for i, r := range reqs {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "null/%d/%s", r.Seed, r.Key)
+		rng := rand.New(rand.NewPCG(r.Seed, h.Sum64()))
+		shown := p.shown(r.Prompt)
+		var reply string
+		switch p.dom {
+		case "searchqa":
+			words := nullWord.FindAllString(shown, -1)
+			if len(words) > 0 {
+				n := spanWords[rng.IntN(len(spanWords))]
+				at := rng.IntN(len(words))
+				reply = "<answer>" + strings.Join(words[at:min(at+n, len(words))], " ") + "</answer>"
+			}
+		case "math":
+			if nums := nullNumber.FindAllString(shown, -1); len(nums) > 0 {
+				reply = "<answer>" + nums[rng.IntN(len(nums))] + "</answer>"
+			}
+		case "chess":
+			moves := nullMove.FindAllString(shown, -1)
+			if len(moves) == 0 {
+				moves, _ = p.infos[r.Key].Obs.Fields["legal_moves"].([]string)
+			}
+			if len(moves) > 0 {
+				reply = "<move>" + moves[rng.IntN(len(moves))] + "</move>"
+			}
+		}
+		delete(p.infos, r.Key)
+		out[i] = encodeReply(p.tok, reply, r.MaxNewTokens)
+	}
+	return out, nil
+}
+
+// shown decodes the user and tool messages of a ChatML prompt: what the
+// harness showed, without its system prompt (instructions and examples)
+// and without the policy's own earlier replies.
+func (p *Null) shown(prompt []int32) string {
+	start, _ := p.tok.Special(tokenizer.ImStart)
+	end, _ := p.tok.Special(tokenizer.ImEnd)
+	var b strings.Builder
+	var seg []int32
+	flush := func() {
+		if len(seg) > 0 {
+			text := p.tok.Decode(seg)
+			role, body, _ := strings.Cut(text, "\n")
+			if role == "user" || role == "tool" {
+				b.WriteString(body)
+				b.WriteString("\n")
+			}
+		}
+		seg = seg[:0]
+	}
+	for _, t := range prompt {
+		switch t {
+		case start:
+			flush()
+		case end:
+			flush()
+		default:
+			seg = append(seg, t)
+		}
+	}
+	flush()
+	return b.String()
+}
