@@ -258,7 +258,8 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 		return r, fmt.Errorf("experiments: run %s: resume point: %w", j.ID, err)
 	}
 	r.Phases = len(st.Phases)
-	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.Eval
+	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.EvalCalls
+	r.Episodes, r.EvalEpisodes = st.Ledger.Episodes(), st.Ledger.Eval
 	start := report.Point{Phase: "start", Round: 0}
 	if len(st.Phases) > 0 {
 		start.Val = st.Phases[0].ValBefore
@@ -268,7 +269,7 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 	}
 	r.Curve = append(r.Curve, start)
 	for _, p := range st.Phases {
-		pt := report.Point{Rollouts: p.Start + p.Rollouts, PhaseStart: p.Start, Phase: string(p.Kind), Round: p.Round, Val: p.ValAfter}
+		pt := report.Point{Rollouts: p.Start + p.Calls, PhaseStart: p.Start, Phase: string(p.Kind), Round: p.Round, Val: p.ValAfter}
 		if p.TestAfter != nil {
 			pt.Test, pt.HasTest = *p.TestAfter, true
 		}

@@ -136,6 +136,19 @@ type Trajectory struct {
 	Error string `json:"error,omitempty"`
 }
 
+// FinalAnswer identifies what the rollout submitted: the normalised
+// answers and moves it stepped with, in order ("" when none), so that two
+// rollouts that said the same thing compare equal (maj@k).
+func (t *Trajectory) FinalAnswer() string {
+	var parts []string
+	for _, c := range t.Calls {
+		if c.Action != nil && !c.NotChosen && (c.Outcome == string(data.ActAnswer) || c.Outcome == string(data.ActMove)) {
+			parts = append(parts, ActionKey(string(c.Action.Kind), c.Action.Text, "", ""))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
 // ModelCalls counts the completions the rollout paid for: every call,
 // voting samples included.
 func (t *Trajectory) ModelCalls() int { return len(t.Calls) }

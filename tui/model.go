@@ -115,7 +115,8 @@ type Model struct {
 // panes draw.
 type runView struct {
 	segments    []segment
-	rollouts    int
+	rollouts    int // budget spent (model calls)
+	episodes    int // rollouts (episodes) of training and scoring
 	round       int
 	phase       engine.Phase
 	step, iter  int
@@ -555,7 +556,9 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 func (m *Model) apply(ev engine.Event) {
 	r := &m.run
 	prev := r.rollouts
-	r.rollouts = max(r.rollouts, ev.Rollouts)
+	// The timeline's axis is the budget spent: model calls.
+	r.rollouts = max(r.rollouts, ev.Calls)
+	r.episodes = max(r.episodes, ev.Rollouts)
 	if ev.Round > 0 {
 		r.round = ev.Round
 	}
@@ -597,9 +600,9 @@ func (m *Model) apply(ev engine.Event) {
 			return
 		}
 		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
-			r.segments[n-1].end = ev.Rollouts
+			r.segments[n-1].end = ev.Calls
 		}
-		r.segments = append(r.segments, segment{kind: d.Kind, round: d.Round, start: ev.Rollouts, end: -1})
+		r.segments = append(r.segments, segment{kind: d.Kind, round: d.Round, start: ev.Calls, end: -1})
 		r.phase, r.patience = d.Kind, nil
 		line = fmt.Sprintf("round %d: %s phase", d.Round, d.Kind)
 	case engine.EvWeightStep:
@@ -613,7 +616,7 @@ func (m *Model) apply(ev engine.Event) {
 			bad(err)
 			return
 		}
-		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Rollouts, mean: d.RewardMean})
+		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Calls, mean: d.RewardMean})
 		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
 		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss)
 		if d.Skipped != "" {
@@ -647,11 +650,11 @@ func (m *Model) apply(ev engine.Event) {
 			return
 		}
 		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
-			r.segments[n-1].end = ev.Rollouts
+			r.segments[n-1].end = ev.Calls
 			r.segments[n-1].forced = rec.Forced
 			r.segments[n-1].val, r.segments[n-1].hasVal = rec.ValAfter, true
 		}
-		r.vals = append(r.vals, valPoint{rollouts: ev.Rollouts, mean: rec.ValAfter})
+		r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: rec.ValAfter})
 		line = fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter)
 		if rec.Forced {
 			line += " (forced)"
@@ -666,7 +669,7 @@ func (m *Model) apply(ev engine.Event) {
 			return
 		}
 		if d.Split == "val" && len(r.vals) == 0 {
-			r.vals = append(r.vals, valPoint{rollouts: ev.Rollouts, mean: d.Report.MeanAtK})
+			r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: d.Report.MeanAtK})
 		}
 		line = fmt.Sprintf("eval %s: mean@%d %.3f", d.Split, d.Report.K, d.Report.MeanAtK)
 	case engine.EvControl:
@@ -724,7 +727,7 @@ func (m *Model) apply(ev engine.Event) {
 		}
 		r.finished, r.summary = true, &s
 		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
-			r.segments[n-1].end = ev.Rollouts
+			r.segments[n-1].end = ev.Calls
 		}
 		line = fmt.Sprintf("run finished: test mean@8 %.3f, best val %.3f", s.TestMean8, s.BestValMean)
 	case engine.EvError:

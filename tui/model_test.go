@@ -61,16 +61,18 @@ func ev(t *testing.T, seq uint64, kind string, round, step, iter, rollouts int, 
 		}
 		raw = b
 	}
-	return engine.Event{Seq: seq, Kind: kind, Round: round, Step: step, Iteration: iter, Rollouts: rollouts, Data: raw}
+	return engine.Event{Seq: seq, Kind: kind, Round: round, Step: step, Iteration: iter, Rollouts: rollouts, Calls: rollouts, Data: raw}
 }
 
 // script is a short synthetic run: a weight phase of three steps, a
 // harness phase of two iterations, a checkpoint, and the next weight phase.
 func script(t *testing.T) []engine.Event {
 	board := []BoardRow{
-		{Hash: "aaaaaaaa1111", Mechanism: "incumbent", Score: 0.42, CILo: 0.38, CIHi: 0.46, Rollouts: 64, Iteration: 0, Status: "incumbent"},
-		{Hash: "bbbbbbbb2222", Parent: "aaaaaaaa1111", Mechanism: "retry_format", Score: 0.40, CILo: 0.33, CIHi: 0.47, Rollouts: 32, Iteration: 1, Status: "candidate"},
-		{Hash: "cccccccc3333", Parent: "aaaaaaaa1111", Mechanism: "max_turns", Score: 0.31, CILo: 0.25, CIHi: 0.37, Rollouts: 32, Iteration: 2, Status: "pruned"},
+		{Hash: "aaaaaaaa1111", Mechanism: "", Score: 0.42, CILo: 0.38, CIHi: 0.46, Rollouts: 64, Calls: 90, Iteration: 0, Status: "incumbent"},
+		{Hash: "bbbbbbbb2222", Parent: "aaaaaaaa1111", Mechanism: "SAMPLES=4,aggregate=_agg_plurality", Score: 0.40, CILo: 0.33, CIHi: 0.47, Rollouts: 32, Calls: 170, Iteration: 1, Status: "candidate",
+			HasGain: true, Gain: -0.02, GainLo: -0.081, GainHi: 0.041, NullRefused: true, NullLift: 0.052, HasNull: true},
+		{Hash: "cccccccc3333", Parent: "aaaaaaaa1111", Mechanism: "MAX_TURNS=4", Score: 0.31, CILo: 0.25, CIHi: 0.37, Rollouts: 32, Calls: 48, Iteration: 2, Status: "pruned",
+			HasGain: true, Gain: -0.11, GainLo: -0.2, GainHi: -0.02},
 	}
 	stats := func(kept int) weights.Stats {
 		return weights.Stats{Rollouts: 16, Kept: kept, Rejected: map[string]int{"wrong_answer": 16 - kept - 1, "format": 1}, Trained: kept, Loss: 1.25, GradNorm: 0.5, LR: 1e-4}

@@ -119,7 +119,7 @@ func (m *Model) viewRun(w, h int) []string {
 	elapsed := m.now.Sub(m.started).Truncate(time.Second)
 	top := []string{
 		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
-		fmt.Sprintf("rollouts %d/%s · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, rounds, r.step, r.iter, elapsed),
+		fmt.Sprintf("model calls %d/%s · rollouts %d · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, r.episodes, rounds, r.step, r.iter, elapsed),
 	}
 	if g := r.origin; g != nil {
 		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
@@ -415,20 +415,57 @@ func (m *Model) viewHarnesses(w, h int) []string {
 	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
 }
 
+// boardMechanism shows what a candidate changed as its fragments' names
+// ("parse_action=_parse_bare,SAMPLES=4" → "_parse_bare SAMPLES=4"), cut
+// to width.
+func boardMechanism(mech string, width int) string {
+	if mech == "" {
+		return "—"
+	}
+	var parts []string
+	for _, p := range strings.Split(mech, ",") {
+		k, v, ok := strings.Cut(p, "=")
+		if ok && strings.HasPrefix(v, "_") {
+			p = v
+		} else if ok {
+			p = k + "=" + v
+		}
+		parts = append(parts, p)
+	}
+	s := strings.Join(parts, " ")
+	if r := []rune(s); len(r) > width {
+		s = string(r[:width-1]) + "…"
+	}
+	return s
+}
+
+// pairedGain shows a row's paired gain over the incumbent it was compared
+// with, in points, with its interval.
+func pairedGain(r BoardRow) string {
+	if !r.HasGain {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*r.Gain, 100*r.GainLo, 100*r.GainHi)
+}
+
+// boardStatus adds the null-policy audit's refusal to a row's status.
+func boardStatus(r BoardRow) string {
+	if r.NullRefused {
+		return fmt.Sprintf("%s · refused: null lift %+.1f pts", r.Status, 100*r.NullLift)
+	}
+	return r.Status
+}
+
 // boardTable is the leaderboard's header and up to rows rows, scrolled to
 // keep the selected one in view.
 func (m *Model) boardTable(rows int) []string {
 	b := m.boardRows()
-	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-8s %-14s %-15s %6s %4s %s", "#", "id", "parent", "mechanism", "score ± CI", "rolls", "it", "status"))}
+	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-24s %-15s %-22s %6s %4s %s", "#", "id", "fragments (vs parent)", "score ± CI", "paired gain [95% CI]", "calls", "it", "status"))}
 	first := max(0, min(m.boardSel-rows+1, len(b)-rows))
 	for i := first; i < len(b) && i < first+rows; i++ {
 		r := b[i]
-		mech := r.Mechanism
-		if len(mech) > 14 {
-			mech = mech[:13] + "…"
-		}
-		line := fmt.Sprintf("%-3d %-8s %-8s %-14s %.3f ±%.3f %6d %4d %s", i+1, short(r.Hash), short(r.Parent), mech,
-			r.Score, (r.CIHi-r.CILo)/2, r.Rollouts, r.Iteration, r.Status)
+		line := fmt.Sprintf("%-3d %-8s %-24s %.3f ±%.3f %-22s %6d %4d %s", i+1, short(r.Hash), boardMechanism(r.Mechanism, 24),
+			r.Score, (r.CIHi-r.CILo)/2, pairedGain(r), r.Calls, r.Iteration, boardStatus(r))
 		if i == m.boardSel {
 			line = stSelected.Render("> " + line)
 		} else {

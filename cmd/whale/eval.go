@@ -134,7 +134,7 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 		Model: st.model, ModelHash: st.hash, Seed: st.opts.Seed, DataSeed: st.dataSeed,
 		Temperature: st.opts.Temperature, MaxNewTokens: st.opts.MaxNewTokens}
 	for i, tr := range ts {
-		outs[i] = eval.Outcome{TaskID: tr.TaskID, Reward: tr.Reward, Failure: string(tr.Failure)}
+		outs[i] = eval.Outcome{TaskID: tr.TaskID, Reward: tr.Reward, Failure: string(tr.Failure), Answer: tr.FinalAnswer()}
 		rep.PolicyCalls += len(tr.Calls)
 		if tr.Error != "" && len(rep.HarnessErrors) < 5 {
 			rep.HarnessErrors = append(rep.HarnessErrors, tr.TaskID+": "+tr.Error)
@@ -158,7 +158,7 @@ func newEvalCmd() *cobra.Command {
 		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
 		Long: "Runs the first N tasks of a split K times each through the harness with the model (the embedded base\n" +
 			"model unless --model FILE), the oracle or the random policy, and prints mean@k (mean correctness over\n" +
-			"the K samples of each task, averaged over tasks), pass@k, a 95% bootstrap interval of mean@k over\n" +
+			"the K samples of each task, averaged over tasks), pass@k, maj@k (the plurality answer's correctness), a 95% bootstrap interval of mean@k over\n" +
 			"tasks and the failures by kind. The model samples at --temperature (default 1). The domain is\n" +
 			"opened with the data seed the model's corpus was built from (its train split), unless --data-seed.\n" +
 			"With --grid DIR it also scores every one-knob change of the harness's SEARCH_SPACE and the\n" +
@@ -398,7 +398,7 @@ func printEval(w io.Writer, r evalReport) {
 	}
 	fmt.Fprintf(w, "\ntasks %d × k %d = %d rollouts, %d policy calls, %.1fs (temperature %g, seed %d, data seed %d)\n",
 		r.Tasks, r.K, r.Rollouts, r.PolicyCalls, r.Seconds, r.Temperature, r.Seed, r.DataSeed)
-	fmt.Fprintf(w, "mean@%d %.4f  95%% CI [%.4f, %.4f]  pass@%d %.4f\n", r.K, r.MeanAtK, r.CI95[0], r.CI95[1], r.K, r.PassAtK)
+	fmt.Fprintf(w, "mean@%d %.4f  95%% CI [%.4f, %.4f]  pass@%d %.4f  maj@%d %.4f\n", r.K, r.MeanAtK, r.CI95[0], r.CI95[1], r.K, r.PassAtK, r.K, r.MajAtK)
 	printFailures(w, r.FailureKinds, r.HarnessErrors)
 }
 

@@ -311,7 +311,7 @@ func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
 func printEvent(w io.Writer, ev engine.Event) {
 	switch ev.Kind {
 	case engine.EvPhaseStarted:
-		fmt.Fprintf(w, "round %d: %s phase starts (%d rollouts so far)\n", ev.Round, ev.Phase, ev.Rollouts)
+		fmt.Fprintf(w, "round %d: %s phase starts (%d model calls, %d rollouts so far)\n", ev.Round, ev.Phase, ev.Calls, ev.Rollouts)
 	case engine.EvWeightStep:
 		var d struct {
 			Stats struct {
@@ -342,7 +342,7 @@ func printEvent(w io.Writer, ev engine.Event) {
 	case engine.EvPhaseEnded:
 		var r engine.PhaseRecord
 		json.Unmarshal(ev.Data, &r)
-		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d rollouts\n", r.Round, r.Kind, r.ValBefore, r.ValAfter, r.Rollouts)
+		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d model calls, %d rollouts\n", r.Round, r.Kind, r.ValBefore, r.ValAfter, r.Calls, r.Rollouts)
 	case engine.EvControl:
 		fmt.Fprintf(w, "control: %s\n", ev.Data)
 	case engine.EvRunFinished:
@@ -358,10 +358,11 @@ func short12(h string) string {
 }
 
 func printSummary(w io.Writer, s engine.Summary) {
-	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d rollouts (+%d evaluation)\n", s.RunID, s.Domain, engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.Rollouts, s.EvalRollouts)
-	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s\n", "phase", "round", "rollouts", "val from", "val to")
+	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d model calls in %d rollouts (+%d calls in %d rollouts of evaluation)\n", s.RunID, s.Domain,
+		engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.ModelCalls, s.Rollouts, s.EvalCalls, s.EvalRollouts)
+	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s %9s\n", "phase", "round", "calls", "rollouts", "val from", "val to")
 	for _, p := range s.Phases {
-		fmt.Fprintf(w, "%-8s %5d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Rollouts, p.ValBefore, p.ValAfter)
+		fmt.Fprintf(w, "%-8s %5d %9d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Calls, p.Rollouts, p.ValBefore, p.ValAfter)
 	}
 	fmt.Fprintf(w, "best val mean@8 %.3f; test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.BestValMean8, s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
 	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", short12(s.FinalHarness), s.BestCkpt)
@@ -443,7 +444,9 @@ func newShowCmd() *cobra.Command {
 			if origin != nil {
 				fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
 			}
-			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", st.Ledger.Train, st.Ledger.Search, st.Ledger.Eval)
+			l := st.Ledger
+			fmt.Fprintf(w, "model calls (budget): train %d, search %d; evaluation %d\n", l.TrainCalls, l.SearchCalls, l.EvalCalls)
+			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
 			if r.Compute > 0 {
 				fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
 			}
@@ -523,5 +526,5 @@ func progressBar(ended, phases int, ev engine.Event) string {
 	case engine.PhaseHarness:
 		where += fmt.Sprintf(" iteration %d", ev.Iteration)
 	}
-	return fmt.Sprintf("%s%s  %d rollouts", bar, where, ev.Rollouts)
+	return fmt.Sprintf("%s%s  %d model calls, %d rollouts", bar, where, ev.Calls, ev.Rollouts)
 }

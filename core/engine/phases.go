@@ -214,6 +214,20 @@ type BoardRow struct {
 	Iteration int     `json:"iteration"`
 	Status    string  `json:"status"`
 	Complete  bool    `json:"complete"`
+	// Calls is the model calls its scoring cost (its price).
+	Calls int `json:"calls"`
+	// Gain is its paired gain over the incumbent it was compared with
+	// (Against), with the 95 % interval; HasGain once compared.
+	Gain    float64 `json:"gain"`
+	GainLo  float64 `json:"gain_lo"`
+	GainHi  float64 `json:"gain_hi"`
+	Against string  `json:"against,omitempty"`
+	HasGain bool    `json:"has_gain,omitempty"`
+	// NullLift is the null-policy audit's lift over h0 (HasNull once
+	// audited); NullRefused says it was kept from the incumbency for it.
+	NullLift    float64 `json:"null_lift,omitempty"`
+	HasNull     bool    `json:"has_null,omitempty"`
+	NullRefused bool    `json:"null_refused,omitempty"`
 }
 
 // harnessIteration runs one Phase B iteration; the first of a phase scores
@@ -279,7 +293,9 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		}
 		lo, hi := ent.CI95()
 		d.Board = append(d.Board, BoardRow{Hash: ent.Hash, Parent: ent.Parent, Mechanism: ent.Mechanism, Score: ent.Score,
-			CILo: lo, CIHi: hi, Rollouts: ent.Rollouts, Iteration: ent.Iteration, Status: string(ent.Status), Complete: ent.Complete})
+			CILo: lo, CIHi: hi, Rollouts: ent.Rollouts, Iteration: ent.Iteration, Status: string(ent.Status), Complete: ent.Complete,
+			Calls: ent.Calls, Gain: ent.Gain, GainLo: ent.GainLo, GainHi: ent.GainHi, Against: ent.Against, HasGain: ent.HasGain,
+			NullLift: ent.NullLift, HasNull: ent.HasNull, NullRefused: ent.NullRefused})
 	}
 	return end, e.emit(EvHarnessIteration, mustJSON(d))
 }
@@ -301,7 +317,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	e.st.Ledger.EvalTokens += completionTokens(ts)
 	outs := make([]eval.Outcome, len(ts))
 	for i, t := range ts {
-		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure)}
+		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure), Answer: t.FinalAnswer()}
 	}
 	rep, err := eval.Summarise(outs, e.Cfg.Seed)
 	if err != nil {

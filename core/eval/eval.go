@@ -16,6 +16,10 @@ type Outcome struct {
 	TaskID  string
 	Reward  float64 // in [0, 1]
 	Failure string  // "" when the rollout earned full reward
+	// Answer identifies what the rollout finally submitted (normalised:
+	// equal answers compare equal), for maj@k; "" when it submitted
+	// nothing.
+	Answer string
 }
 
 // SuccessThreshold: a rollout counts as solved for pass@k when its reward is
@@ -29,6 +33,11 @@ type Report struct {
 	K        int     `json:"k"`
 	MeanAtK  float64 `json:"mean_at_k"`
 	PassAtK  float64 `json:"pass_at_k"`
+	// MajAtK is the correctness of each task's plurality answer over its k
+	// samples (ties: the answer seen first; rollouts that submitted
+	// nothing never win), averaged over tasks: what a harness that votes
+	// over k samples could reach.
+	MajAtK float64 `json:"maj_at_k"`
 	// CI95 is a 95 % percentile-bootstrap interval of MeanAtK, resampling
 	// tasks (not rollouts: samples of one task are correlated).
 	CI95         [2]float64     `json:"ci95"`
@@ -77,11 +86,31 @@ func Summarise(outs []Outcome, seed uint64) (Report, error) {
 		if solved {
 			r.PassAtK++
 		}
+		r.MajAtK += majority(os)
 	}
+	r.MajAtK /= float64(len(order))
 	r.MeanAtK = mean(means)
 	r.PassAtK /= float64(len(order))
 	r.CI95 = Bootstrap(means, seed)
 	return r, nil
+}
+
+// majority is the reward of the plurality answer among os (0 when none
+// submitted anything).
+func majority(os []Outcome) float64 {
+	count := map[string]int{}
+	for _, o := range os {
+		if o.Answer != "" {
+			count[o.Answer]++
+		}
+	}
+	best, reward := "", 0.0
+	for _, o := range os {
+		if o.Answer != "" && count[o.Answer] > count[best] {
+			best, reward = o.Answer, o.Reward
+		}
+	}
+	return reward
 }
 
 // Bootstrap returns the 95 % percentile-bootstrap interval of the mean of

@@ -8,9 +8,9 @@ import (
 
 func TestSummarise(t *testing.T) {
 	outs := []Outcome{
-		{"a", 1, ""}, {"a", 0, "wrong"}, // 0.5, solved
-		{"b", 0, "format"}, {"b", 0, "format"}, // 0, unsolved
-		{"c", 1, ""}, {"c", 1, ""}, // 1, solved
+		{"a", 1, "", ""}, {"a", 0, "wrong", ""}, // 0.5, solved
+		{"b", 0, "format", ""}, {"b", 0, "format", ""}, // 0, unsolved
+		{"c", 1, "", ""}, {"c", 1, "", ""}, // 1, solved
 	}
 	r, err := Summarise(outs, 1)
 	if err != nil {
@@ -32,10 +32,10 @@ func TestSummarise(t *testing.T) {
 	if r2.CI95 != r.CI95 {
 		t.Fatal("bootstrap not reproducible from its seed")
 	}
-	if _, err := Summarise(append(outs, Outcome{"c", 1, ""}), 1); err == nil || !strings.Contains(err.Error(), "task c has 3") {
+	if _, err := Summarise(append(outs, Outcome{"c", 1, "", ""}), 1); err == nil || !strings.Contains(err.Error(), "task c has 3") {
 		t.Fatalf("uneven k: %v", err)
 	}
-	if _, err := Summarise([]Outcome{{"a", 2, ""}}, 1); err == nil {
+	if _, err := Summarise([]Outcome{{"a", 2, "", ""}}, 1); err == nil {
 		t.Fatal("reward 2 accepted")
 	}
 }
@@ -72,5 +72,29 @@ func TestPassAtK(t *testing.T) {
 	}
 	if !math.IsNaN(PassAtK(2, 1, 3)) {
 		t.Error("k > n must be NaN")
+	}
+}
+
+func TestMajAtKVotesOverAnswers(t *testing.T) {
+	outs := []Outcome{
+		// a: the right answer twice, two different wrong ones: maj right.
+		{TaskID: "a", Reward: 1, Answer: "answer:7"}, {TaskID: "a", Reward: 0, Answer: "answer:8", Failure: "wrong"},
+		{TaskID: "a", Reward: 1, Answer: "answer:7"}, {TaskID: "a", Reward: 0, Answer: "answer:9", Failure: "wrong"},
+		// b: one right, the same wrong answer twice, one empty: maj wrong.
+		{TaskID: "b", Reward: 1, Answer: "answer:3"}, {TaskID: "b", Reward: 0, Answer: "answer:4", Failure: "wrong"},
+		{TaskID: "b", Reward: 0, Answer: "answer:4", Failure: "wrong"}, {TaskID: "b", Reward: 0, Failure: "format"},
+		// c: three empties and one right: the empties never win.
+		{TaskID: "c", Reward: 0, Failure: "format"}, {TaskID: "c", Reward: 0, Failure: "format"},
+		{TaskID: "c", Reward: 0, Failure: "format"}, {TaskID: "c", Reward: 1, Answer: "answer:5"},
+		// d: a tie between right and wrong: the answer seen first wins.
+		{TaskID: "d", Reward: 0, Answer: "answer:1", Failure: "wrong"}, {TaskID: "d", Reward: 1, Answer: "answer:2"},
+		{TaskID: "d", Reward: 1, Answer: "answer:2"}, {TaskID: "d", Reward: 0, Answer: "answer:1", Failure: "wrong"},
+	}
+	r, err := Summarise(outs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MajAtK != 0.5 || r.MeanAtK != (0.5+0.25+0.25+0.5)/4 || r.PassAtK != 1 {
+		t.Fatalf("maj %v mean %v pass %v; want maj 0.5 (a, c right; b, d wrong)", r.MajAtK, r.MeanAtK, r.PassAtK)
 	}
 }

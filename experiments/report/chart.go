@@ -57,8 +57,8 @@ var (
 func Chart(runs []Run, domain string) ([]byte, error) {
 	runs = sortedRuns(runs)
 	p := plot.New()
-	p.Title.Text = domain + ": score against budgeted rollouts"
-	p.X.Label.Text = "budgeted rollouts (train + search)"
+	p.Title.Text = domain + ": score against the budget spent"
+	p.X.Label.Text = "model calls (train + search)"
 	p.X.Tick.Marker = niceTicks{rolloutLabel}
 	p.Y.Label.Text = "test mean@8 (points)"
 	p.Y.Tick.Marker = niceTicks{pointLabel}

@@ -8,10 +8,13 @@ import (
 )
 
 // CSVHeader is results.csv's header. The first five columns are the ones
-// the issue fixes; the rest follow them and may grow, never move.
+// the issue fixes; the rest follow them and may grow, never move. Since
+// budgets are counted in model calls, "rollouts" and "eval_rollouts" hold
+// model calls (the budget spent); "episodes" and "eval_episodes" the
+// rollouts themselves.
 var CSVHeader = []string{
 	"condition", "domain", "seed", "best_test_mean_at_8", "rollouts",
-	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases", "compute_s",
+	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases", "compute_s", "episodes", "eval_episodes",
 }
 
 // encodeCSV writes one row per run in the order given (Write sorts first).
@@ -34,6 +37,7 @@ func encodeCSV(runs []Run) ([]byte, error) {
 		row := []string{
 			r.Condition, r.Domain, strconv.FormatUint(r.Seed, 10), best, strconv.Itoa(r.Rollouts),
 			r.RunID, strconv.FormatBool(r.Done), lo, hi, strconv.Itoa(r.EvalRollouts), strconv.Itoa(r.Phases), secs,
+			strconv.Itoa(r.Episodes), strconv.Itoa(r.EvalEpisodes),
 		}
 		if err := w.Write(row); err != nil {
 			return nil, fmt.Errorf("report: encode %s row of run %s: %w", ResultsCSV, r.RunID, err)

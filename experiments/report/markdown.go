@@ -61,8 +61,8 @@ func Markdown(runs []Run, meta Meta) []byte {
 func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## %s\n\n", domain)
-	p("![%s: score against rollouts](%s)\n\n", domain, ChartFile(domain))
-	p("| condition | best test mean@8 | 95%% CI | seeds | rollouts to weight-only peak | phases | rollouts used | compute per run |\n")
+	p("![%s: score against the budget spent](%s)\n\n", domain, ChartFile(domain))
+	p("| condition | best test mean@8 | 95%% CI | seeds | model calls to weight-only peak | phases | model calls used (rollouts) | compute per run |\n")
 	p("|---|---:|---|---|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		expect := max(c.Seeds, meta.Seeds)
@@ -183,7 +183,7 @@ func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta
 				}
 			}
 			if over > 0 {
-				lines = append(lines, fmt.Sprintf("%s: %s over the budget of %s rollouts (most: %s, run %s).",
+				lines = append(lines, fmt.Sprintf("%s: %s over the budget of %s model calls (most: %s, run %s).",
 					c.Condition, plural(over, "run"), count(meta.Budget), count(most), mostID))
 			}
 		}
@@ -331,7 +331,7 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 		}
 	}
 	slices.Sort(order)
-	p("| round | weight-phase gain | harness-phase gain | weight-phase rollouts | harness-phase rollouts |\n|---:|---:|---:|---:|---:|\n")
+	p("| round | weight-phase gain | harness-phase gain | weight-phase model calls | harness-phase model calls |\n|---:|---:|---:|---:|---:|\n")
 	for _, rd := range order {
 		ac := rounds[rd]
 		w, h, rw, rh := "—", "—", "—", "—"
@@ -345,7 +345,7 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 		}
 		p("| %d | %s | %s | %s | %s |\n", rd, w, h, rw, rh)
 	}
-	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase; gains and rollouts are means over the %s that ran such a phase in that round.\n\n", plural(len(fin), "finished seed"))
+	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase; gains and model calls are means over the %s that ran such a phase in that round.\n\n", plural(len(fin), "finished seed"))
 
 	var base []float64
 	for _, r := range runs {

@@ -22,7 +22,7 @@ import (
 
 // Point is a run's state at one phase boundary (a kept checkpoint).
 type Point struct {
-	Rollouts   int     `json:"rollouts"`    // budgeted rollouts (train + search) used at this boundary
+	Rollouts   int     `json:"rollouts"`    // budget (model calls of train + search) spent at this boundary
 	PhaseStart int     `json:"phase_start"` // budgeted rollouts when the phase that just ended began
 	Phase      string  `json:"phase"`       // "weights" or "harness": the phase that just ended ("start" for the point before any phase)
 	Round      int     `json:"round"`
@@ -47,8 +47,13 @@ type Run struct {
 	Done          bool       // finished; unfinished runs are listed as missing, never averaged
 	BestTestMean8 float64    // test mean@8 of the run's best-val checkpoint (what the engine reports)
 	TestCI95      [2]float64 // bootstrap CI over test tasks of that figure
-	Rollouts      int        // budgeted rollouts used by the whole run
-	EvalRollouts  int
+	Rollouts      int        // the budget the whole run spent: model calls of training and scoring
+	EvalRollouts  int        // model calls of evaluation
+	// Episodes counts the rollouts (episodes) of training and scoring,
+	// EvalEpisodes those of evaluation: a voting harness spends several
+	// model calls per episode.
+	Episodes     int
+	EvalEpisodes int
 	Curve         []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
 	Phases        int     // phases run
 	// Compute is the time the run's stored work took, over every process

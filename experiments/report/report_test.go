@@ -390,7 +390,7 @@ func TestWrite(t *testing.T) {
 		// harness-only's first of 2 phases gains (best − 0.1)/2, bests 0.10, 0.30, 0.20.
 		"Harness search on the base weights (harness-only's first harness phase, mean over 3 seeds): +5.0 points.",
 		"Harness phases after the first weight phase in whale-fixed: +3.8 points per phase (mean over 9 phases).",
-		"whale-fixed: 1 run over the budget of 12,000 rollouts (most: 12,500, run searchqa-whale-fixed-3)",
+		"whale-fixed: 1 run over the budget of 12,000 model calls (most: 12,500, run searchqa-whale-fixed-3)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("RESULTS.md lacks %q", want)
