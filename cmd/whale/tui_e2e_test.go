@@ -53,7 +53,7 @@ func (s tmuxSession) waitFor(what string, limit time.Duration, ok func(string) b
 	}
 }
 
-var rolloutsRe = regexp.MustCompile(`rollouts (\d+)/`)
+var rolloutsRe = regexp.MustCompile(`model calls (\d+)/`)
 
 func rollouts(scr string) int {
 	m := rolloutsRe.FindStringSubmatch(scr)

@@ -68,9 +68,9 @@ type Config struct {
 	ValK  int `json:"val_k"`
 	TestK int `json:"test_k"`
 
-	// Budget bounds training plus harness-scoring rollouts (evaluation
-	// rollouts are counted apart); 0 means unbounded, then MaxRounds ends
-	// the run.
+	// Budget bounds the model calls of training plus harness scoring
+	// (evaluation is counted apart), so voting and extra turns are paid
+	// for; 0 means unbounded, then MaxRounds ends the run.
 	Budget    int `json:"budget"`
 	MaxRounds int `json:"max_rounds"`
 
@@ -92,8 +92,8 @@ var presets = map[string]Config{
 		PromptsPerStep: 2, Group: 2, TrainTasks: 32, Candidates: 2, ValTasks: 8, AuditTasks: 4, TestTasks: 8,
 		ValK: 1, TestK: 2, MaxRounds: 2, MaxNewTokens: 48, Temperature: 1, Harness: "h0"},
 	"small": {Schedule: "fixed", E: 0.6, I: 3, Operator: "rsft", Threshold: 0.5, LR: 1e-4,
-		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 3, ValTasks: 32, AuditTasks: 16, TestTasks: 64,
-		ValK: 2, TestK: 8, MaxRounds: 3, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
+		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 3, ValTasks: 128, AuditTasks: 16, TestTasks: 64,
+		ValK: 2, TestK: 8, Budget: 8192, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
 	"paper": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
 		PromptsPerStep: 256, Group: 8, TrainTasks: 4096, Candidates: 3, ValTasks: 256, AuditTasks: 128, TestTasks: 512,
 		ValK: 2, TestK: 8, MaxRounds: 6, MaxNewTokens: 256, Temperature: 1, Harness: "h0"},
