@@ -158,7 +158,7 @@ func TestQwenSplitterAgreesWithRegexOnGoldenStrings(t *testing.T) {
 	for _, g := range readGolden(t) {
 		s := norm.NFC.String(g.Text)
 		want := re.split(s, nil)
-		if got := (qwenSplitter{}).split(s, nil); !slices.Equal(got, want) {
+		if got := newQwenSplitter().split(s, nil); !slices.Equal(got, want) {
 			t.Errorf("split(%q) = %v, regex gives %v", s, got, want)
 		}
 	}
@@ -174,7 +174,7 @@ func FuzzQwenSplitMatchesRegex(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want := re.split(s, nil)
-		if got := (qwenSplitter{}).split(s, nil); !slices.Equal(got, want) {
+		if got := newQwenSplitter().split(s, nil); !slices.Equal(got, want) {
 			t.Fatalf("split(%q) = %v, regex gives %v", s, got, want)
 		}
 	})

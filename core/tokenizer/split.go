@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -28,7 +29,7 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 // to the same answers.
 func newSplitter(pattern string) (splitter, error) {
 	if pattern == qwenPattern {
-		return qwenSplitter{}, nil
+		return newQwenSplitter(), nil
 	}
 	return newRegexSplitter(pattern)
 }
@@ -76,7 +77,20 @@ func (r regexSplitter) split(s string, ends []int) []int {
 // qwenSplitter matches qwenPattern by hand. At each position the
 // alternatives are tried in the pattern's order, with the backtracking a
 // regex engine would do spelled out.
-type qwenSplitter struct{}
+type qwenSplitter struct{ bmp *[1 << 16]uint8 }
+
+func newQwenSplitter() qwenSplitter { return qwenSplitter{bmpClasses()} }
+
+// bmpClasses is the class of every rune of the Basic Multilingual Plane, so
+// that CJK or Cyrillic text costs one load per rune, not three searches of
+// Unicode tables. Built on first use (a few milliseconds), 64 KiB.
+var bmpClasses = sync.OnceValue(func() *[1 << 16]uint8 {
+	var t [1 << 16]uint8
+	for c := range t {
+		t[c] = uint8(classOf(rune(c)))
+	}
+	return &t
+})
 
 const (
 	clsOther  = iota // not \s, \p{L} or \p{N}
@@ -84,14 +98,6 @@ const (
 	clsNumber        // \p{N}
 	clsSpace         // \s (Unicode White_Space)
 )
-
-var asciiClass [utf8.RuneSelf]uint8
-
-func init() {
-	for c := rune(0); c < utf8.RuneSelf; c++ {
-		asciiClass[c] = uint8(classOf(c))
-	}
-}
 
 func classOf(c rune) int {
 	switch {
@@ -107,25 +113,28 @@ func classOf(c rune) int {
 
 // runeAt decodes the rune at s[i] and its class; an invalid byte is one
 // U+FFFD, which is clsOther.
-func runeAt(s string, i int) (rune, int, int) {
+func (q qwenSplitter) runeAt(s string, i int) (rune, int, int) {
 	if c := s[i]; c < utf8.RuneSelf {
-		return rune(c), 1, int(asciiClass[c])
+		return rune(c), 1, int(q.bmp[c])
 	}
 	c, w := utf8.DecodeRuneInString(s[i:])
+	if c < 1<<16 {
+		return c, w, int(q.bmp[c])
+	}
 	return c, w, classOf(c)
 }
 
-func (qwenSplitter) split(s string, ends []int) []int {
+func (q qwenSplitter) split(s string, ends []int) []int {
 	for i := 0; i < len(s); {
-		i = qwenPiece(s, i)
+		i = q.piece(s, i)
 		ends = append(ends, i)
 	}
 	return ends
 }
 
-// qwenPiece returns the end of the pre-token that starts at i.
-func qwenPiece(s string, i int) int {
-	c, w, cls := runeAt(s, i)
+// piece returns the end of the pre-token that starts at i.
+func (q qwenSplitter) piece(s string, i int) int {
+	c, w, cls := q.runeAt(s, i)
 	j := i + w
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
 	if c == '\'' && j < len(s) {
@@ -144,11 +153,11 @@ func qwenPiece(s string, i int) int {
 	}
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if cls == clsLetter {
-		return letters(s, j)
+		return q.letters(s, j)
 	}
 	if cls != clsNumber && c != '\r' && c != '\n' && j < len(s) {
-		if _, w2, cls2 := runeAt(s, j); cls2 == clsLetter {
-			return letters(s, j+w2)
+		if _, w2, cls2 := q.runeAt(s, j); cls2 == clsLetter {
+			return q.letters(s, j+w2)
 		}
 	}
 	// \p{N}
@@ -160,13 +169,13 @@ func qwenPiece(s string, i int) int {
 	if cls == clsOther {
 		k = j
 	} else if c == ' ' && j < len(s) {
-		if _, w2, cls2 := runeAt(s, j); cls2 == clsOther {
+		if _, w2, cls2 := q.runeAt(s, j); cls2 == clsOther {
 			k = j + w2
 		}
 	}
 	if k >= 0 {
 		for k < len(s) {
-			_, w2, cls2 := runeAt(s, k)
+			_, w2, cls2 := q.runeAt(s, k)
 			if cls2 != clsOther {
 				break
 			}
@@ -181,7 +190,7 @@ func qwenPiece(s string, i int) int {
 	// last line break, and the start of its last rune.
 	end, afterBreak, lastStart, runes := i, -1, i, 0
 	for end < len(s) {
-		c2, w2, cls2 := runeAt(s, end)
+		c2, w2, cls2 := q.runeAt(s, end)
 		if cls2 != clsSpace {
 			break
 		}
@@ -208,9 +217,9 @@ func qwenPiece(s string, i int) int {
 	return end
 }
 
-func letters(s string, k int) int {
+func (q qwenSplitter) letters(s string, k int) int {
 	for k < len(s) {
-		_, w, cls := runeAt(s, k)
+		_, w, cls := q.runeAt(s, k)
 		if cls != clsLetter {
 			break
 		}
