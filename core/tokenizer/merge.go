@@ -60,20 +60,83 @@ func (q *mergeQueue) pop() candidate {
 // mergeScratch is the working memory of one word's merges, reused across the
 // words of one Encode call.
 type mergeScratch struct {
-	ids        []int32
-	prev, next []int32
-	queue      mergeQueue
+	ids         []int32
+	prev, next  []int32
+	queue       mergeQueue
+	ranks, mids []int32 // bpeSmall: rank and result of the pair at i, i+1
 }
 
-// bpeWord appends to out the ids of one pre-token, given as raw bytes. The
-// symbols start as single bytes and live in a linked list over arrays; a
-// priority queue of adjacent pairs yields the next merge in O(log n), so a
-// long word (a CJK sentence is one pre-token) costs n log n, not n².
+// smallWord is the length up to which bpeSmall's linear scans beat the
+// queue: most pre-tokens are a word or a number, a few bytes long.
+const smallWord = 24
+
+const noMerge = int32(1<<31 - 1)
+
+// bpeSmall merges like bpeWord, keeping the rank of each adjacent pair in an
+// array and taking the leftmost lowest one by a scan: no queue, and only the
+// two pairs beside a merge are looked up again.
+func (t *BPE) bpeSmall(out []int32, word string, s *mergeScratch) []int32 {
+	n := len(word)
+	ids, ranks, mids := s.ids[:0], s.ranks[:0], s.mids[:0]
+	for i := 0; i < n; i++ {
+		ids = append(ids, t.byteID[word[i]])
+	}
+	for i := 0; i+1 < n; i++ {
+		m, ok := t.merges[pairKey(ids[i], ids[i+1])]
+		if !ok {
+			m.rank = noMerge
+		}
+		ranks, mids = append(ranks, m.rank), append(mids, m.id)
+	}
+	for {
+		best, rank := -1, noMerge
+		for i, r := range ranks {
+			if r < rank {
+				best, rank = i, r
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids[best] = mids[best]
+		ids = append(ids[:best+1], ids[best+2:]...)
+		ranks = append(ranks[:best], ranks[best+1:]...)
+		mids = append(mids[:best], mids[best+1:]...)
+		if best > 0 {
+			m, ok := t.merges[pairKey(ids[best-1], ids[best])]
+			if !ok {
+				m.rank = noMerge
+			}
+			ranks[best-1], mids[best-1] = m.rank, m.id
+		}
+		if best < len(ranks) {
+			m, ok := t.merges[pairKey(ids[best], ids[best+1])]
+			if !ok {
+				m.rank = noMerge
+			}
+			ranks[best], mids[best] = m.rank, m.id
+		}
+	}
+	s.ids, s.ranks, s.mids = ids, ranks, mids
+	return append(out, ids...)
+}
+
+// bpeWord appends to out the ids of one pre-token, given as raw bytes.
+// Symbols start as single bytes; the adjacent pair of lowest rank merges
+// first, the leftmost among equals, until no pair has a merge rule.
 func (t *BPE) bpeWord(out []int32, word string, s *mergeScratch) []int32 {
 	n := len(word)
-	if n == 1 {
-		return append(out, t.byteID[word[0]])
+	if n <= smallWord {
+		return t.bpeSmall(out, word, s)
 	}
+	return t.bpeQueue(out, word, s)
+}
+
+// bpeQueue keeps the symbols in a linked list over arrays and the candidate
+// pairs in a priority queue, so a long word (a CJK sentence is one
+// pre-token) costs n log n, not n².
+func (t *BPE) bpeQueue(out []int32, word string, s *mergeScratch) []int32 {
+	n := len(word)
 	s.ids, s.prev, s.next, s.queue = s.ids[:0], s.prev[:0], s.next[:0], s.queue[:0]
 	for i := 0; i < n; i++ {
 		s.ids = append(s.ids, t.byteID[word[i]])

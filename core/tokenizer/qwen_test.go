@@ -213,3 +213,23 @@ var (
 	_ Tokenizer = (*BPE)(nil)
 	_ Tokenizer = Bytes{}
 )
+
+// FuzzQwenMergeStrategiesAgree holds the array scan for short words and the
+// priority queue for long ones to the same merges.
+func FuzzQwenMergeStrategiesAgree(f *testing.F) {
+	for _, s := range []string{"hello", "aaaaaaa", "        ", "中文字符", "Supercalifragilistic"} {
+		f.Add(s)
+	}
+	tok := qwen(f)
+	f.Fuzz(func(t *testing.T, w string) {
+		if w == "" {
+			return
+		}
+		var s mergeScratch
+		small := tok.bpeSmall(nil, w, &s)
+		queued := tok.bpeQueue(nil, w, &s)
+		if !slices.Equal(small, queued) {
+			t.Fatalf("%q: array scan %v, queue %v", w, small, queued)
+		}
+	})
+}
