@@ -1,14 +1,17 @@
 // Package tokenizer turns text into token ids and back. It holds the
-// Tokenizer interface, the chat rendering shared by every tokenizer, and the
-// byte-level tokenizer of whale's built-in model. A Qwen byte-level BPE
-// tokenizer read from HF tokenizer.json will implement the same interface.
+// Tokenizer interface, the chat rendering shared by every tokenizer, the
+// byte tokenizer of whale's built-in model (Bytes) and the byte-level BPE
+// tokenizer of Qwen models read from a Hugging Face tokenizer.json (BPE,
+// from Load).
 //
 // The package must never depend on a model or a harness.
 package tokenizer
 
 // Tokenizer encodes and decodes text. Encode never produces special tokens:
 // text that merely looks like "<|im_end|>" is encoded as ordinary bytes, so a
-// task or a model completion can never forge a role marker.
+// task or a model completion can never forge a role marker. (Added tokens
+// that tokenizer.json does not mark special, such as Qwen's <think>, are
+// text the model writes and are matched.)
 type Tokenizer interface {
 	Encode(text string) []int32
 	// Decode renders ids as text; special tokens render as their names.
