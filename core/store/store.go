@@ -52,15 +52,27 @@ func OpenReadOnly(path string, timeout time.Duration) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true})
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
 }
 
 func openWith(path string, opts *bolt.Options) (*DB, error) {
 	db := &DB{path: path, blobDir: path + ".blobs"}
+	// bbolt leaves the file open (and locked) when it panics on a damaged
+	// page while opening: keep a handle to close it then.
+	var file *os.File
+	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	err := db.guard(func() (err error) {
 		db.bolt, err = bolt.Open(path, 0o644, opts)
 		return err
 	})
+	if errors.Is(err, ErrDamaged) && file != nil {
+		unlockFile(file)
+		file.Close()
+	}
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))
 	}
