@@ -33,6 +33,10 @@ type DB struct {
 	bolt    *bolt.DB
 	path    string
 	blobDir string
+	// stopServe and served end the goroutine that answers other
+	// processes' backup requests (nil when read-only).
+	stopServe chan struct{}
+	served    chan struct{}
 }
 
 // migrations[v] upgrades a file from schema v to v+1.
@@ -74,7 +78,7 @@ func openWith(path string, opts *bolt.Options) (*DB, error) {
 		file.Close()
 	}
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))
+		return nil, inUseError{fmt.Sprintf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))}
 	}
 	if err != nil {
 		if errors.Is(err, ErrDamaged) {
@@ -108,6 +112,8 @@ func openWith(path string, opts *bolt.Options) (*DB, error) {
 			return nil, fmt.Errorf("store: open %s: %w", path, err)
 		}
 	}
+	db.stopServe, db.served = make(chan struct{}), make(chan struct{})
+	go db.serveBackups(db.stopServe, db.served)
 	return db, nil
 }
 
@@ -181,6 +187,11 @@ func isEmpty(tx *bolt.Tx) bool {
 
 // Close closes the workspace.
 func (db *DB) Close() error {
+	if db.stopServe != nil {
+		close(db.stopServe)
+		<-db.served
+		db.stopServe = nil
+	}
 	if !db.bolt.IsReadOnly() {
 		os.Remove(db.path + ".lock")
 	}
