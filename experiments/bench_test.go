@@ -149,7 +149,9 @@ func TestSweepGapAndAdvice(t *testing.T) {
 	if g.Side != "harness" {
 		t.Fatalf("side %q", g.Side)
 	}
-	// Three seeds each: t(0.975, 2) = 4.303 over the seeds' spread.
+	// Three seeds each: t(0.975, 2) = 4.303 over the seeds' spread. A
+	// 1-point gap whose interval (±3.5 points) is wider than the ±2-point
+	// band is unclear, not balanced: the interval admits a 4-point lead.
 	var rs []report.Run
 	for i, s := range []float64{0.30, 0.31, 0.32} {
 		rs = append(rs, run("weight-only", uint64(i+1), s, 0, 1), run("harness-only", uint64(i+1), s+0.01, 0, 1))
@@ -158,12 +160,25 @@ func TestSweepGapAndAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Side != "balanced" || !strings.Contains(g.Advice, "may not pay") {
-		t.Fatalf("1-point gap: %+v", g)
+	if g.Side != "unclear" || !strings.Contains(g.Advice, "too wide") {
+		t.Fatalf("1-point gap, ±3.5-point interval: %+v", g)
 	}
 	wantHalf := 4.303 * 0.01 / 1.7320508 // sd 0.01, √3
 	if half := (g.CI95[1] - g.CI95[0]) / 2; half < wantHalf*1.414-1e-3 || half > wantHalf*1.415+1e-3 {
 		t.Fatalf("half width %v, want %v", half, wantHalf*1.4142)
+	}
+	// The same gap with seeds ten times closer (±0.35 points) is balanced.
+	var tight []report.Run
+	for i, s := range []float64{0.300, 0.301, 0.302} {
+		tight = append(tight, run("weight-only", uint64(i+1), s, 0, 1), run("harness-only", uint64(i+1), s+0.01, 0, 1))
+	}
+	if g, _ = Sweep("searchqa", tight); g.Side != "balanced" || !strings.Contains(g.Advice, "may not pay") {
+		t.Fatalf("1-point gap, ±0.35-point interval: %+v", g)
+	}
+	// A 1.5-point lead whose interval excludes 0 but is under the band's
+	// width from it is not a verdict either.
+	if g, _ = Sweep("searchqa", []report.Run{run("weight-only", 1, 0.300, 0.295, 0.305), run("harness-only", 1, 0.315, 0.31, 0.32)}); g.Side != "unclear" {
+		t.Fatalf("1.5-point lead: side %q", g.Side)
 	}
 	// A wide interval around a large gap is unclear, not a verdict.
 	g, _ = Sweep("searchqa", []report.Run{run("weight-only", 1, 0.2, 0, 0.6), run("harness-only", 1, 0.3, 0, 0.8)})

@@ -18,11 +18,16 @@ type Gap struct {
 	Gap         float64    `json:"gap"` // HarnessOnly − WeightOnly (fractions)
 	CI95        [2]float64 `json:"ci95"`
 	// Side is "harness" or "weights" when one lever leads by ≥ 2 points
-	// and the interval excludes 0, "balanced" when the gap is under 2
-	// points, and "unclear" otherwise.
+	// and the interval excludes 0, "balanced" when the whole interval lies
+	// within ±2 points, and "unclear" otherwise: a small gap with a wide
+	// interval may hide a large one.
 	Side   string `json:"side"`
 	Advice string `json:"advice"`
 }
+
+// balancedBand is the gap, in points, under which neither lever is the
+// bottleneck.
+const balancedBand = 2.0
 
 // SweepConditions are the two one-sided conditions of the pre-check.
 var SweepConditions = []string{"weight-only", "harness-only"}
@@ -48,19 +53,20 @@ func Sweep(domain string, runs []report.Run) (Gap, error) {
 	half := math.Hypot(hw, hh)
 	g.CI95 = [2]float64{g.Gap - half, g.Gap + half}
 	pts := 100 * g.Gap
+	lo, hi := 100*g.CI95[0], 100*g.CI95[1]
 	switch {
-	case math.Abs(pts) < 2:
+	case -balancedBand < lo && hi < balancedBand:
 		g.Side = "balanced"
-		g.Advice = fmt.Sprintf("The two levers are within 2 points (%+.1f): the bottleneck is not one-sided, and alternation may not pay over the simpler one. Alternate only if a longer sweep separates them.", pts)
-	case g.CI95[0] > 0:
+		g.Advice = fmt.Sprintf("The two levers are within %.0f points (%+.1f, interval [%+.1f, %+.1f]): the bottleneck is not one-sided, and alternation may not pay over the simpler one. Alternate only if a longer sweep separates them.", balancedBand, pts, lo, hi)
+	case pts >= balancedBand && lo > 0:
 		g.Side = "harness"
 		g.Advice = fmt.Sprintf("Harness search leads by %.1f points: the scaffold is the bottleneck here. Start WHALE (or plain harness search) and expect harness phases to pay first; weight phases pay once the harness stops improving.", pts)
-	case g.CI95[1] < 0:
+	case pts <= -balancedBand && hi < 0:
 		g.Side = "weights"
 		g.Advice = fmt.Sprintf("Weight training leads by %.1f points: the weights are the bottleneck here. Early harness search is mostly wasted; WHALE's harness phases should pay only after weight phases (watch the per-cycle attribution).", -pts)
 	default:
 		g.Side = "unclear"
-		g.Advice = fmt.Sprintf("The gap is %+.1f points but its interval [%+.1f, %+.1f] includes 0: run more seeds or a larger budget before deciding.", pts, 100*g.CI95[0], 100*g.CI95[1])
+		g.Advice = fmt.Sprintf("The gap is %+.1f points but its interval [%+.1f, %+.1f] is too wide to place it against the ±%.0f-point band: run more seeds or a larger budget before deciding.", pts, lo, hi, balancedBand)
 	}
 	return g, nil
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"whale/core/engine"
+	"whale/core/store"
 )
 
 func init() { register(newGCCmd) }
@@ -51,13 +55,9 @@ func newGCCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				// Order by round, then the weights phase before the harness
-				// phase of that round (ids are RUN/NN-phase).
-				sort.Slice(ids, func(i, j int) bool {
-					oi := strings.Replace(ids[i], "-weights", "-0", 1)
-					oj := strings.Replace(ids[j], "-weights", "-0", 1)
-					return strings.Replace(oi, "-harness", "-1", 1) < strings.Replace(oj, "-harness", "-1", 1)
-				})
+				if ids, err = byRoundAndPhase(db, ids); err != nil {
+					return err
+				}
 				for i, id := range ids {
 					if i >= len(ids)-keep || id == st.BestCkpt {
 						continue
@@ -84,6 +84,41 @@ func newGCCmd() *cobra.Command {
 	c.Flags().IntVar(&keep, "keep", 0, "kept checkpoints to keep per run (besides its best-val one)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
+}
+
+// byRoundAndPhase orders kept checkpoint ids as their runs made them: by
+// round, then the weights phase before the harness phase of that round,
+// read from their manifests. (Ids are RUN/NN-phase with at least two
+// digits, so as text round 100 sorts before round 99.)
+func byRoundAndPhase(db *store.DB, ids []string) ([]string, error) {
+	type kept struct {
+		id    string
+		round int
+		rank  int
+	}
+	ks := make([]kept, len(ids))
+	for i, id := range ids {
+		man, err := engine.ReadCheckpoint(db, id)
+		if err != nil {
+			return nil, err
+		}
+		rank := 2
+		switch man.Phase {
+		case engine.PhaseWeights:
+			rank = 0
+		case engine.PhaseHarness:
+			rank = 1
+		}
+		ks[i] = kept{id, man.Round, rank}
+	}
+	slices.SortStableFunc(ks, func(a, b kept) int {
+		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.rank, b.rank), strings.Compare(a.id, b.id))
+	})
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.id
+	}
+	return out, nil
 }
 
 func list(ids []string) string {

@@ -41,18 +41,27 @@ func TestSummarise(t *testing.T) {
 }
 
 func TestBootstrapWidthShrinksWithTasks(t *testing.T) {
-	// For a 0/1 mean of p = 0.5 the normal approximation gives a 95 % half
-	// width of 1.96·sqrt(p(1−p)/n); the bootstrap must agree within 15 %.
-	for _, n := range []int{100, 1600} {
-		xs := make([]float64, n)
-		for i := range xs {
-			xs[i] = float64(i % 2)
+	// For a 0/1 mean of p the normal approximation gives a 95 % half width
+	// of 1.96·sqrt(p(1−p)/n); the bootstrap must agree within 5 %, which
+	// a wrong resample size (n/2 or 2n: ±41 %) or a 90 % interval (−16 %)
+	// cannot. The error left is 2000 resamples' Monte Carlo noise (about
+	// 2 % of the width) and the binomial's discreteness (2 % at n = 100).
+	for _, c := range []struct {
+		n int
+		p float64
+	}{{100, 0.5}, {400, 0.2}, {1600, 0.5}} {
+		xs := make([]float64, c.n)
+		for i := range int(c.p * float64(c.n)) {
+			xs[i] = 1
 		}
 		ci := Bootstrap(xs, 3)
 		half := (ci[1] - ci[0]) / 2
-		want := 1.96 * math.Sqrt(0.25/float64(n))
-		if math.Abs(half-want)/want > 0.15 {
-			t.Errorf("n=%d: half width %.4f, normal approximation %.4f", n, half, want)
+		want := 1.96 * math.Sqrt(c.p*(1-c.p)/float64(c.n))
+		if math.Abs(half-want)/want > 0.05 {
+			t.Errorf("n=%d p=%.1f: half width %.4f, normal approximation %.4f", c.n, c.p, half, want)
+		}
+		if mid := (ci[0] + ci[1]) / 2; math.Abs(mid-c.p) > 0.1*want {
+			t.Errorf("n=%d p=%.1f: interval %v is not centred on the mean", c.n, c.p, ci)
 		}
 	}
 }

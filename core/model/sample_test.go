@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -346,25 +347,35 @@ func testPrefixReuse(t *testing.T, m *Model, exact bool) {
 	}
 }
 
-// TestSamplingDistribution draws 4000 first tokens (one prefill thanks to
-// prefix reuse) and compares frequencies with softmax(logits/T): the
-// standard error of a frequency is ≤ 0.008, so 0.04 is 5 standard errors.
-// With top-p only the nucleus may appear.
+// TestSamplingDistribution draws n first tokens (one prefill thanks to
+// prefix reuse) and compares their counts with softmax(logits/T): each
+// token's count within 4.5 binomial standard deviations of n·p, and
+// Pearson's χ² over all tokens below its 0.999 quantile. The same counts
+// must fail the χ² bound for T·0.9 and T·1.1, so the test can tell a
+// temperature applied wrongly (a 10 % error) from sampling noise. With
+// top-p only the nucleus may appear.
 func TestSamplingDistribution(t *testing.T) {
 	m := sampleModel(t)
 	s := NewSampler(m, SamplerOptions{})
 	prompt := []int32{3, 1, 4, 1, 5}
 	full, _ := m.Logits(prompt)
 	row := full[(len(prompt)-1)*m.d.V:]
-	const temp = 1.5
-	p := make([]float64, m.d.V)
-	var z float64
-	for i, v := range row {
-		p[i] = math.Exp(float64(v) / temp)
-		z += p[i]
+	const temp, n = 1.5, 8000
+	probs := func(temp float64) []float64 {
+		p := make([]float64, m.d.V)
+		var z float64
+		for i, v := range row {
+			p[i] = math.Exp(float64(v) / temp)
+			z += p[i]
+		}
+		for i := range p {
+			p[i] /= z
+		}
+		return p
 	}
+	p := probs(temp)
 	var reqs []policy.Request
-	for i := 0; i < 4000; i++ {
+	for i := 0; i < n; i++ {
 		reqs = append(reqs, policy.Request{Key: fmt.Sprint(i), Prompt: prompt, MaxNewTokens: 1, Temperature: temp, Seed: 1})
 	}
 	count := make([]float64, m.d.V)
@@ -375,8 +386,17 @@ func TestSamplingDistribution(t *testing.T) {
 		}
 	}
 	for i := range p {
-		if f := count[i] / 4000; math.Abs(f-p[i]/z) > 0.04 {
-			t.Errorf("token %d: frequency %.3f, probability %.3f", i, f, p[i]/z)
+		if e, sd := n*p[i], math.Sqrt(n*p[i]*(1-p[i])); math.Abs(count[i]-e) > 4.5*sd {
+			t.Errorf("token %d: count %.0f, expected %.1f ± %.1f (binomial sd)", i, count[i], e, sd)
+		}
+	}
+	limit := distuv.ChiSquared{K: float64(m.d.V - 1)}.Quantile(0.999)
+	if x := chiSquare(count, p); x > limit {
+		t.Errorf("χ² %.1f over %d tokens > %.1f (0.999 quantile): counts do not follow softmax(logits/%.1f)", x, m.d.V, limit, temp)
+	}
+	for _, wrong := range []float64{0.9 * temp, 1.1 * temp} {
+		if x := chiSquare(count, probs(wrong)); x <= limit {
+			t.Errorf("the counts also pass for T = %.2f (χ² %.1f ≤ %.1f): the test cannot see a 10 %% temperature error", wrong, x, limit)
 		}
 	}
 	order := make([]int, m.d.V)
@@ -388,7 +408,7 @@ func TestSamplingDistribution(t *testing.T) {
 	nucleus := map[int32]bool{}
 	for _, i := range order {
 		nucleus[int32(i)] = true
-		if c += p[i] / z; c >= 0.5 {
+		if c += p[i]; c >= 0.5 {
 			break
 		}
 	}
@@ -519,4 +539,18 @@ func TestTrainThenSample(t *testing.T) {
 			}
 		}
 	}
+}
+
+// chiSquare is Pearson's statistic Σ (O−E)²/E of counts against
+// probabilities p.
+func chiSquare(count, p []float64) float64 {
+	var n, x float64
+	for _, c := range count {
+		n += c
+	}
+	for i, c := range count {
+		e := n * p[i]
+		x += (c - e) * (c - e) / e
+	}
+	return x
 }

@@ -33,6 +33,10 @@ type DB struct {
 	bolt    *bolt.DB
 	path    string
 	blobDir string
+	// stopServe and served end the goroutine that answers other
+	// processes' backup requests (nil when read-only).
+	stopServe chan struct{}
+	served    chan struct{}
 }
 
 // migrations[v] upgrades a file from schema v to v+1.
@@ -41,21 +45,103 @@ var migrations = map[int]func(tx *bolt.Tx) error{}
 // Open opens or creates the workspace at path. A second process opening the
 // same file waits up to timeout for the first to close it.
 func Open(path string, timeout time.Duration) (*DB, error) {
-	b, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout})
+	return openWith(path, &bolt.Options{Timeout: timeout})
+}
+
+// OpenReadOnly opens an existing workspace without writing to it (whale
+// check, whale backup): several readers may hold it at once, and a
+// damaged file is never made worse by a write whose free pages came from
+// a damaged freelist.
+func OpenReadOnly(path string, timeout time.Duration) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
+}
+
+func openWith(path string, opts *bolt.Options) (*DB, error) {
+	db := &DB{path: path, blobDir: path + ".blobs"}
+	// bbolt leaves the file open (and locked) when it panics on a damaged
+	// page while opening: keep a handle to close it then.
+	var file *os.File
+	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
+	err := db.guard(func() (err error) {
+		db.bolt, err = bolt.Open(path, 0o644, opts)
+		return err
+	})
+	if errors.Is(err, ErrDamaged) && file != nil {
+		unlockFile(file)
+		file.Close()
+	}
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))
+		return nil, inUseError{fmt.Sprintf("store: open %s: the workspace is in use by %s; stop it or use another --db", path, holder(path))}
 	}
 	if err != nil {
+		if errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
+		if d := db.openError(err); d != nil {
+			return nil, d
+		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		if err := db.view(db.checkSchema); err != nil {
+			db.bolt.Close()
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		return db, nil
 	}
 	// Name ourselves as the holder, for a second process's error message.
 	_ = os.WriteFile(path+".lock", []byte(fmt.Sprintf("pid %d (%s)", os.Getpid(), strings.Join(os.Args, " "))), 0o644)
-	db := &DB{bolt: b, path: path, blobDir: path + ".blobs"}
-	if err := b.Update(db.init); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	// A workspace that needs nothing is not written to on open.
+	if err := db.view(db.checkSchema); err != nil {
+		if errors.Is(err, ErrDamaged) {
+			db.Close()
+			return nil, err
+		}
+		if err := db.update(db.init); err != nil {
+			db.Close()
+			if errors.Is(err, ErrDamaged) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
 	}
+	db.stopServe, db.served = make(chan struct{}), make(chan struct{})
+	go db.serveBackups(db.stopServe, db.served)
 	return db, nil
+}
+
+// errNeedsInit says a workspace lacks a bucket or is at an older schema.
+var errNeedsInit = errors.New("workspace needs initialising")
+
+// checkSchema returns nil when every top-level bucket exists and the
+// schema is this code's, errNeedsInit when init has work to do.
+func (db *DB) checkSchema(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
+		if tx.Bucket(name) == nil {
+			return errNeedsInit
+		}
+	}
+	raw := tx.Bucket(bucketMeta).Get(keySchema)
+	if raw == nil {
+		return errNeedsInit
+	}
+	if len(raw) != 8 {
+		return db.damaged("meta/schema holds %d bytes, want 8", len(raw))
+	}
+	switch v := binary.BigEndian.Uint64(raw); {
+	case v > SchemaVersion:
+		return fmt.Errorf("schema version %d is newer than this whale understands (%d); upgrade whale", v, SchemaVersion)
+	case v < SchemaVersion:
+		return errNeedsInit
+	}
+	return nil
 }
 
 func (db *DB) init(tx *bolt.Tx) error {
@@ -101,7 +187,14 @@ func isEmpty(tx *bolt.Tx) bool {
 
 // Close closes the workspace.
 func (db *DB) Close() error {
-	os.Remove(db.path + ".lock")
+	if db.stopServe != nil {
+		close(db.stopServe)
+		<-db.served
+		db.stopServe = nil
+	}
+	if !db.bolt.IsReadOnly() {
+		os.Remove(db.path + ".lock")
+	}
 	return db.bolt.Close()
 }
 
@@ -157,7 +250,7 @@ func (db *DB) CreateRun(id string, config json.RawMessage, now time.Time) error 
 	if id == "" {
 		return errors.New("store: create run: empty id")
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		runs := tx.Bucket(bucketRuns)
 		if runs.Bucket([]byte(id)) != nil {
 			return fmt.Errorf("store: run %s already exists", id)
@@ -192,7 +285,7 @@ func runBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 // GetRun reads a run's record.
 func (db *DB) GetRun(id string) (Run, error) {
 	var r Run
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, id)
 		if err != nil {
 			return err
@@ -213,7 +306,7 @@ func readRun(id string, rb *bolt.Bucket) Run {
 // Runs lists every run, in id order.
 func (db *DB) Runs() ([]Run, error) {
 	var out []Run
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRuns).ForEachBucket(func(k []byte) error {
 			out = append(out, readRun(string(k), tx.Bucket(bucketRuns).Bucket(k)))
 			return nil
@@ -225,7 +318,7 @@ func (db *DB) Runs() ([]Run, error) {
 // SetRunState sets a run's status and resume cursor in one transaction, so a
 // resume point is never half written. A nil cursor leaves the cursor as is.
 func (db *DB) SetRunState(id, status string, cursor json.RawMessage) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, id)
 		if err != nil {
 			return err
@@ -265,7 +358,7 @@ func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []
 	if err != nil {
 		return fmt.Errorf("store: run %s: pins: %w", id, err)
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, id)
 		if err != nil {
 			return err
@@ -292,7 +385,7 @@ func (db *DB) SetResumePoint(id, status string, cursor json.RawMessage, blobs []
 
 func (db *DB) appendSeq(run string, bucket []byte, recs [][]byte) (uint64, error) {
 	var last uint64
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
 		if err != nil {
 			return err
@@ -314,13 +407,16 @@ func (db *DB) appendSeq(run string, bucket []byte, recs [][]byte) (uint64, error
 }
 
 func (db *DB) scanSeq(run string, bucket []byte, from uint64, fn func(seq uint64, rec []byte) error) error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.view(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
 		if err != nil {
 			return err
 		}
 		c := rb.Bucket(bucket).Cursor()
 		for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return db.damaged("run %s: a key of %d bytes among its %s, where sequence numbers have 8", run, len(k), bucket)
+			}
 			if err := fn(binary.BigEndian.Uint64(k), copyBytes(v)); err != nil {
 				return err
 			}
@@ -366,7 +462,7 @@ func (db *DB) Control(run string, fn func(seq uint64, cmd []byte) error) error {
 
 // PutCandidate stores or replaces a run's record for a harness candidate.
 func (db *DB) PutCandidate(run, hash string, rec []byte) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
 		if err != nil {
 			return err
@@ -377,7 +473,7 @@ func (db *DB) PutCandidate(run, hash string, rec []byte) error {
 
 // Candidates calls fn for each candidate of a run, in hash order.
 func (db *DB) Candidates(run string, fn func(hash string, rec []byte) error) error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.view(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
 		if err != nil {
 			return err
@@ -407,7 +503,7 @@ func (db *DB) PutHarness(h Harness) error {
 	if err != nil {
 		return fmt.Errorf("store: put harness %s: %w", h.Hash, err)
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketHarnesses)
 		if b.Get([]byte(h.Hash)) != nil {
 			return nil
@@ -419,7 +515,7 @@ func (db *DB) PutHarness(h Harness) error {
 // GetHarness reads an archived harness.
 func (db *DB) GetHarness(hash string) (Harness, error) {
 	var h Harness
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketHarnesses).Get([]byte(hash))
 		if v == nil {
 			return fmt.Errorf("store: harness %s: %w", hash, ErrNotFound)
@@ -446,7 +542,7 @@ const (
 func (db *DB) PutBlob(b []byte) (string, error) {
 	hash := Hash(b)
 	exists := false
-	if err := db.bolt.View(func(tx *bolt.Tx) error {
+	if err := db.view(func(tx *bolt.Tx) error {
 		exists = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
 		return nil
 	}); err != nil || exists {
@@ -462,7 +558,7 @@ func (db *DB) PutBlob(b []byte) (string, error) {
 		}
 		val = []byte{blobFile}
 	}
-	return hash, db.bolt.Update(func(tx *bolt.Tx) error {
+	return hash, db.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketBlobs).Put([]byte(hash), val)
 	})
 }
@@ -471,7 +567,7 @@ func (db *DB) PutBlob(b []byte) (string, error) {
 // hash so that a damaged file is reported, never used.
 func (db *DB) GetBlob(hash string) ([]byte, error) {
 	var val []byte
-	if err := db.bolt.View(func(tx *bolt.Tx) error {
+	if err := db.view(func(tx *bolt.Tx) error {
 		val = copyBytes(tx.Bucket(bucketBlobs).Get([]byte(hash)))
 		return nil
 	}); err != nil {
@@ -497,7 +593,7 @@ func (db *DB) GetBlob(hash string) ([]byte, error) {
 // HasBlob reports whether a blob is stored.
 func (db *DB) HasBlob(hash string) bool {
 	ok := false
-	_ = db.bolt.View(func(tx *bolt.Tx) error {
+	_ = db.view(func(tx *bolt.Tx) error {
 		ok = tx.Bucket(bucketBlobs).Get([]byte(hash)) != nil
 		return nil
 	})
@@ -549,7 +645,7 @@ func (db *DB) PutCheckpoint(c Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("store: checkpoint %s: %w", c.ID, err)
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		blobs := tx.Bucket(bucketBlobs)
 		for _, h := range c.Blobs {
 			if blobs.Get([]byte(h)) == nil {
@@ -563,7 +659,7 @@ func (db *DB) PutCheckpoint(c Checkpoint) error {
 // GetCheckpoint reads a checkpoint.
 func (db *DB) GetCheckpoint(id string) (Checkpoint, error) {
 	var c Checkpoint
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketCheckpoints).Get([]byte(id))
 		if v == nil {
 			return fmt.Errorf("store: checkpoint %s: %w", id, ErrNotFound)
@@ -576,7 +672,7 @@ func (db *DB) GetCheckpoint(id string) (Checkpoint, error) {
 // Checkpoints lists checkpoint ids with the given prefix, in order.
 func (db *DB) Checkpoints(prefix string) ([]string, error) {
 	var out []string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketCheckpoints).Cursor()
 		for k, _ := c.Seek([]byte(prefix)); k != nil && len(k) >= len(prefix) && string(k[:len(prefix)]) == prefix; k, _ = c.Next() {
 			out = append(out, string(k))
@@ -599,7 +695,7 @@ func (db *DB) TruncateSamples(run string, after uint64) error {
 }
 
 func (db *DB) truncateSeq(run string, bucket []byte, after uint64) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
 		if err != nil {
 			return err
@@ -619,7 +715,7 @@ func (db *DB) truncateSeq(run string, bucket []byte, after uint64) error {
 // checkpoint references is refused.
 func (db *DB) DeleteBlob(hash string) error {
 	var val []byte
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketCheckpoints).ForEach(func(k, v []byte) error {
 			var c Checkpoint
 			if err := json.Unmarshal(v, &c); err != nil {
@@ -667,7 +763,7 @@ func (db *DB) DeleteBlob(hash string) error {
 // DeleteCheckpoint removes a kept checkpoint's manifest (its blobs stay
 // until CollectGarbage finds them unreferenced).
 func (db *DB) DeleteCheckpoint(id string) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return db.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCheckpoints)
 		if b.Get([]byte(id)) == nil {
 			return fmt.Errorf("store: checkpoint %s: %w", id, ErrNotFound)
@@ -682,7 +778,7 @@ func (db *DB) DeleteCheckpoint(id string) error {
 func (db *DB) CollectGarbage(live func(hash string) bool) (int, int64, error) {
 	refs := map[string]bool{}
 	var all []string
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketCheckpoints).ForEach(func(k, v []byte) error {
 			var c Checkpoint
 			if err := json.Unmarshal(v, &c); err != nil {

@@ -44,7 +44,9 @@ func Markdown(runs []Run, meta Meta) []byte {
 		"each taken from the run's best-val checkpoint. The 95%% CI is a t interval over seeds " +
 		"(with one finished seed: that run's bootstrap CI over test tasks). " +
 		"A condition \"beats\" another only when the 95%% CI over seeds of their paired difference excludes 0; " +
-		"otherwise the difference is called within noise. Unfinished runs are listed, never averaged.\n\n")
+		"otherwise the difference is called within noise; a difference that is the same on every seed is reported as such " +
+		"(its interval has zero width because the seeds changed nothing, not because it is certain). " +
+		"Unfinished runs are listed, never averaged.\n\n")
 
 	for _, d := range domains(runs) {
 		var dc []Cell
@@ -229,6 +231,8 @@ func writeVerdict(b *bytes.Buffer, runs []Run, cells []Cell, domain string) {
 			s += fmt.Sprintf(" It beats the runner-up, %s, by %s points (%s).", next.Condition, signed(d.Mean), diffCI(d))
 		case "cannot be compared with":
 			s += fmt.Sprintf(" Its lead over the runner-up, %s (%s points), rests on %s, too few for a CI over seeds.", next.Condition, signed(d.Mean), plural(d.N, "paired seed"))
+		case "differs by the same amount on every seed from", "is identical on every seed to":
+			s += fmt.Sprintf(" Its lead over the runner-up, %s, is %s points on each of %s: the seeds changed nothing, so there is no noise to judge it against.", next.Condition, signed(d.Mean), plural(d.N, "paired seed"))
 		default:
 			s += fmt.Sprintf(" Its lead over the runner-up, %s, is within noise (%s points, %s).", next.Condition, signed(d.Mean), diffCI(d))
 		}
@@ -251,6 +255,8 @@ func writeVerdict(b *bytes.Buffer, runs []Run, cells []Cell, domain string) {
 				parts = append(parts, fmt.Sprintf("cannot be compared with %s (%s, difference %s points)", base, plural(d.N, "paired seed"), signed(d.Mean)))
 			case "within noise of":
 				parts = append(parts, fmt.Sprintf("is within noise of %s (%s points, %s)", base, signed(d.Mean), diffCI(d)))
+			case "differs by the same amount on every seed from", "is identical on every seed to":
+				parts = append(parts, fmt.Sprintf("%s %s (%s points on each of %s: no noise to judge it against)", v, base, signed(d.Mean), plural(d.N, "paired seed")))
 			default:
 				parts = append(parts, fmt.Sprintf("%s %s (%s points, %s)", v, base, signed(d.Mean), diffCI(d)))
 			}

@@ -491,3 +491,68 @@ func TestNiceTicks(t *testing.T) {
 		t.Errorf("narrow score ticks %q", got)
 	}
 }
+
+// pairRuns makes finished runs of conditions a and b on math, one per
+// seed, with the given best test scores; b's runs are listed in reverse
+// seed order, so pairing by position instead of by seed mismatches them.
+func pairRuns(a, b []float64) []Run {
+	var runs []Run
+	for i, s := range a {
+		runs = append(runs, Run{Domain: "math", Condition: WhaleFixed, Seed: uint64(i + 1), Done: true, BestTestMean8: s})
+	}
+	for i := len(b) - 1; i >= 0; i-- {
+		runs = append(runs, Run{Domain: "math", Condition: WeightOnly, Seed: uint64(i + 1), Done: true, BestTestMean8: b[i]})
+	}
+	return runs
+}
+
+// Seeds that differ a lot from each other (0.2 … 0.7) but where A leads B
+// by 0.02–0.04 on each: only the paired difference sees the lead. Unpaired,
+// the two conditions' intervals overlap almost entirely.
+func TestOnlyPairingSaysBeats(t *testing.T) {
+	a := []float64{0.22, 0.53, 0.74, 0.41}
+	b := []float64{0.20, 0.50, 0.70, 0.38}
+	d := Compare(pairRuns(a, b), "math", WhaleFixed, WeightOnly)
+	if d.N != 4 || !near(d.Mean, 0.03) || d.Verdict() != "beats" {
+		t.Fatalf("paired by seed: %+v %q, want N 4, mean 0.03, beats", d, d.Verdict())
+	}
+	// The same scores unpaired: per-condition intervals overlap, so the
+	// verdict rests on the pairing.
+	_, loA, _ := MeanCI(a)
+	_, _, hiB := MeanCI(b)
+	if !(loA < hiB) {
+		t.Fatalf("test data: unpaired intervals do not overlap (A from %.3f, B to %.3f)", loA, hiB)
+	}
+	// Paired across the wrong seeds (1↔2, 3↔4) the differences are wild
+	// and the lead is within noise: the verdict depends on pairing right.
+	shuffled := []float64{b[1], b[0], b[3], b[2]}
+	if v := Compare(pairRuns(a, shuffled), "math", WhaleFixed, WeightOnly).Verdict(); v != "within noise of" {
+		t.Fatalf("mispaired: %q, want within noise of", v)
+	}
+}
+
+// A constant +0.1 on every seed gives a zero-width interval; it says the
+// seeds changed nothing, so it is reported as the same on every seed,
+// never as "beats". Identical scores are "identical", not "within noise".
+func TestSameDifferenceOnEverySeedIsNotBeats(t *testing.T) {
+	a := []float64{0.6, 0.3, 0.45}
+	b := []float64{0.5, 0.2, 0.35} // 0.1 lower on each seed (up to float rounding)
+	d := Compare(pairRuns(a, b), "math", WhaleFixed, WeightOnly)
+	if !d.Same || d.Verdict() != "differs by the same amount on every seed from" || !near(d.Mean, 0.1) {
+		t.Fatalf("constant +0.1: %+v %q", d, d.Verdict())
+	}
+	d = Compare(pairRuns(a, a), "math", WhaleFixed, WeightOnly)
+	if !d.Same || d.Verdict() != "is identical on every seed to" || d.Mean != 0 {
+		t.Fatalf("identical: %+v %q", d, d.Verdict())
+	}
+	// Two seeds alike and one apart is ordinary noise.
+	d = Compare(pairRuns(a, []float64{0.5, 0.2, 0.30}), "math", WhaleFixed, WeightOnly)
+	if d.Same {
+		t.Fatalf("0.1, 0.1, 0.15 called the same on every seed: %+v", d)
+	}
+	var md bytes.Buffer
+	writeVerdict(&md, pairRuns(a, b), []Cell{{Domain: "math", Condition: WhaleFixed, N: 3, Mean: 0.45}, {Domain: "math", Condition: WeightOnly, N: 3, Mean: 0.35}}, "math")
+	if s := md.String(); strings.Contains(s, "beats") || !strings.Contains(s, "on each of 3 paired seeds") {
+		t.Fatalf("RESULTS text for a constant difference:\n%s", s)
+	}
+}

@@ -267,15 +267,32 @@ type Diff struct {
 	N      int        `json:"n"`    // seeds where both runs finished
 	Mean   float64    `json:"mean"` // mean over those seeds of A's minus B's BestTestMean8 (fraction)
 	CI95   [2]float64 `json:"ci95"` // t interval over the paired seeds; only meaningful for N ≥ 2
+	// Same is true when the difference was the same on every paired seed
+	// (N ≥ 2): the seeds then varied nothing that matters to it, the
+	// interval has zero width, and it measures no noise at all.
+	Same bool `json:"same_on_every_seed,omitempty"`
 }
 
+// sameTol is how far apart two paired differences may be and still be the
+// same: scores are fractions of at most a few thousand rollouts, so real
+// differences between seeds are ≥ 1e-4, and float rounding is ~1e-16.
+const sameTol = 1e-9
+
 // Verdict words a difference honestly: "beats" or "loses to" only when the
-// CI over seeds excludes 0, "within noise of" otherwise, and "cannot be
-// compared with" below two paired seeds, where no CI over seeds exists.
+// CI over seeds excludes 0, "within noise of" otherwise, "cannot be
+// compared with" below two paired seeds, where no CI over seeds exists, and
+// "differs by the same amount on every seed from" (or "is identical on
+// every seed to") when the seeds did not vary the difference: a zero-width
+// interval there says the runs did not depend on the seed, not that the
+// difference is certain.
 func (d Diff) Verdict() string {
 	switch {
 	case d.N < 2:
 		return "cannot be compared with"
+	case d.Same && d.Mean == 0:
+		return "is identical on every seed to"
+	case d.Same:
+		return "differs by the same amount on every seed from"
 	case d.CI95[0] > 0:
 		return "beats"
 	case d.CI95[1] < 0:
@@ -303,6 +320,10 @@ func Compare(runs []Run, domain, a, b string) Diff {
 	var lo, hi float64
 	d.Mean, lo, hi = MeanCI(ds)
 	d.CI95 = [2]float64{lo, hi}
+	d.Same = d.N >= 2 && slices.Max(ds)-slices.Min(ds) <= sameTol
+	if d.Same && math.Abs(d.Mean) <= sameTol {
+		d.Mean = 0
+	}
 	return d
 }
 
