@@ -23,9 +23,9 @@ func (g *gemmJob) useAVX512Loop() bool { return useAVX512 && g.ph == nil }
 type bKind int
 
 const (
-	bPacked   bKind = iota // s.bp, packed for this block
-	bInPlace               // g.b, a full panel of an NN/TN product read in place
-	bPrepack               // g.pf, prepacked for all of K
+	bPacked  bKind = iota // s.bp, packed for this block
+	bInPlace              // g.b, a full panel of an NN/TN product read in place
+	bPrepack              // g.pf, prepacked for all of K
 )
 
 // run512 computes out[i0:i1, j0:j1] over the whole of K.
