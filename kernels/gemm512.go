@@ -71,11 +71,7 @@ func (g *gemmJob) packA512(s *gemmScratch, ic, mc, pc, kc int) {
 			// a is [k,m]: the panel's rows at one p are contiguous.
 			src := g.a[pc*m+ic+ir:]
 			if h == mr512 {
-				for p := 0; p < kc; p++ {
-					d, r := (*[mr512]float32)(dst[p*mr512:]), (*[mr512]float32)(src[p*m:])
-					d[0], d[1], d[2], d[3], d[4], d[5] = r[0], r[1], r[2], r[3], r[4], r[5]
-					d[6], d[7], d[8], d[9], d[10], d[11] = r[6], r[7], r[8], r[9], r[10], r[11]
-				}
+				copyRows(mr512, kc, src, m, dst)
 				continue
 			}
 			for p := 0; p < kc; p++ {

@@ -132,3 +132,28 @@ func TestGemmAVX512MatchesAVX2Bits(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRows checks the packing copies against their Go twin, with guard
+// values around the destination and NaN around the source.
+func TestCopyRows(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(2, 7))
+		for _, w := range []int{12, 16} {
+			for kc := 1; kc <= 130; kc += 1 + kc/10 {
+				lds := w + r.IntN(9)
+				src, sw := guardedInput(r, (kc-1)*lds+w)
+				dst, dw := padded(kc*w, math.Float32frombits(guardBits))
+				copyRows(w, kc, src, lds, dst)
+				checkGuards(t, dw, kc*w, fmt.Sprintf("copyRows w=%d kc=%d dst", w, kc))
+				checkGuards(t, sw, (kc-1)*lds+w, fmt.Sprintf("copyRows w=%d kc=%d src", w, kc))
+				for p := 0; p < kc; p++ {
+					for j := 0; j < w; j++ {
+						if dst[p*w+j] != src[p*lds+j] {
+							t.Fatalf("copyRows w=%d kc=%d: dst[%d][%d] = %v, want %v", w, kc, p, j, dst[p*w+j], src[p*lds+j])
+						}
+					}
+				}
+			}
+		}
+	})
+}

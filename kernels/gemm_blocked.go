@@ -230,9 +230,7 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 			if g.directB {
 				continue // read in place by macro
 			}
-			for p := 0; p < kc; p++ {
-				*(*[gemmNR]float32)(dst[p*gemmNR:]) = *(*[gemmNR]float32)(src[p*n:])
-			}
+			copyRows(gemmNR, kc, src, n, dst)
 			continue
 		}
 		for p := 0; p < kc; p++ {
