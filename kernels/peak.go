@@ -6,24 +6,32 @@ import (
 )
 
 // peakDuration is how long PeakGFLOPS keeps the FMA units busy: long enough
-// for clocks to settle, short enough to call at start-up.
-const peakDuration = 200 * time.Millisecond
+// for clocks to settle, short enough to call at start-up. The first
+// peakWarmup of it is not counted: a core starts wide FMAs at the clock it
+// ran before and lowers it (for AVX-512, by 10-20 %) only after a fraction
+// of a millisecond, so the first chunks would overstate what a kernel that
+// runs for longer can reach.
+const (
+	peakDuration = 300 * time.Millisecond
+	peakWarmup   = 50 * time.Millisecond
+)
 
 // PeakGFLOPS measures this machine's float32 multiply-add peak in GFLOP/s
-// (two flops per FMA lane) on Threads() goroutines for about 200 ms, with
-// the widest FMAs the kernels use (PeakVectorBits): on amd64 it times an
-// assembly loop of twelve independent FMA chains of 16 lanes (AVX-512) or
-// 8 (AVX2), enough to hide the FMA latency on two pipes; elsewhere a Go
-// loop of independent scalar multiply-adds, the peak the pure-Go kernels
-// can reach. Each goroutine keeps the rate of its fastest
-// half-millisecond chunk and the rates are summed: on a shared machine the
-// fastest chunks are the ones nobody else interrupted. Divide a kernel's
-// GFLOP/s by it for the fraction of peak.
+// (two flops per FMA lane) on Threads() goroutines, with the widest FMAs
+// the kernels use (PeakVectorBits): on amd64 it times an assembly loop of
+// twelve independent FMA chains of 16 lanes (AVX-512) or 8 (AVX2), enough
+// to hide the FMA latency on two pipes; elsewhere a Go loop of independent
+// scalar multiply-adds, the peak the pure-Go kernels can reach. After a
+// warm-up each goroutine keeps the rate of its fastest chunk of about a
+// millisecond and the rates are summed: on a shared machine the fastest
+// chunks are the ones nobody else interrupted. Divide a kernel's GFLOP/s
+// by it for the fraction of peak.
 func PeakGFLOPS() float64 {
 	t := Threads()
 	best := make([]float64, t)
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(peakDuration)
+	start := time.Now()
+	warm, deadline := start.Add(peakWarmup), start.Add(peakDuration)
 	for w := range t {
 		wg.Add(1)
 		go func() {
@@ -31,7 +39,9 @@ func PeakGFLOPS() float64 {
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				f := peakChunk()
-				best[w] = max(best[w], f/time.Since(t0).Seconds())
+				if t0.After(warm) {
+					best[w] = max(best[w], f/time.Since(t0).Seconds())
+				}
 			}
 		}()
 	}
