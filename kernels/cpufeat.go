@@ -6,16 +6,30 @@ import "os"
 // features and WHALE_NOASM; tests flip it to run both twins.
 var useAsm = hasAVX2FMA() && os.Getenv("WHALE_NOASM") != "1"
 
+// useAVX512 selects, among the assembly kernels, the AVX-512 GEMM (its own
+// register tile and loop, gemm512.go) over the AVX2 one. WHALE_NOAVX512=1
+// keeps the AVX2 kernels on a CPU that has AVX-512, for comparisons. Both
+// compute every element as the same FMA chain, so the choice changes no
+// bit of any result.
+var useAVX512 = useAsm && hasAVX512() && os.Getenv("WHALE_NOAVX512") != "1"
+
 // HasAVX2FMA reports whether this CPU (and OS) supports AVX2 and FMA, the
 // features the fast amd64 kernels need. It is false on other architectures.
 func HasAVX2FMA() bool { return hasAVX2FMA() }
 
+// HasAVX512 reports whether this CPU (and OS) supports AVX-512F.
+func HasAVX512() bool { return hasAVX512() }
+
 // KernelName describes the kernels in use, for reports and benchmarks.
 func KernelName() string {
-	if useAsm {
+	switch {
+	case useAVX512:
+		return "amd64 AVX-512 assembly (GEMM 12x32 micro-kernel; AVX2+FMA for the rest)"
+	case useAsm && hasAVX512():
+		return "amd64 AVX2+FMA assembly (GEMM 6x16 micro-kernel; WHALE_NOAVX512=1)"
+	case useAsm:
 		return "amd64 AVX2+FMA assembly (GEMM 6x16 micro-kernel)"
-	}
-	if hasAVX2FMA() {
+	case hasAVX2FMA():
 		return "pure Go (WHALE_NOASM=1)"
 	}
 	return "pure Go (no AVX2+FMA)"

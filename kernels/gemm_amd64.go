@@ -120,3 +120,38 @@ func dotTile1x8(k8 int, a []float32, b *[8][]float32, next []float32, c *[8]floa
 	}
 	dotTile1x8AVX2(k8, &a[0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &b[6][0], &b[7][0], pf, &c[0])
 }
+
+// copyRows16AVX2 and copyRows12AVX2 copy the first 16 (12) floats of kc
+// rows of src, row stride lds, into consecutive rows of dst. In Go:
+//
+//	for p := 0; p < kc; p++ {
+//		copy(dst[p*w:p*w+w], src[p*lds:p*lds+w]) // w = 16 or 12
+//	}
+//
+// kc ≥ 1.
+//
+//go:noescape
+func copyRows16AVX2(kc int, src *float32, lds int, dst *float32)
+
+//go:noescape
+func copyRows12AVX2(kc int, src *float32, lds int, dst *float32)
+
+// copyRows copies the first w (16 or 12) floats of kc rows of src, row
+// stride lds, into consecutive rows of dst: the packing of B panels from a
+// [k,n] B and of 12-row A panels from a [k,m] A.
+func copyRows(w, kc int, src []float32, lds int, dst []float32) {
+	if !useAsm || kc == 0 {
+		copyRowsGo(w, kc, src, lds, dst)
+		return
+	}
+	_ = src[(kc-1)*lds+w-1]
+	_ = dst[kc*w-1]
+	switch w {
+	case 16:
+		copyRows16AVX2(kc, &src[0], lds, &dst[0])
+	case 12:
+		copyRows12AVX2(kc, &src[0], lds, &dst[0])
+	default:
+		copyRowsGo(w, kc, src, lds, dst)
+	}
+}

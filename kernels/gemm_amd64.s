@@ -466,3 +466,43 @@ pkloop:
 pkdone:
 	VZEROUPPER
 	RET
+
+// func copyRows16AVX2(kc int, src *float32, lds int, dst *float32)
+TEXT ·copyRows16AVX2(SB), NOSPLIT, $0-32
+	MOVQ kc+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ dst+24(FP), DI
+
+cr16loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     cr16loop
+	VZEROUPPER
+	RET
+
+// func copyRows12AVX2(kc int, src *float32, lds int, dst *float32)
+TEXT ·copyRows12AVX2(SB), NOSPLIT, $0-32
+	MOVQ kc+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $2, R8
+	MOVQ dst+24(FP), DI
+
+cr12loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), X1
+	VMOVUPS Y0, (DI)
+	VMOVUPS X1, 32(DI)
+	ADDQ    R8, SI
+	ADDQ    $48, DI
+	DECQ    CX
+	JNZ     cr12loop
+	VZEROUPPER
+	RET

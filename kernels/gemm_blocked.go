@@ -30,6 +30,7 @@ const (
 type gemmScratch struct {
 	ap, bp []float32
 	tmp    [gemmMR * gemmNR]float32
+	tmp512 [mr512 * nr512]float32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
@@ -82,23 +83,31 @@ func newGemmJob(layout Layout, out, a, b []float32, m, k, n int, acc bool) *gemm
 func (g *gemmJob) runParallel() {
 	m, k, n := g.m, g.k, g.n
 	t := Threads()
-	mt := (m + gemmMR - 1) / gemmMR
-	nt := (n + gemmNR - 1) / gemmNR
+	mr, nr := gemmMR, gemmNR
+	if g.useAVX512Loop() {
+		mr, nr = mr512, nr512
+	}
+	mt := (m + mr - 1) / mr
+	nt := (n + nr - 1) / nr
 	switch {
 	case t == 1 || 2*m*n*k < parallelMinFlops:
 		g.run(0, m, 0, n)
 	case nt >= 4*t || nt >= mt:
 		// Splitting N, each thread packs only its own columns of B and
 		// all of A's rows, which it reuses across those columns.
-		Parallel(n, gemmNR, func(lo, hi int) { g.run(0, m, lo, hi) })
+		Parallel(n, nr, func(lo, hi int) { g.run(0, m, lo, hi) })
 	default:
 		// Too few columns to share: each thread packs all of B.
-		Parallel(m, gemmMR, func(lo, hi int) { g.run(lo, hi, 0, n) })
+		Parallel(m, mr, func(lo, hi int) { g.run(lo, hi, 0, n) })
 	}
 }
 
 // run computes out[i0:i1, j0:j1] over the whole of K.
 func (g *gemmJob) run(i0, i1, j0, j1 int) {
+	if g.useAVX512Loop() {
+		g.run512(i0, i1, j0, j1)
+		return
+	}
 	s := scratchPool.Get().(*gemmScratch)
 	defer scratchPool.Put(s)
 	for jc := j0; jc < j1; jc += gemmNC {
@@ -221,9 +230,7 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 			if g.directB {
 				continue // read in place by macro
 			}
-			for p := 0; p < kc; p++ {
-				*(*[gemmNR]float32)(dst[p*gemmNR:]) = *(*[gemmNR]float32)(src[p*n:])
-			}
+			copyRows(gemmNR, kc, src, n, dst)
 			continue
 		}
 		for p := 0; p < kc; p++ {

@@ -75,3 +75,10 @@ func dotTile1x8Go(k8 int, a []float32, b *[8][]float32, c *[8]float32) {
 		c[j] = s
 	}
 }
+
+// copyRowsGo is the pure-Go twin of copyRows16AVX2 and copyRows12AVX2.
+func copyRowsGo(w, kc int, src []float32, lds int, dst []float32) {
+	for p := 0; p < kc; p++ {
+		copy(dst[p*w:p*w+w], src[p*lds:p*lds+w])
+	}
+}

@@ -15,3 +15,5 @@ func packNT16(kc int, src []float32, lds int, dst []float32) int { return 0 }
 func dotTile1x8(k8 int, a []float32, b *[8][]float32, next []float32, c *[8]float32) {
 	dotTile1x8Go(k8, a, b, c)
 }
+
+func copyRows(w, kc int, src []float32, lds int, dst []float32) { copyRowsGo(w, kc, src, lds, dst) }

@@ -60,16 +60,20 @@ func widen(x []float32) []float64 {
 }
 
 // eachImpl runs fn with the pure-Go kernels and, where the CPU has them,
-// with the assembly ones.
+// with the AVX2 assembly and with the AVX-512 GEMM.
 func eachImpl(t *testing.T, fn func(t *testing.T)) {
 	t.Helper()
-	saved := useAsm
-	defer func() { useAsm = saved }()
-	useAsm = false
+	saved, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = saved, saved512 }()
+	useAsm, useAVX512 = false, false
 	t.Run("go", fn)
 	if hasAVX2FMA() {
 		useAsm = true
 		t.Run("asm", fn)
+	}
+	if hasAVX512() {
+		useAVX512 = true
+		t.Run("avx512", fn)
 	}
 }
 

@@ -6,23 +6,32 @@ import (
 )
 
 // peakDuration is how long PeakGFLOPS keeps the FMA units busy: long enough
-// for clocks to settle, short enough to call at start-up.
-const peakDuration = 200 * time.Millisecond
+// for clocks to settle, short enough to call at start-up. The first
+// peakWarmup of it is not counted: a core starts wide FMAs at the clock it
+// ran before and lowers it (for AVX-512, by 10-20 %) only after a fraction
+// of a millisecond, so the first chunks would overstate what a kernel that
+// runs for longer can reach.
+const (
+	peakDuration = 300 * time.Millisecond
+	peakWarmup   = 50 * time.Millisecond
+)
 
 // PeakGFLOPS measures this machine's float32 multiply-add peak in GFLOP/s
-// (two flops per FMA lane) on Threads() goroutines for about 200 ms. On
-// amd64 with AVX2+FMA it times an assembly loop of twelve independent
-// 8-lane FMA chains, enough to hide the FMA latency on two pipes; elsewhere
-// it times a Go loop of independent scalar multiply-adds, the peak the
-// pure-Go kernels can reach. Each goroutine keeps the rate of its fastest
-// half-millisecond chunk and the rates are summed: on a shared machine the
-// fastest chunks are the ones nobody else interrupted. Divide a kernel's
-// GFLOP/s by it for the fraction of peak.
+// (two flops per FMA lane) on Threads() goroutines, with the widest FMAs
+// the kernels use (PeakVectorBits): on amd64 it times an assembly loop of
+// twelve independent FMA chains of 16 lanes (AVX-512) or 8 (AVX2), enough
+// to hide the FMA latency on two pipes; elsewhere a Go loop of independent
+// scalar multiply-adds, the peak the pure-Go kernels can reach. After a
+// warm-up each goroutine keeps the rate of its fastest chunk of about a
+// millisecond and the rates are summed: on a shared machine the fastest
+// chunks are the ones nobody else interrupted. Divide a kernel's GFLOP/s
+// by it for the fraction of peak.
 func PeakGFLOPS() float64 {
 	t := Threads()
 	best := make([]float64, t)
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(peakDuration)
+	start := time.Now()
+	warm, deadline := start.Add(peakWarmup), start.Add(peakDuration)
 	for w := range t {
 		wg.Add(1)
 		go func() {
@@ -30,7 +39,9 @@ func PeakGFLOPS() float64 {
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				f := peakChunk()
-				best[w] = max(best[w], f/time.Since(t0).Seconds())
+				if t0.After(warm) {
+					best[w] = max(best[w], f/time.Since(t0).Seconds())
+				}
 			}
 		}()
 	}
@@ -40,4 +51,40 @@ func PeakGFLOPS() float64 {
 		total += r
 	}
 	return total / 1e9
+}
+
+// readFloats is the size of the buffer ReadGBPS streams, 64 MiB: far more
+// than any cache holds.
+const readFloats = 1 << 24
+
+// ReadGBPS measures how fast Threads() goroutines read memory, in GB/s:
+// each sums its share of a 64 MiB buffer (in 2 MB pages where the OS
+// gives them, as the sampler's weights are), for at least 400 ms, and the
+// fastest sweep counts. This bounds any kernel that streams its operands
+// once, such as batch-1 decoding: divide its bytes per second by it.
+func ReadGBPS() float64 {
+	x := HugeFloat32(readFloats)
+	defer FreeHuge(x)
+	Parallel(len(x), 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x[i] = 1
+		}
+	})
+	var mu sync.Mutex
+	var best, sum float64
+	start := time.Now()
+	for reps := 0; reps < 3 || time.Since(start) < 2*peakDuration; reps++ {
+		t0 := time.Now()
+		Parallel(len(x), 1<<16, func(lo, hi int) {
+			s := sumBlock(x[lo:hi])
+			mu.Lock()
+			sum += float64(s)
+			mu.Unlock()
+		})
+		best = max(best, float64(4*len(x))/time.Since(t0).Seconds()/1e9)
+	}
+	if sum == 0 {
+		return 0 // the sums read nothing: cannot happen with x all ones
+	}
+	return best
 }

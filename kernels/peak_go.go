@@ -27,3 +27,25 @@ func peakChunkGo() float64 {
 	peakSink += fmaLoopGo(peakIters)
 	return 8 * 2 * peakIters
 }
+
+// sumBlockGo is the pure-Go twin of sumBlockAVX2: eight independent sums
+// keep it streaming rather than waiting on one chain of adds.
+func sumBlockGo(x []float32) float32 {
+	var s [8]float32
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		v := x[i : i+8 : i+8]
+		s[0] += v[0]
+		s[1] += v[1]
+		s[2] += v[2]
+		s[3] += v[3]
+		s[4] += v[4]
+		s[5] += v[5]
+		s[6] += v[6]
+		s[7] += v[7]
+	}
+	for _, v := range x[n8:] {
+		s[0] += v
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}

@@ -24,3 +24,32 @@ func BenchmarkFMALoop(b *testing.B) {
 	}
 	b.ReportMetric(float64(12*8*2*peakIters)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+func TestReadGBPS(t *testing.T) {
+	if os.Getenv("WHALE_LONG_TESTS") != "1" && testing.Short() {
+		t.Skip("short mode")
+	}
+	g := ReadGBPS()
+	if !(g > 0 && g < 1e5) {
+		t.Fatalf("ReadGBPS() = %v, want a positive finite rate", g)
+	}
+	t.Logf("read %.1f GB/s on %d threads, FMA width %d bits", g, Threads(), PeakVectorBits())
+}
+
+func TestSumBlockMatchesTwin(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 7, 63, 64, 65, 130, 1000} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i%7) - 2 // small integers: every order sums exactly
+			}
+			var want float32
+			for _, v := range x {
+				want += v
+			}
+			if got := sumBlock(x); got != want {
+				t.Fatalf("sumBlock of %d = %v, want %v", n, got, want)
+			}
+		}
+	})
+}

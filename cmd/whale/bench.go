@@ -31,19 +31,29 @@ type gemmFigure struct {
 	N      int     `json:"n"`
 	Layout string  `json:"layout"`
 	GFLOPS float64 `json:"gflops"`
+	// OfPeak is GFLOPS over the FMA peak.
+	OfPeak float64 `json:"of_peak"`
 }
 
+// rate is one training or sampling figure. OfBound is GFLOPS over the FMA
+// peak (training) or GBPS over the read bandwidth (weight-streaming
+// sampling); absent where neither bounds the figure.
 type rate struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	GFLOPS     float64 `json:"gflops,omitempty"`
 	GBPS       float64 `json:"gbps,omitempty"`
+	OfBound    float64 `json:"of_bound,omitempty"`
 }
 
 type engineBench struct {
-	CPU          string       `json:"cpu"`
-	Threads      int          `json:"threads"`
-	Kernels      string       `json:"kernels"`
+	CPU     string `json:"cpu"`
+	Threads int    `json:"threads"`
+	Kernels string `json:"kernels"`
+	// PeakGFLOPS is the fp32 FMA peak of the widest vectors the kernels
+	// use, PeakBits wide; ReadGBPS the measured memory read bandwidth.
 	PeakGFLOPS   float64      `json:"peak_gflops"`
+	PeakBits     int          `json:"peak_bits"`
+	ReadGBPS     float64      `json:"read_gbps"`
 	Gemm         []gemmFigure `json:"gemm"`
 	Train        rate         `json:"train"`
 	SampleB1     rate         `json:"sample_b1"`
@@ -56,12 +66,14 @@ func newBenchEngineCmd() *cobra.Command {
 	var threads int
 	c := &cobra.Command{
 		Use:   "engine",
-		Short: "FMA peak, GEMM GFLOP/s, training and sampling speed of the CPU engine",
-		Long: `Measures, on this machine: the fp32 FMA peak; GEMM GFLOP/s for the transformer
+		Short: "FMA peak, read bandwidth, GEMM GFLOP/s, training and sampling speed of the CPU engine",
+		Long: `Measures, on this machine: the fp32 FMA peak of the widest vectors the kernels
+use and the memory read bandwidth (the two bounds); GEMM GFLOP/s for the transformer
 shapes (M=1024; K,N in 256, 512, 704, 768; layouts NN, NT, TN); a training step of
 bench-small (B 8, T 128); sampling tokens/s of bench-small at batch 1 and 64 and of
 the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated).
-Progress goes to stderr. Takes about two minutes (--quick: a few seconds, rough).`,
+GEMM and training are given as a fraction of the FMA peak, 110M sampling as a
+fraction of the read bandwidth. Progress goes to stderr. Takes about two minutes (--quick: a few seconds, rough).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if threads > 0 {
@@ -90,14 +102,15 @@ func benchEngine(log io.Writer, quick bool) (engineBench, error) {
 	if quick {
 		dur, gen, sizes = 20*time.Millisecond, 16, []int{256}
 	}
-	fmt.Fprintln(log, "bench: FMA peak")
-	r.PeakGFLOPS = kernels.PeakGFLOPS()
+	fmt.Fprintln(log, "bench: FMA peak, read bandwidth")
+	r.PeakGFLOPS, r.PeakBits = kernels.PeakGFLOPS(), kernels.PeakVectorBits()
+	r.ReadGBPS = kernels.ReadGBPS()
 	fmt.Fprintln(log, "bench: GEMM")
 	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
 		for _, k := range sizes {
 			for _, n := range sizes {
 				g := kernels.BenchGemm(layout, 1024, k, n, dur)
-				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g})
+				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: g / r.PeakGFLOPS})
 			}
 		}
 	}
@@ -109,6 +122,7 @@ func benchEngine(log io.Writer, quick bool) (engineBench, error) {
 	if r.Train.TokensPerS, r.Train.GFLOPS, err = model.BenchTrain(small, 8, 128, 5*dur); err != nil {
 		return r, err
 	}
+	r.Train.OfBound = r.Train.GFLOPS / r.PeakGFLOPS
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 1")
 	if r.SampleB1.TokensPerS, err = model.BenchSample(small, 1, 16, gen, false); err != nil {
 		return r, err
@@ -126,20 +140,23 @@ func benchEngine(log io.Writer, quick bool) (engineBench, error) {
 		return r, err
 	}
 	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(model.WeightBytes(big, true)) / 1e9
+	r.Sample110MB1.OfBound = r.Sample110MB1.GBPS / r.ReadGBPS
 	return r, nil
 }
 
 func printEngineBench(w io.Writer, r engineBench) {
 	fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
-	fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s\n", r.PeakGFLOPS)
-	fmt.Fprintln(w, "GEMM (M=1024)   K     N   GFLOP/s")
+	fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s (%d-bit FMAs)\n", r.PeakGFLOPS, r.PeakBits)
+	fmt.Fprintf(w, "read       %.1f GB/s\n", r.ReadGBPS)
+	fmt.Fprintln(w, "GEMM (M=1024)   K     N   GFLOP/s  of peak")
 	for _, g := range r.Gemm {
-		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f\n", g.Layout, g.K, g.N, g.GFLOPS)
+		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f  %5.1f %%\n", g.Layout, g.K, g.N, g.GFLOPS, 100*g.OfPeak)
 	}
-	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s\n", r.Train.TokensPerS, r.Train.GFLOPS)
+	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s (%.1f %% of peak)\n", r.Train.TokensPerS, r.Train.GFLOPS, 100*r.Train.OfBound)
 	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s\n", r.SampleB1.TokensPerS)
 	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s\n", r.SampleB64.TokensPerS)
-	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s)\n", r.Sample110MB1.TokensPerS, r.Sample110MB1.GBPS)
+	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s, %.1f %% of read bandwidth)\n",
+		r.Sample110MB1.TokensPerS, r.Sample110MB1.GBPS, 100*r.Sample110MB1.OfBound)
 }
 
 // cpuName reads the processor model on Linux; elsewhere it reports the

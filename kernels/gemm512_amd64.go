@@ -1,0 +1,52 @@
+package kernels
+
+// kern12x32AVX512 is the AVX-512 GEMM micro-kernel: a 12×32 tile, A read
+// through a row stride rsa and a column stride csa (row-major A in place:
+// rsa = k, csa = 1; a 12-row panel: rsa = 1, csa = 12), B as two 16-column
+// panels boff elements apart, each ldb elements a step. In Go:
+//
+//	var acc [12][32]float32
+//	for p := 0; p < kc; p++ {
+//		for i := 0; i < 12; i++ {
+//			for j := 0; j < 32; j++ {
+//				acc[i][j] = fma(a[i*rsa+p*csa], b[(j/16)*boff+p*ldb+j%16], acc[i][j])
+//			}
+//		}
+//	}
+//	for i, j := range 12×32 {
+//		if add { c[i*ldc+j] += acc[i][j] } else { c[i*ldc+j] = acc[i][j] }
+//	}
+//
+// Each element is the FMA chain kern6x16AVX2 computes for it. kc ≥ 1.
+//
+//go:noescape
+func kern12x32AVX512(kc int, a *float32, rsa, csa int, b *float32, boff, ldb int, c *float32, ldc int, add bool)
+
+// kern12x16AVX512 is kern12x32AVX512 on one 16-column panel.
+//
+//go:noescape
+func kern12x16AVX512(kc int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add bool)
+
+func kern12x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
+	if !useAVX512 {
+		kern12xNGo(kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
+		return
+	}
+	// The assembly does not check bounds: touch the last element it reads
+	// or writes in each operand so a driver bug panics here instead.
+	_ = a[11*rsa+(kc-1)*csa]
+	_ = b[boff+(kc-1)*ldb+15]
+	_ = c[11*ldc+31]
+	kern12x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
+}
+
+func kern12x16(kc int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, add bool) {
+	if !useAVX512 {
+		kern12xNGo(kc, a, rsa, csa, b, 0, ldb, 1, c, ldc, add)
+		return
+	}
+	_ = a[11*rsa+(kc-1)*csa]
+	_ = b[(kc-1)*ldb+15]
+	_ = c[11*ldc+15]
+	kern12x16AVX512(kc, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, add)
+}

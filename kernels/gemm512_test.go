@@ -1,0 +1,159 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// testKern512 runs the AVX-512 micro-kernel (panels 2: 12×32, 1: 12×16) on
+// A with strides rsa, csa and B panels boff apart with step ldb, against
+// its Go twin: the two must agree bit for bit, and the assembly must write
+// nothing outside the tile (guard values around and between C's rows).
+func testKern512(t *testing.T, r *rand.Rand, panels, kc, rsa, csa, ldb, boff, ldc int, add bool) {
+	t.Helper()
+	guard := math.Float32frombits(guardBits)
+	a, aw := guardedInput(r, 11*rsa+(kc-1)*csa+1)
+	b, bw := guardedInput(r, (panels-1)*boff+(kc-1)*ldb+gemmNR)
+	w := panels * gemmNR
+	cAsm, cw := padded(11*ldc+w, guard)
+	for i := 0; i < 12; i++ {
+		randFill(r, cAsm[i*ldc:i*ldc+w])
+	}
+	cGo := append([]float32(nil), cAsm...)
+	saved := useAVX512
+	defer func() { useAVX512 = saved }()
+	what := fmt.Sprintf("12x%d kc=%d rsa=%d csa=%d ldb=%d boff=%d ldc=%d add=%v", w, kc, rsa, csa, ldb, boff, ldc, add)
+	useAVX512 = false
+	if panels == 2 {
+		kern12x32(kc, a, rsa, csa, b, boff, ldb, cGo, ldc, add)
+	} else {
+		kern12x16(kc, a, rsa, csa, b, ldb, cGo, ldc, add)
+	}
+	useAVX512 = true
+	if panels == 2 {
+		kern12x32(kc, a, rsa, csa, b, boff, ldb, cAsm, ldc, add)
+	} else {
+		kern12x16(kc, a, rsa, csa, b, ldb, cAsm, ldc, add)
+	}
+	checkGuards(t, cw, 11*ldc+w, what+" c")
+	checkGuards(t, aw, 11*rsa+(kc-1)*csa+1, what+" a")
+	checkGuards(t, bw, (panels-1)*boff+(kc-1)*ldb+gemmNR, what+" b")
+	for i := range cAsm {
+		inTile := i%ldc < w
+		if !inTile && math.Float32bits(cAsm[i]) != guardBits {
+			t.Fatalf("%s: element %d between the rows overwritten", what, i)
+		}
+		if math.Float32bits(cAsm[i]) != math.Float32bits(cGo[i]) {
+			t.Fatalf("%s: c[%d,%d] = %v (asm), %v (Go twin)", what, i/ldc, i%ldc, cAsm[i], cGo[i])
+		}
+	}
+}
+
+func TestKern512MatchesTwin(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	r := rand.New(rand.NewPCG(5, 12))
+	for kc := 1; kc <= 130; kc += 1 + kc/8 {
+		for _, add := range []bool{false, true} {
+			// Row-major A in place, B packed.
+			testKern512(t, r, 2, kc, kc+3, 1, gemmNR, gemmNR*kc, 37, add)
+			// A in a 12-row panel, B read in place from a wider matrix.
+			testKern512(t, r, 2, kc, 1, mr512, 70, gemmNR, 32, add)
+			testKern512(t, r, 1, kc, kc, 1, gemmNR, 0, 16, add)
+			testKern512(t, r, 1, kc, 1, mr512, 33, 0, 40, add)
+		}
+	}
+}
+
+func FuzzKern512(f *testing.F) {
+	f.Add(uint64(1), uint8(5), uint8(3), uint8(0), uint8(7), true, true)
+	f.Add(uint64(2), uint8(129), uint8(0), uint8(1), uint8(0), false, false)
+	f.Fuzz(func(t *testing.T, seed uint64, kc, rpad, bpad, cpad uint8, pair, add bool) {
+		if !hasAVX512() {
+			t.Skip("no AVX-512 on this CPU")
+		}
+		r := rand.New(rand.NewPCG(seed, 6))
+		k := 1 + int(kc)%130
+		panels := 1
+		if pair {
+			panels = 2
+		}
+		ldb := gemmNR + int(bpad)%40
+		ldc := panels*gemmNR + int(cpad)%20
+		if seed%2 == 0 {
+			testKern512(t, r, panels, k, k+int(rpad)%9, 1, ldb, gemmNR+int(bpad)%9, ldc, add)
+		} else {
+			testKern512(t, r, panels, k, 1, mr512+int(rpad)%5, ldb, ldb*k+int(bpad)%9, ldc, add)
+		}
+	})
+}
+
+// TestGemmAVX512MatchesAVX2Bits: the AVX-512 loop nest changes the tile
+// shape and what is packed, never an element's arithmetic, so Gemm gives
+// the same bits with either kernel, in every layout and across the edges.
+func TestGemmAVX512MatchesAVX2Bits(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	saved, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = saved, saved512 }()
+	useAsm = true
+	r := rand.New(rand.NewPCG(8, 9))
+	shapes := [][3]int{{24, 1, 1}, {25, 17, 33}, {150, 300, 40}, {64, 65, 130}, {65, 257, 48},
+		{100, 256, 768}, {1024, 64, 80}, {37, 770, 47}, {200, 33, 3100}}
+	for range 30 {
+		shapes = append(shapes, [3]int{24 + r.IntN(130), 1 + r.IntN(300), 1 + r.IntN(130)})
+	}
+	for _, layout := range []Layout{NN, NT, TN} {
+		for _, s := range shapes {
+			m, k, n := s[0], s[1], s[2]
+			a := make([]float32, m*k)
+			b := make([]float32, k*n)
+			c0 := make([]float32, m*n)
+			randFill(r, a)
+			randFill(r, b)
+			randFill(r, c0)
+			for _, acc := range []bool{false, true} {
+				var got [2][]float32
+				for i, on := range []bool{false, true} {
+					useAVX512 = on
+					got[i] = append([]float32(nil), c0...)
+					Gemm(layout, got[i], a, b, m, k, n, acc)
+				}
+				for i := range got[0] {
+					if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+						t.Fatalf("%v m=%d k=%d n=%d acc=%v: out[%d] = %v (AVX-512), %v (AVX2)", layout, m, k, n, acc, i, got[1][i], got[0][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCopyRows checks the packing copies against their Go twin, with guard
+// values around the destination and NaN around the source.
+func TestCopyRows(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(2, 7))
+		for _, w := range []int{12, 16} {
+			for kc := 1; kc <= 130; kc += 1 + kc/10 {
+				lds := w + r.IntN(9)
+				src, sw := guardedInput(r, (kc-1)*lds+w)
+				dst, dw := padded(kc*w, math.Float32frombits(guardBits))
+				copyRows(w, kc, src, lds, dst)
+				checkGuards(t, dw, kc*w, fmt.Sprintf("copyRows w=%d kc=%d dst", w, kc))
+				checkGuards(t, sw, (kc-1)*lds+w, fmt.Sprintf("copyRows w=%d kc=%d src", w, kc))
+				for p := 0; p < kc; p++ {
+					for j := 0; j < w; j++ {
+						if dst[p*w+j] != src[p*lds+j] {
+							t.Fatalf("copyRows w=%d kc=%d: dst[%d][%d] = %v, want %v", w, kc, p, j, dst[p*w+j], src[p*lds+j])
+						}
+					}
+				}
+			}
+		}
+	})
+}
