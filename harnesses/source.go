@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -84,6 +85,8 @@ type topLevel struct {
 	pos map[string]syntax.Position
 	// space is SEARCH_SPACE as written; nil when absent.
 	space []Dimension
+	// frags is FRAGMENTS as written; nil when absent.
+	frags []Fragment
 }
 
 // Dimension is one knob a proposer may vary.
@@ -98,7 +101,10 @@ type Dimension struct {
 	// Fragment is true when the choices name definitions rather than
 	// literal values.
 	Fragment bool `json:"fragment"`
-	Line     int  `json:"line"`
+	// Range is set for a ranged numeric knob (`"K": range(1, 9)`): any
+	// int of the range is a choice, and Choices lists them all.
+	Range *IntRange `json:"range,omitempty"`
+	Line  int       `json:"line"`
 }
 
 func parseSource(file, src string) (*syntax.File, error) {
@@ -124,6 +130,11 @@ func readTopLevel(f *syntax.File, src string) (*topLevel, []Issue) {
 	}
 	if a, ok := t.assign["SEARCH_SPACE"]; ok {
 		t.space, issues = t.readSpace(f.Path, a)
+	}
+	if a, ok := t.assign["FRAGMENTS"]; ok {
+		var more []Issue
+		t.frags, more = t.readFragments(f.Path, a)
+		issues = append(issues, more...)
 	}
 	return t, issues
 }
@@ -184,12 +195,24 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			continue
 		}
 		seen[name] = true
+		dim := Dimension{Knob: name, Line: int(k.TokenPos.Line)}
 		list, ok := e.Value.(*syntax.ListExpr)
-		if !ok || len(list.List) == 0 {
-			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q must be a non-empty list literal", name))
+		if call, isCall := e.Value.(*syntax.CallExpr); isCall {
+			r, problem := readRange(call)
+			if problem != "" {
+				issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q: %s", name, problem))
+				continue
+			}
+			dim.Range = r
+			for _, v := range r.Values() {
+				dim.Choices = append(dim.Choices, strconv.Itoa(v))
+			}
+			list, ok = &syntax.ListExpr{}, true
+		}
+		if !ok || (len(list.List) == 0 && dim.Range == nil) {
+			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q must be a non-empty list literal or range(lo, hi[, step])", name))
 			continue
 		}
-		dim := Dimension{Knob: name, Line: int(k.TokenPos.Line)}
 		kinds := map[bool]bool{}
 		for _, c := range list.List {
 			text := t.exprText(c)
@@ -219,7 +242,13 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			continue
 		}
 		dim.Current = t.exprText(as.RHS)
-		if !contains(dim.Choices, dim.Current) {
+		if dim.Range != nil {
+			if n, err := strconv.Atoi(dim.Current); err == nil && dim.Range.Contains(n) {
+				dim.Current = strconv.Itoa(n)
+			} else {
+				issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not an int in its SEARCH_SPACE %s", name, dim.Current, dim.Range))
+			}
+		} else if !contains(dim.Choices, dim.Current) {
 			issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not one of its SEARCH_SPACE choices %v", name, dim.Current, dim.Choices))
 		}
 		dims = append(dims, dim)
@@ -303,6 +332,13 @@ func Mutate(src, knob, choice string) (string, error) {
 		return "", fmt.Errorf("harnesses: mutate: %q is not a knob of SEARCH_SPACE (knobs: %s)", knob, strings.Join(names, ", "))
 	}
 	choice = strings.TrimSpace(choice)
+	if dim.Range != nil {
+		n, err := strconv.Atoi(choice)
+		if err != nil || !dim.Range.Contains(n) {
+			return "", fmt.Errorf("harnesses: mutate: %s is not a choice of %s: want an int in %s (%s)", choice, knob, dim.Range, dim.Range.Describe())
+		}
+		choice = strconv.Itoa(n)
+	}
 	if !contains(dim.Choices, choice) {
 		return "", fmt.Errorf("harnesses: mutate: %s is not a choice of %s (choices: %s)", choice, knob, strings.Join(dim.Choices, ", "))
 	}
