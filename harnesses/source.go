@@ -404,3 +404,89 @@ func evalIssue(file, fn string, err error) Issue {
 	}
 	return Issue{File: file, Line: 1, Col: 1, Rule: "runtime", Msg: err.Error()}
 }
+
+// Variants renders sources that differ from one base only in the values
+// of SEARCH_SPACE knobs. It parses the base once, where Mutate parses on
+// every call: proposers that weigh many points of a space use it.
+type Variants struct {
+	src   string
+	space []Dimension
+	// spans are the byte offsets of each knob's value in src, by knob.
+	spans map[string][2]int
+	// order lists the knobs by the offset of their values.
+	order []string
+}
+
+// NewVariants reads the base source's SEARCH_SPACE.
+func NewVariants(src string) (*Variants, error) {
+	src = Normalize(src)
+	f, err := parseSource("variants.star", src)
+	if err != nil {
+		return nil, fmt.Errorf("harnesses: variants: parse: %w", err)
+	}
+	t, issues := readTopLevel(f, src)
+	if len(issues) > 0 {
+		return nil, fmt.Errorf("harnesses: variants: %w", &LoadError{Issues: issues})
+	}
+	v := &Variants{src: src, space: t.space, spans: map[string][2]int{}}
+	for _, d := range t.space {
+		as := t.assign[d.Knob]
+		a, b := offsetOf(src, syntax.Start(as.RHS)), offsetOf(src, syntax.End(as.RHS))
+		if a < 0 || b < a {
+			return nil, fmt.Errorf("harnesses: variants: cannot locate the value of %s", d.Knob)
+		}
+		v.spans[d.Knob] = [2]int{a, b}
+		v.order = append(v.order, d.Knob)
+	}
+	sort.Slice(v.order, func(i, j int) bool { return v.spans[v.order[i]][0] < v.spans[v.order[j]][0] })
+	return v, nil
+}
+
+// Space is the base's SEARCH_SPACE, by knob.
+func (v *Variants) Space() []Dimension { return append([]Dimension(nil), v.space...) }
+
+// Render returns the normalised base source with the given knobs set to
+// the given choices (as written in SEARCH_SPACE; any int of a ranged
+// knob); the other knobs keep their values.
+func (v *Variants) Render(values map[string]string) (string, error) {
+	dims := map[string]*Dimension{}
+	for i := range v.space {
+		dims[v.space[i].Knob] = &v.space[i]
+	}
+	for knob, choice := range values {
+		d := dims[knob]
+		if d == nil {
+			return "", fmt.Errorf("harnesses: variants: %q is not a knob of SEARCH_SPACE", knob)
+		}
+		if !contains(d.Choices, strings.TrimSpace(choice)) {
+			if d.Range != nil {
+				return "", fmt.Errorf("harnesses: variants: %s is not a choice of %s: want an int in %s (%s)", choice, knob, d.Range, d.Range.Describe())
+			}
+			return "", fmt.Errorf("harnesses: variants: %s is not a choice of %s (choices: %s)", choice, knob, strings.Join(d.Choices, ", "))
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(v.src) + 64)
+	at := 0
+	for _, knob := range v.order {
+		c, ok := values[knob]
+		if !ok {
+			continue
+		}
+		sp := v.spans[knob]
+		b.WriteString(v.src[at:sp[0]])
+		b.WriteString(strings.TrimSpace(c))
+		at = sp[1]
+	}
+	b.WriteString(v.src[at:])
+	return Normalize(b.String()), nil
+}
+
+// MutateAll sets several knobs of src at once (see Mutate).
+func MutateAll(src string, values map[string]string) (string, error) {
+	v, err := NewVariants(src)
+	if err != nil {
+		return "", err
+	}
+	return v.Render(values)
+}
