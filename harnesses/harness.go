@@ -55,7 +55,7 @@ var (
 		"aggregate": "(candidates, state)"}
 	contractNames = []string{"SYSTEM_PROMPT", "USER_PROMPT", "FORMAT_RETRY_BUDGET", "INVALID_RETRY_BUDGET", "MAX_TURNS", "TOOLS", "CONTEXT_TOKENS",
 		"format_observation", "parse_action", "is_valid_action", "format_tool_result", "next_step", "compact_history",
-		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE", "SAMPLES", "aggregate"}
+		"FORMAT_RETRY_MESSAGE", "INVALID_RETRY_MESSAGE", "SEARCH_SPACE", "SAMPLES", "aggregate", "FRAGMENTS"}
 )
 
 // Harness is a loaded, validated harness. Its globals are frozen, so one
@@ -86,6 +86,7 @@ type Harness struct {
 	fns     map[string]*starlark.Function
 	knobs   []Knob
 	space   []Dimension
+	frags   []Fragment
 }
 
 // Knob is a top-level constant of a harness or a SEARCH_SPACE knob, with
@@ -142,7 +143,7 @@ func Load(file, src string, env Env) (*Harness, error) {
 		return nil, &LoadError{Issues: []Issue{is}}
 	}
 	globals.Freeze()
-	h := &Harness{File: file, Source: src, Hash: Hash(src), Env: env, globals: globals, fns: map[string]*starlark.Function{}, space: t.space}
+	h := &Harness{File: file, Source: src, Hash: Hash(src), Env: env, globals: globals, fns: map[string]*starlark.Function{}, space: t.space, frags: t.frags}
 	if issues := h.validate(t); len(issues) > 0 {
 		return nil, &LoadError{Issues: issues}
 	}
@@ -300,7 +301,7 @@ func (h *Harness) readKnobs(t *topLevel) []Knob {
 	}
 	var out []Knob
 	for name, as := range t.assign {
-		upper := name == strings.ToUpper(name) && name != "SEARCH_SPACE" && !strings.HasPrefix(name, "_")
+		upper := name == strings.ToUpper(name) && name != "SEARCH_SPACE" && name != "FRAGMENTS" && !strings.HasPrefix(name, "_")
 		if (!upper && !inSpace[name]) || (fragment[name] && !inSpace[name]) {
 			continue
 		}

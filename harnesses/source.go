@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -84,6 +85,8 @@ type topLevel struct {
 	pos map[string]syntax.Position
 	// space is SEARCH_SPACE as written; nil when absent.
 	space []Dimension
+	// frags is FRAGMENTS as written; nil when absent.
+	frags []Fragment
 }
 
 // Dimension is one knob a proposer may vary.
@@ -98,7 +101,10 @@ type Dimension struct {
 	// Fragment is true when the choices name definitions rather than
 	// literal values.
 	Fragment bool `json:"fragment"`
-	Line     int  `json:"line"`
+	// Range is set for a ranged numeric knob (`"K": range(1, 9)`): any
+	// int of the range is a choice, and Choices lists them all.
+	Range *IntRange `json:"range,omitempty"`
+	Line  int       `json:"line"`
 }
 
 func parseSource(file, src string) (*syntax.File, error) {
@@ -124,6 +130,11 @@ func readTopLevel(f *syntax.File, src string) (*topLevel, []Issue) {
 	}
 	if a, ok := t.assign["SEARCH_SPACE"]; ok {
 		t.space, issues = t.readSpace(f.Path, a)
+	}
+	if a, ok := t.assign["FRAGMENTS"]; ok {
+		var more []Issue
+		t.frags, more = t.readFragments(f.Path, a)
+		issues = append(issues, more...)
 	}
 	return t, issues
 }
@@ -184,12 +195,24 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			continue
 		}
 		seen[name] = true
+		dim := Dimension{Knob: name, Line: int(k.TokenPos.Line)}
 		list, ok := e.Value.(*syntax.ListExpr)
-		if !ok || len(list.List) == 0 {
-			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q must be a non-empty list literal", name))
+		if call, isCall := e.Value.(*syntax.CallExpr); isCall {
+			r, problem := readRange(call)
+			if problem != "" {
+				issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q: %s", name, problem))
+				continue
+			}
+			dim.Range = r
+			for _, v := range r.Values() {
+				dim.Choices = append(dim.Choices, strconv.Itoa(v))
+			}
+			list, ok = &syntax.ListExpr{}, true
+		}
+		if !ok || (len(list.List) == 0 && dim.Range == nil) {
+			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q must be a non-empty list literal or range(lo, hi[, step])", name))
 			continue
 		}
-		dim := Dimension{Knob: name, Line: int(k.TokenPos.Line)}
 		kinds := map[bool]bool{}
 		for _, c := range list.List {
 			text := t.exprText(c)
@@ -219,7 +242,13 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			continue
 		}
 		dim.Current = t.exprText(as.RHS)
-		if !contains(dim.Choices, dim.Current) {
+		if dim.Range != nil {
+			if n, err := strconv.Atoi(dim.Current); err == nil && dim.Range.Contains(n) {
+				dim.Current = strconv.Itoa(n)
+			} else {
+				issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not an int in its SEARCH_SPACE %s", name, dim.Current, dim.Range))
+			}
+		} else if !contains(dim.Choices, dim.Current) {
 			issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not one of its SEARCH_SPACE choices %v", name, dim.Current, dim.Choices))
 		}
 		dims = append(dims, dim)
@@ -303,6 +332,13 @@ func Mutate(src, knob, choice string) (string, error) {
 		return "", fmt.Errorf("harnesses: mutate: %q is not a knob of SEARCH_SPACE (knobs: %s)", knob, strings.Join(names, ", "))
 	}
 	choice = strings.TrimSpace(choice)
+	if dim.Range != nil {
+		n, err := strconv.Atoi(choice)
+		if err != nil || !dim.Range.Contains(n) {
+			return "", fmt.Errorf("harnesses: mutate: %s is not a choice of %s: want an int in %s (%s)", choice, knob, dim.Range, dim.Range.Describe())
+		}
+		choice = strconv.Itoa(n)
+	}
 	if !contains(dim.Choices, choice) {
 		return "", fmt.Errorf("harnesses: mutate: %s is not a choice of %s (choices: %s)", choice, knob, strings.Join(dim.Choices, ", "))
 	}
@@ -367,4 +403,90 @@ func evalIssue(file, fn string, err error) Issue {
 		return Issue{File: file, Line: 1, Col: 1, Rule: "runtime", Msg: ee.Msg}
 	}
 	return Issue{File: file, Line: 1, Col: 1, Rule: "runtime", Msg: err.Error()}
+}
+
+// Variants renders sources that differ from one base only in the values
+// of SEARCH_SPACE knobs. It parses the base once, where Mutate parses on
+// every call: proposers that weigh many points of a space use it.
+type Variants struct {
+	src   string
+	space []Dimension
+	// spans are the byte offsets of each knob's value in src, by knob.
+	spans map[string][2]int
+	// order lists the knobs by the offset of their values.
+	order []string
+}
+
+// NewVariants reads the base source's SEARCH_SPACE.
+func NewVariants(src string) (*Variants, error) {
+	src = Normalize(src)
+	f, err := parseSource("variants.star", src)
+	if err != nil {
+		return nil, fmt.Errorf("harnesses: variants: parse: %w", err)
+	}
+	t, issues := readTopLevel(f, src)
+	if len(issues) > 0 {
+		return nil, fmt.Errorf("harnesses: variants: %w", &LoadError{Issues: issues})
+	}
+	v := &Variants{src: src, space: t.space, spans: map[string][2]int{}}
+	for _, d := range t.space {
+		as := t.assign[d.Knob]
+		a, b := offsetOf(src, syntax.Start(as.RHS)), offsetOf(src, syntax.End(as.RHS))
+		if a < 0 || b < a {
+			return nil, fmt.Errorf("harnesses: variants: cannot locate the value of %s", d.Knob)
+		}
+		v.spans[d.Knob] = [2]int{a, b}
+		v.order = append(v.order, d.Knob)
+	}
+	sort.Slice(v.order, func(i, j int) bool { return v.spans[v.order[i]][0] < v.spans[v.order[j]][0] })
+	return v, nil
+}
+
+// Space is the base's SEARCH_SPACE, by knob.
+func (v *Variants) Space() []Dimension { return append([]Dimension(nil), v.space...) }
+
+// Render returns the normalised base source with the given knobs set to
+// the given choices (as written in SEARCH_SPACE; any int of a ranged
+// knob); the other knobs keep their values.
+func (v *Variants) Render(values map[string]string) (string, error) {
+	dims := map[string]*Dimension{}
+	for i := range v.space {
+		dims[v.space[i].Knob] = &v.space[i]
+	}
+	for knob, choice := range values {
+		d := dims[knob]
+		if d == nil {
+			return "", fmt.Errorf("harnesses: variants: %q is not a knob of SEARCH_SPACE", knob)
+		}
+		if !contains(d.Choices, strings.TrimSpace(choice)) {
+			if d.Range != nil {
+				return "", fmt.Errorf("harnesses: variants: %s is not a choice of %s: want an int in %s (%s)", choice, knob, d.Range, d.Range.Describe())
+			}
+			return "", fmt.Errorf("harnesses: variants: %s is not a choice of %s (choices: %s)", choice, knob, strings.Join(d.Choices, ", "))
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(v.src) + 64)
+	at := 0
+	for _, knob := range v.order {
+		c, ok := values[knob]
+		if !ok {
+			continue
+		}
+		sp := v.spans[knob]
+		b.WriteString(v.src[at:sp[0]])
+		b.WriteString(strings.TrimSpace(c))
+		at = sp[1]
+	}
+	b.WriteString(v.src[at:])
+	return Normalize(b.String()), nil
+}
+
+// MutateAll sets several knobs of src at once (see Mutate).
+func MutateAll(src string, values map[string]string) (string, error) {
+	v, err := NewVariants(src)
+	if err != nil {
+		return "", err
+	}
+	return v.Render(values)
 }

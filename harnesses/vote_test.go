@@ -8,15 +8,26 @@ import (
 	"whale/data"
 )
 
-// votingSrc is the math h0 with SAMPLES and an aggregate body spliced in.
+// votingSrc is the math h0 with SAMPLES set and, if given, an aggregate
+// definition spliced in as the aggregate knob's value.
 func votingSrc(t *testing.T, samples int, aggregate string) string {
 	t.Helper()
 	src := builtinSrc(t, "math")
-	src = strings.Replace(src, "TOOLS = [\"calc\"]", "TOOLS = [\"calc\"]\nSAMPLES = "+strconv.Itoa(samples), 1)
+	src = mustReplace(t, src, "SAMPLES = 1\n", "SAMPLES = "+strconv.Itoa(samples)+"\n")
 	if aggregate != "" {
-		src += "\n" + aggregate + "\n"
+		def := strings.Replace(aggregate, "def aggregate(", "def _agg_test(", 1)
+		src = mustReplace(t, src, "aggregate = _vote_plurality_valid\n", def+"\n\naggregate = _agg_test\n")
+		src = mustReplace(t, src, `"aggregate": [`, `"aggregate": [_agg_test, `)
 	}
 	return src
+}
+
+func mustReplace(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("source lacks %q", old)
+	}
+	return strings.Replace(s, old, new, 1)
 }
 
 func TestVotingPluralityPicksTheMajorityAnswer(t *testing.T) {
@@ -108,7 +119,7 @@ func TestAggregateSeesCandidatesAndNextStepSeesTheLastCompletion(t *testing.T) {
         fail("aggregate did not run before next_step")
     return None
 next_step = _route_echo`, 1)
-	src = strings.Replace(src, `"next_step": [_route_free, _route_answer_after_two]`, `"next_step": [_route_free, _route_answer_after_two, _route_echo]`, 1)
+	src = mustReplace(t, src, `"next_step": [_route_free,`, `"next_step": [_route_echo, _route_free,`)
 	tr, _ := runScripted(t, d, src, []Reply{{Text: "<tool>calc: 4+8</tool>"}, {Text: "<tool>calc: 4+9</tool>"}, {Text: "<answer>12</answer>"}, {Text: "<answer>13</answer>"}})
 	if tr.Failure == FailHarness {
 		t.Fatalf("harness error: %s", tr.Error)
