@@ -84,6 +84,7 @@ type harnessCheckReport struct {
 	Issues []harnesses.Issue     `json:"issues,omitempty"`
 	Knobs  []harnesses.Knob      `json:"knobs,omitempty"`
 	Space  []harnesses.Dimension `json:"search_space,omitempty"`
+	Frags  []harnesses.Fragment  `json:"fragments,omitempty"`
 }
 
 func newHarnessCheckCmd() *cobra.Command {
@@ -115,7 +116,7 @@ func newHarnessCheckCmd() *cobra.Command {
 			case err != nil:
 				return err
 			default:
-				rep.Valid, rep.Hash, rep.Knobs, rep.Space = true, h.Hash, h.Knobs(), h.SearchSpace()
+				rep.Valid, rep.Hash, rep.Knobs, rep.Space, rep.Frags = true, h.Hash, h.Knobs(), h.SearchSpace(), h.Fragments()
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -155,7 +156,21 @@ func printHarnessCheck(w io.Writer, rep harnessCheckReport) {
 				choices[i] = "*" + choices[i]
 			}
 		}
+		if d.Range != nil {
+			choices = []string{d.Range.String() + ", now *" + d.Current}
+		}
 		fmt.Fprintf(w, "  %-22s %-8s %s\n", d.Knob, kind, strings.Join(choices, " | "))
+	}
+	if len(rep.Frags) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nfragments (%d):\n", len(rep.Frags))
+	for _, f := range rep.Frags {
+		line := fmt.Sprintf("  %-26s targets %s", f.Key, strings.Join(f.Targets, ", "))
+		for _, r := range f.Requires {
+			line += "; requires " + r.String()
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 
