@@ -215,7 +215,7 @@ func newRunCmd() *cobra.Command {
 	f.IntVar(&replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
 	f.StringVar(&condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
 	f.IntVar(&candidates, "candidates", 0, "harness candidates per iteration, M (preset default)")
-	f.StringVar(&proposer, "proposer", "mutation", "harness proposer: mutation, grid or llm")
+	f.StringVar(&proposer, "proposer", "fragment", "harness proposer: fragment (fragments steered by the incumbent's failures and past paired gains; never runs dry), mutation, grid or llm")
 	f.StringVar(&gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
 	f.StringVar(&proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")

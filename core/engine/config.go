@@ -52,7 +52,10 @@ type Config struct {
 	PromptsPerStep int `json:"prompts_per_step"`
 	Group          int `json:"group"`
 	TrainTasks     int `json:"train_tasks"`
-	// Proposer is "mutation" (one knob of the incumbent's SEARCH_SPACE per
+	// Proposer is "fragment" (the default, also for ""): fragments of the
+	// incumbent's SEARCH_SPACE chosen by its failure shares against their
+	// TARGETS and by past paired gains, with multi-knob jumps and Pareto
+	// crossover; it never runs dry. "mutation" (one knob of the incumbent's SEARCH_SPACE per
 	// candidate), "grid" (the product of GridKnobs' choices) or "llm" (an
 	// OpenAI-compatible chat endpoint at ProposerURL serving ProposerModel).
 	Proposer      string   `json:"proposer"`
@@ -178,8 +181,8 @@ func (c Config) Validate() error {
 		return bad("lr", "%v (want > 0)", c.LR)
 	case c.PromptsPerStep < 1 || c.Group < 1 || c.TrainTasks < c.PromptsPerStep:
 		return bad("prompts_per_step", "P=%d, G=%d, train tasks %d (want P, G ≥ 1 and at least P train tasks)", c.PromptsPerStep, c.Group, c.TrainTasks)
-	case c.Proposer != "" && c.Proposer != "mutation" && c.Proposer != "grid" && c.Proposer != "llm":
-		return bad("proposer", "%q (want mutation, grid or llm)", c.Proposer)
+	case c.Proposer != "" && c.Proposer != "fragment" && c.Proposer != "mutation" && c.Proposer != "grid" && c.Proposer != "llm":
+		return bad("proposer", "%q (want fragment, mutation, grid or llm)", c.Proposer)
 	case c.Proposer == "grid" && (len(c.GridKnobs) == 0 || len(c.GridKnobs) > 2):
 		return bad("grid_knobs", "%v (a grid varies one or two knobs)", c.GridKnobs)
 	case c.Proposer == "llm" && (c.ProposerURL == "" || c.ProposerModel == ""):

@@ -142,3 +142,35 @@ format_tool_result = _tool_candidates`, 1)
 		}
 	}
 }
+
+// The default proposer never runs dry: a harness-only run on fixed weights
+// spends its whole budget, however many candidates that takes, and every
+// candidate it scored carries a paired gain over the incumbent of its time.
+func TestFragmentSearchSpendsItsBudget(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Condition, cfg.MaxRounds, cfg.Budget = "harness-only", 0, 400
+	e, err := New(cfg, testEnv(t, openDB(t)), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.State()
+	if sum.ModelCalls < cfg.Budget || st.Exhausted != "" {
+		t.Fatalf("spent %d of %d model calls (exhausted %q)", sum.ModelCalls, cfg.Budget, st.Exhausted)
+	}
+	compared := 0
+	for _, ent := range st.Archive.Entries {
+		if ent.Proposer == "fragment" && ent.Complete {
+			if !ent.HasGain {
+				t.Fatalf("candidate %s was scored but never compared", ent.Hash[:12])
+			}
+			compared++
+		}
+	}
+	if compared < 3 {
+		t.Fatalf("%d fragment candidates compared", compared)
+	}
+}

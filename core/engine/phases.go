@@ -563,8 +563,10 @@ func (e *Engine) proposer() search.Proposer {
 	case "llm":
 		return &search.LLM{URL: e.Cfg.ProposerURL, Model: e.Cfg.ProposerModel, Env: harnesses.EnvOf(e.env.Domain),
 			Contract: harnessContract, Traces: e.traces}
+	case "mutation":
+		return search.Mutation{}
 	}
-	return search.Mutation{}
+	return search.Fragment{}
 }
 
 // harnessContract is what the LLM proposer is told about harnesses.
