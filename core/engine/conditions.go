@@ -148,11 +148,22 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 			}
 		}
 	}
-	s.Proposer = search.Mutation{Parents: e.st.Population}
-	rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
-	r, err := s.Iterate(ctx, a, e.val, rng, e.st.Iteration)
-	if err != nil {
-		return r, err
+	var r search.IterationResult
+	left := e.Cfg.Budget - e.st.Ledger.Budgeted()
+	if e.Cfg.Budget > 0 && left <= 0 {
+		// Re-measuring the population spent what was left: no candidates.
+		inc := a.Entries[a.Incumbent]
+		r = search.IterationResult{Iteration: e.st.Iteration, Accepted: inc.Hash, BestScore: inc.Score}
+	} else {
+		if e.Cfg.Budget > 0 {
+			s.M = max(1, min(s.M, left/max(1, len(e.val)*e.callsPerEpisode())))
+		}
+		s.Proposer = search.Mutation{Parents: e.st.Population}
+		rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
+		var err error
+		if r, err = s.Iterate(ctx, a, e.val, rng, e.st.Iteration); err != nil {
+			return r, err
+		}
 	}
 	r.Rollouts += spent
 	r.Calls += spentCalls

@@ -237,6 +237,9 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	a := e.st.Archive
 	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit}
 	if e.Cfg.Budget > 0 {
+		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
+	}
+	if e.Cfg.Budget > 0 {
 		// Near the end of the budget, propose only as many candidates as
 		// it can still score, so conditions compared at equal budget stay
 		// close to it (one val pass is the most a run can overshoot).
@@ -574,7 +577,10 @@ const harnessContract = `A harness defines SYSTEM_PROMPT, USER_PROMPT (with {obs
 INVALID_RETRY_BUDGET, MAX_TURNS, TOOLS, CONTEXT_TOKENS, format_observation(obs, state),
 parse_action(text) -> {"kind": "answer"|"move"|"tool", "text"|"tool"/"args": ...} or None,
 is_valid_action(obs, action), and optionally format_tool_result(name, result, state),
-next_step(state) and compact_history(messages, state). Modules: re, json, math; no load, no I/O.
+next_step(state) (state["last_completion"] holds the model's last reply), compact_history(messages, state),
+SAMPLES (1..16 completions per model call, each one paid for) and aggregate(candidates, state), which must
+return one of its candidates (dicts: index, action, valid, logprob, tokens, text, finish; built-ins
+vote.plurality, vote.plurality_valid, vote.logprob_weighted). Modules: re, json, math, vote; no load, no I/O.
 Budgets: retries 0..10, turns up to twice the domain default. The answer a harness submits must
 occur in the model's completion: a harness may extract, never invent. Keep SEARCH_SPACE valid.`
 

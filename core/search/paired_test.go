@@ -188,3 +188,25 @@ func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
 		t.Fatalf("restart under the same weights spent %d", r.Rollouts)
 	}
 }
+
+func TestASpentBudgetStopsTheCandidatesNotYetScored(t *testing.T) {
+	a, s, sc := newSearch(t)
+	val := tasks(64)
+	ctx := context.Background()
+	s.Restart(ctx, a, "w1", val, 1)
+	before := sc.rollouts
+	left := 16 // one rung (a quarter of 64 tasks, one call each) of one candidate
+	s.Left = func() int { return left - (sc.rollouts - before) }
+	r, err := s.Iterate(ctx, a, val, rand.New(rand.NewPCG(5, 5)), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.rollouts - before; got != 16 || len(r.Stopped) != len(r.Candidates) || r.Changed {
+		t.Fatalf("spent %d (want 16), stopped %d of %d, changed %v", got, len(r.Stopped), len(r.Candidates), r.Changed)
+	}
+	for _, h := range r.Candidates {
+		if a.Entries[h].Complete {
+			t.Fatalf("%s was stopped by the budget but marked complete", h[:12])
+		}
+	}
+}

@@ -50,6 +50,12 @@ type Searcher struct {
 	// comparison (the engine's null-policy audit): false keeps it out of
 	// the incumbency, and the next winner is tried.
 	Admit func(ctx context.Context, e *Entry) (bool, error)
+	// Left, if set, is the budget (model calls) still to spend: once it is
+	// spent, the candidates not yet scored on a rung stop there (and are
+	// never accepted), so an iteration overshoots the budget by at most
+	// one rung of one candidate, however many calls a voting candidate
+	// costs.
+	Left func() int
 }
 
 // IterationResult reports one iteration.
@@ -200,14 +206,21 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		if upto <= done {
 			continue
 		}
+		var scored []*Entry
 		for _, e := range live {
+			if s.Left != nil && s.Left() <= 0 {
+				r.Stopped = append(r.Stopped, e.Hash)
+				continue
+			}
 			n, calls, err := s.score(ctx, e, val, done, upto, 0)
 			if err != nil {
 				return r, err
 			}
 			r.Rollouts += n
 			r.Calls += calls
+			scored = append(scored, e)
 		}
+		live = scored
 		done = upto
 		if done == len(val) {
 			break
