@@ -54,8 +54,8 @@ type Run struct {
 	// model calls per episode.
 	Episodes     int
 	EvalEpisodes int
-	Curve         []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
-	Phases        int     // phases run
+	Curve        []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
+	Phases       int     // phases run
 	// Compute is the time the run's stored work took, over every process
 	// that ran it; 0 when the store holds no record (runs created before
 	// whale kept one).
