@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"whale/core/basemodel"
 	"whale/core/engine"
 	"whale/core/store"
 	"whale/core/tokenizer"
@@ -174,7 +176,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			m, _, _, dataSeed, err := loadEvalModel(modelPath)
+			m, _, modelHash, dataSeed, err := loadEvalModel(modelPath)
 			if err != nil {
 				return err
 			}
@@ -183,6 +185,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			cfg.DataSeed = dataSeed
+			if cfg.Start, err = startRecord(modelPath, modelHash); err != nil {
+				return err
+			}
 			env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}
 			id, err := newRunID(db, domain)
 			if err != nil {
@@ -421,12 +426,13 @@ func newShowCmd() *cobra.Command {
 		Short: "Show a run: status, phases so far, its summary when finished",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, r, _, st, err := openRun(dbPath, args[0])
+			db, r, cfg, st, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": r.Status != "finished" && len(r.Cursor) > 0,
+			resumable := r.Status != "finished" && (len(r.Cursor) > 0 || cfg.Start != nil)
+			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": resumable,
 				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
 				"compute_s": r.Compute.Seconds()}
 			origin, err := engine.ForkedFrom(db, r.ID)
@@ -452,7 +458,7 @@ func newShowCmd() *cobra.Command {
 			}
 			if st.Summary != nil {
 				printSummary(w, *st.Summary)
-			} else if len(r.Cursor) > 0 {
+			} else if resumable {
 				fmt.Fprintf(w, "resumable: whale resume %s --headless\n", r.ID)
 			}
 			return nil
@@ -463,8 +469,22 @@ func newShowCmd() *cobra.Command {
 	return c
 }
 
+// startRecord is what a run records of its starting model (--model, or
+// the embedded one when path is ""), so that it can begin again after a
+// stop before its first resume point.
+func startRecord(path, hash string) (*engine.StartModel, error) {
+	if path == "" {
+		return &engine.StartModel{Kind: engine.StartEmbedded, Name: basemodel.Name, SHA256: hash}, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	return &engine.StartModel{Kind: engine.StartFile, Name: abs, SHA256: hash}, nil
+}
+
 func newResumeCmd() *cobra.Command {
-	var dbPath, dataPath, format string
+	var dbPath, dataPath, format, modelPath string
 	var headless, asJSON bool
 	c := &cobra.Command{
 		Use:   "resume RUN",
@@ -484,6 +504,18 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+			if modelPath != "" {
+				if len(r.Cursor) > 0 {
+					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
+				}
+				if cfg.Start == nil { // recorded before runs kept their start: nothing to check against
+					if env.Model, _, _, _, err = loadEvalModel(modelPath); err != nil {
+						return err
+					}
+				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, kernels.NewCPU(), modelPath); err != nil {
+					return err
+				}
+			}
 			eng, err := engine.Resume(env, kernels.NewCPU(), r.ID)
 			if err != nil {
 				return err
@@ -496,6 +528,7 @@ func newResumeCmd() *cobra.Command {
 	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
 	f.StringVar(&dataPath, "data", "", "the --data the run was started with")
 	f.StringVar(&format, "format", "", "the --format the run was started with")
+	f.StringVar(&modelPath, "model", "", "where the starting model file is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	return c
 }

@@ -152,7 +152,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return usageError{err}
 		}
 		cfg.Seed = fl.seed
-		m, _, _, dataSeed, err := loadEvalModel("")
+		m, _, modelHash, dataSeed, err := loadEvalModel("")
 		if err != nil {
 			return err
 		}
@@ -161,6 +161,9 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return err
 		}
 		cfg.DataSeed = dataSeed
+		if cfg.Start, err = startRecord("", modelHash); err != nil {
+			return err
+		}
 		if err := cfg.Validate(); err != nil {
 			return usageError{err}
 		}

@@ -85,6 +85,10 @@ type Config struct {
 	// from the environment's model), so a run resumes without the file it
 	// started from.
 	Model *model.Config `json:"model,omitempty"`
+	// Start is where the starting weights came from (set by whoever
+	// loaded them), so a run stopped before its first resume point
+	// resumes without being told.
+	Start *StartModel `json:"start,omitempty"`
 }
 
 // Presets size a run. tiny is for tests (a 2-cycle run in under a minute

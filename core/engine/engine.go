@@ -187,8 +187,13 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	}
 	if len(r.Cursor) == 0 {
 		// Recorded, but stopped before its first resume point: nothing of
-		// it has happened, so it begins — from the starting weights, which
-		// only the caller has.
+		// it has happened, so it begins — from the starting weights it
+		// recorded, or the caller's.
+		if env.Model == nil && cfg.Start != nil {
+			if env.Model, err = StartingModel(env.Store, *cfg.Start, be, ""); err != nil {
+				return nil, fmt.Errorf("engine: run %s stopped before its first resume point: %w", runID, err)
+			}
+		}
 		if env.Model == nil {
 			return nil, fmt.Errorf("engine: run %s stopped before its first resume point: resume it with its starting model", runID)
 		}

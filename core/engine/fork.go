@@ -51,6 +51,7 @@ func ForkPlan(db *store.DB, ckptID string) (Config, CheckpointManifest, error) {
 	cfg.Harness = h.Source
 	m := man.Config
 	cfg.Model = &m
+	cfg.Start = &StartModel{Kind: StartCheckpoint, Name: ckptID, SHA256: man.Weights}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, man, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 	}

@@ -73,8 +73,8 @@ func TestBackupWhileARunWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !info.Hot || info.BlobFiles != 1 {
-			t.Fatalf("requested backup: %+v, want hot, with the one blob file of its resume point", info)
+		if !info.Hot || info.BlobFiles < 1 || info.BlobFiles > 2 {
+			t.Fatalf("requested backup: %+v, want hot, with the blob file of its resume point (and the next one's, written before the point moves)", info)
 		}
 		outs = append(outs, out)
 	}

@@ -49,7 +49,14 @@ func (db *DB) view(fn func(*bolt.Tx) error) (err error) {
 func (db *DB) update(fn func(*bolt.Tx) error) (err error) {
 	defer db.recoverDamage(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return db.bolt.Update(fn)
+	ft := db.injected("commit")
+	if ft != nil && !ft.After {
+		return ft.Err
+	}
+	if err := db.bolt.Update(fn); err != nil || ft == nil {
+		return err
+	}
+	return ft.Err // the commit reached the disk, and yet its caller hears it failed
 }
 
 // guard runs fn, turning a panic from damaged bytes into an error (for

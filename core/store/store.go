@@ -37,6 +37,13 @@ type DB struct {
 	// processes' backup requests (nil when read-only).
 	stopServe chan struct{}
 	served    chan struct{}
+
+	// fault, when set (by tests of a failing disk), is asked before each
+	// write whether it fails; see fault.go.
+	fault func(op string) *Fault
+	// inlineLimit is InlineBlobLimit, lowered by tests so that small
+	// blobs take the file path.
+	inlineLimit int
 }
 
 // migrations[v] upgrades a file from schema v to v+1.
@@ -60,7 +67,7 @@ func OpenReadOnly(path string, timeout time.Duration) (*DB, error) {
 }
 
 func openWith(path string, opts *bolt.Options) (*DB, error) {
-	db := &DB{path: path, blobDir: path + ".blobs"}
+	db := &DB{path: path, blobDir: path + ".blobs", inlineLimit: InlineBlobLimit}
 	// bbolt leaves the file open (and locked) when it panics on a damaged
 	// page while opening: keep a handle to close it then.
 	var file *os.File
@@ -549,11 +556,11 @@ func (db *DB) PutBlob(b []byte) (string, error) {
 		return hash, err
 	}
 	val := append([]byte{blobInline}, b...)
-	if len(b) > InlineBlobLimit {
+	if len(b) > db.inlineLimit {
 		if err := os.MkdirAll(db.blobDir, 0o755); err != nil {
 			return "", fmt.Errorf("store: blob %s: %w", hash, err)
 		}
-		if err := writeFileAtomic(filepath.Join(db.blobDir, hash), b); err != nil {
+		if err := db.writeFileAtomic(filepath.Join(db.blobDir, hash), b); err != nil {
 			return "", fmt.Errorf("store: blob %s: %w", hash, err)
 		}
 		val = []byte{blobFile}
@@ -604,22 +611,41 @@ func (db *DB) HasBlob(hash string) bool {
 // that two writers of the same content-addressed blob (two runs of a bench
 // starting from the same weights) never share a temporary name: each
 // renames a complete file onto path, and the last rename wins with the same
-// bytes.
+// bytes. A failed write leaves no temporary file behind.
 func writeFileAtomic(path string, b []byte) error {
+	return (&DB{}).writeFileAtomic(path, b)
+}
+
+func (db *DB) writeFileAtomic(path string, b []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	if ft := db.injected("blob write"); ft != nil {
+		f.Write(b[:len(b)/2]) // torn: part of the bytes reached the disk
+		err = ft.Err
+	} else {
+		_, err = f.Write(b)
+	}
 	if err == nil {
-		err = f.Sync()
+		if ft := db.injected("blob sync"); ft != nil {
+			err = ft.Err
+		} else {
+			err = f.Sync()
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		ft := db.injected("blob rename")
+		if ft == nil || ft.After {
+			err = os.Rename(tmp, path)
+		}
+		if err == nil && ft != nil {
+			err = ft.Err
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)

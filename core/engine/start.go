@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+
+	"whale/core/basemodel"
+	"whale/core/ckpt"
+	"whale/core/model"
+	"whale/core/store"
+	"whale/kernels"
+)
+
+// Where a run's starting weights came from (StartModel.Kind).
+const (
+	StartEmbedded   = "embedded"
+	StartFile       = "file"
+	StartCheckpoint = "checkpoint"
+)
+
+// StartModel records where a run's starting weights came from, so that a
+// run stopped before its first resume point (killed, or a full disk) can
+// begin again without being told: the built-in base model, a model file
+// (its path and sha256), or a kept checkpoint (its id and weights blob).
+type StartModel struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`   // basemodel.Name, the file's path, or the checkpoint id
+	SHA256 string `json:"sha256"` // of the file (embedded: basemodel.SHA256); of the weights blob for a checkpoint
+}
+
+// StartingModel builds a run's starting model from its record, on be. For
+// a file, moved (when not "") is where the file is now; its sha256 must be
+// the recorded one either way.
+func StartingModel(db *store.DB, s StartModel, be kernels.Backend, moved string) (*model.Model, error) {
+	switch s.Kind {
+	case StartEmbedded:
+		if moved != "" {
+			return nil, fmt.Errorf("engine: the run started from the built-in base model, not a file: drop --model")
+		}
+		if s.SHA256 != basemodel.SHA256 {
+			return nil, fmt.Errorf("engine: the run started from a built-in base model with sha256 %s; this whale embeds %s", abbrevHash(s.SHA256), abbrevHash(basemodel.SHA256))
+		}
+		return basemodel.Load(be)
+	case StartFile:
+		path := s.Name
+		if moved != "" {
+			path = moved
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("engine: the run's starting model: %w (if it moved, name it with --model)", err)
+		}
+		sum := sha256.Sum256(b)
+		if h := hex.EncodeToString(sum[:]); h != s.SHA256 {
+			return nil, fmt.Errorf("engine: %s has sha256 %s, but the run started from %s with sha256 %s", path, abbrevHash(h), s.Name, abbrevHash(s.SHA256))
+		}
+		m, _, err := ckpt.DecodeModel(b, path, be)
+		return m, err
+	case StartCheckpoint:
+		if moved != "" {
+			return nil, fmt.Errorf("engine: the run started from checkpoint %s, not a file: drop --model", s.Name)
+		}
+		man, err := ReadCheckpoint(db, s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("engine: the run's starting checkpoint: %w", err)
+		}
+		m, err := model.New(man.Config, be, 0)
+		if err != nil {
+			return nil, err
+		}
+		blob, err := db.GetBlob(s.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("engine: the run's starting checkpoint %s: weights: %w", s.Name, err)
+		}
+		return m, m.SetParamValues(bytesf32(blob))
+	}
+	return nil, fmt.Errorf("engine: unknown kind of starting model %q", s.Kind)
+}
