@@ -25,17 +25,17 @@ type CPU[T Float] struct {
 	// softmax replaces row by softmax(scale·row) and returns the
 	// log-sum-exp of scale·row.
 	softmax func(row []T, scale T) float64
-	// scores4 and mix4, when set, run decode attention for four query
-	// heads sharing a KV head in one pass (attn_decode.go).
-	scores4 func(s []T, lds int, q []T, hd int, k []T, ldk, n int)
-	mix4    func(o, pr []T, ldp int, v []T, ldv, hd, n int)
+	// scores and mix, when set, run decode attention for a chunk of 1, 2
+	// or 4 query heads sharing a KV head in one pass (attn_decode.go).
+	scores func(rows int, s []T, lds int, q []T, hd int, k []T, ldk, n int)
+	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
 }
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32,
-		scores4: attnScores4, mix4: attnMix4}
+		scores: attnScores, mix: attnMix}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

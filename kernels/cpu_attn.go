@@ -167,12 +167,12 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // context (hd calls per head of length n) rather than on n vectors of hd.
 
 // AttentionKV implements Backend, parallel over (span, query row, KV
-// head). A unit scores the group of query heads sharing one KV head with
-// axpys over the cache's position vectors and mixes the values with dots
-// along them (four query heads at a time in one pass over the cache when
-// the group allows, see attn_decode.go); nothing in it depends on the
-// other rows, so a row's result does not depend on what else the call
-// holds.
+// head). A unit scores the group of query heads sharing one KV head and
+// mixes the values as small matrix products over all cached positions, in
+// chunks of 4, 2 and 1 heads (attn_decode.go; the float64 reference does
+// it with axpys over the cache's position vectors and dots along them);
+// nothing in it depends on the other rows, so a row's result does not
+// depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -208,14 +208,16 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
 			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
-			if c.scores4 != nil && grp%4 == 0 {
-				for g := 0; g < grp; g += 4 {
-					pr := sc[g*n : (g+4)*n]
-					c.scores4(pr, n, qg[g*hd:(g+4)*hd], hd, kt, cp, n)
-					for i := 0; i < 4; i++ {
+			if c.scores != nil {
+				for g := 0; g < grp; {
+					rows := decodeChunk(grp - g)
+					pr := sc[g*n : (g+rows)*n]
+					c.scores(rows, pr, n, qg[g*hd:(g+rows)*hd], hd, kt, cp, n)
+					for i := 0; i < rows; i++ {
 						c.softmax(pr[i*n:i*n+n], scale)
 					}
-					c.mix4(og[g*hd:(g+4)*hd], pr, n, vt, cp, hd, n)
+					c.mix(rows, og[g*hd:(g+rows)*hd], pr, n, vt, cp, hd, n)
+					g += rows
 				}
 				continue
 			}
@@ -260,4 +262,16 @@ func (c *CPU[T]) CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int) {
 	for e := 0; e < KVH*hd; e++ {
 		copy(d[e*dstCap:e*dstCap+n], s[e*srcCap:e*srcCap+n])
 	}
+}
+
+// decodeChunk is how many of left query heads decode attention handles in
+// one pass: 4, 2 or 1.
+func decodeChunk(left int) int {
+	switch {
+	case left >= 4:
+		return 4
+	case left >= 2:
+		return 2
+	}
+	return 1
 }
