@@ -65,14 +65,14 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 					nb := min(attnBlock, T_-i0)
 					n := i0 + nb // keys the block can see
 					gatherRows(w.qb, qs[(b*T_+i0)*qw+h*hd:], nb, hd, qw)
-					c.gemm(NT, w.s[:nb*n], w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
+					c.gemm1(NT, w.s[:nb*n], w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
 					for r := 0; r < nb; r++ {
 						i := i0 + r
 						row := w.s[r*n : r*n+n]
 						ls[(b*H+h)*T_+i] = T(c.softmax(row[:i+1], scale))
 						clear(row[i+1:])
 					}
-					c.gemm(NN, w.ob[:nb*hd], w.s[:nb*n], w.vb[:n*hd], nb, n, hd, false)
+					c.gemm1(NN, w.ob[:nb*hd], w.s[:nb*n], w.vb[:n*hd], nb, n, hd, false)
 					for r := 0; r < nb; r++ {
 						copy(o[(b*T_+i0+r)*qw+h*hd:(b*T_+i0+r)*qw+h*hd+hd], w.ob[r*hd:r*hd+hd])
 					}
@@ -122,8 +122,8 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 						w.d[r] = c.dot(w.dob[r*hd:r*hd+hd], w.ob[r*hd:r*hd+hd])
 					}
 					s, dp := w.s[:nb*n], w.dp[:nb*n]
-					c.gemm(NT, s, w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
-					c.gemm(NT, dp, w.dob[:nb*hd], w.vb[:n*hd], nb, hd, n, false)
+					c.gemm1(NT, s, w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
+					c.gemm1(NT, dp, w.dob[:nb*hd], w.vb[:n*hd], nb, hd, n, false)
 					for r := 0; r < nb; r++ {
 						i := i0 + r
 						l := ls[(b*H+h)*T_+i]
@@ -138,15 +138,15 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 						clear(srow[i+1:])
 						clear(drow[i+1:])
 					}
-					c.gemm(NN, w.dqb[:nb*hd], dp, w.kb[:n*hd], nb, n, hd, false)
+					c.gemm1(NN, w.dqb[:nb*hd], dp, w.kb[:n*hd], nb, n, hd, false)
 					for r := 0; r < nb; r++ {
 						d := dqs[qbase+r*qw : qbase+r*qw+hd]
 						for e, x := range w.dqb[r*hd : r*hd+hd] {
 							d[e] += x
 						}
 					}
-					c.gemm(TN, w.dkb[:n*hd], dp, w.qb[:nb*hd], n, nb, hd, true)
-					c.gemm(TN, w.dvb[:n*hd], s, w.dob[:nb*hd], n, nb, hd, true)
+					c.gemm1(TN, w.dkb[:n*hd], dp, w.qb[:nb*hd], n, nb, hd, true)
+					c.gemm1(TN, w.dvb[:n*hd], s, w.dob[:nb*hd], n, nb, hd, true)
 				}
 			}
 			for r := 0; r < T_; r++ {
