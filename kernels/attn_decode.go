@@ -1,39 +1,47 @@
 package kernels
 
 // Decode attention reads a dimension-major KV cache (see AttentionKV): for
-// one KV head, k[d*ldk+p] is dimension d of the key at position p. When
-// query heads share the KV head in groups of four (grouped-query
-// attention), one pass over the cache serves all four: each key vector
-// loaded feeds four FMAs, instead of a separate axpy (or dot) per head and
-// dimension re-reading the cache and the scores.
+// one KV head, k[d*ldk+p] is dimension d of the key at position p. The
+// query heads that share a KV head (grouped-query attention) are scored and
+// mixed together, as small matrix products over every cached position:
+// scores S[rows, n] = Q[rows, hd]·K[hd, n], outputs O[rows, hd] =
+// P[rows, n]·V[hd, n]ᵀ, in chunks of 4, 2 or 1 rows. One pass over the
+// cache serves a whole chunk (each key or value vector loaded feeds one FMA
+// per row), instead of a separate axpy (or dot) per head and dimension
+// re-reading the cache and the scores.
+//
+// Every score is one FMA chain over d in increasing order, and every
+// output one set of eight lane sums over p (lane p%8, the last n%8
+// positions masked) reduced as hsum8 does, whatever the chunk size: a
+// row's results never depend on the rows beside it, nor on the group size.
 
-// attnScores4 sets s[i*lds+p] = Σ_d q[i*hd+d]·k[d*ldk+p] for the four
-// query rows i < 4 and positions p < n, each sum in increasing d. It
+// attnScores sets s[i*lds+p] = Σ_d q[i*hd+d]·k[d*ldk+p] for the query rows
+// i < rows (1, 2 or 4) and positions p < n, each sum in increasing d. It
 // panics if a slice is too short.
-func attnScores4(s []float32, lds int, q []float32, hd int, k []float32, ldk, n int) {
+func attnScores(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, n int) {
 	if n <= 0 {
 		return
 	}
-	_ = s[3*lds+n-1]
-	_ = q[4*hd-1]
+	_ = s[(rows-1)*lds+n-1]
+	_ = q[rows*hd-1]
 	_ = k[(hd-1)*ldk+n-1]
 	if !useAsm || n < 8 {
-		attnScores4Go(s, lds, q, hd, k, ldk, 0, n)
+		attnScoresGo(rows, s, lds, q, hd, k, ldk, 0, n)
 		return
 	}
 	n8 := n &^ 7
-	attnScores4AVX2(&s[0], lds, &q[0], hd, &k[0], ldk, n8)
+	attnScoresAsm(rows, s, lds, q, hd, k, ldk, 0, n8)
 	if n8 < n {
 		// The last 8 positions again: a position's score is the same FMA
 		// chain whichever block computes it, so the overlap rewrites the
 		// same bits.
-		attnScores4AVX2(&s[n-8], lds, &q[0], hd, &k[n-8], ldk, 8)
+		attnScoresAsm(rows, s, lds, q, hd, k, ldk, n-8, 8)
 	}
 }
 
-// attnScores4Go is attnScores4 for positions p0 ≤ p < n, in plain Go.
-func attnScores4Go(s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n int) {
-	for i := 0; i < 4; i++ {
+// attnScoresGo is attnScores for positions p0 ≤ p < n, in plain Go.
+func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n int) {
+	for i := 0; i < rows; i++ {
 		qi := q[i*hd : i*hd+hd]
 		for p := p0; p < n; p++ {
 			var acc float32
@@ -45,33 +53,37 @@ func attnScores4Go(s []float32, lds int, q []float32, hd int, k []float32, ldk, 
 	}
 }
 
-// attnMix4 sets o[i*hd+d] = Σ_p pr[i*ldp+p]·v[d*ldv+p] for the four rows
-// i < 4 of probabilities over positions p < n and dimensions d < hd: the
-// attention outputs of four query heads from one head's values. It panics
-// if a slice is too short.
-func attnMix4(o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
+// mixDims is how many dimensions the assembly mix of a chunk of rows
+// handles at once (eight FMA chains); hd must be a multiple of it.
+func mixDims(rows int) int { return 8 / rows }
+
+// attnMix sets o[i*hd+d] = Σ_p pr[i*ldp+p]·v[d*ldv+p] for the rows i <
+// rows (1, 2 or 4) of probabilities over positions p < n and dimensions d
+// < hd: the attention outputs of a chunk of query heads from one head's
+// values. It panics if a slice is too short.
+func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
 	if hd <= 0 {
 		return
 	}
-	_ = o[4*hd-1]
+	_ = o[rows*hd-1]
 	if n > 0 {
-		_ = pr[3*ldp+n-1]
+		_ = pr[(rows-1)*ldp+n-1]
 		_ = v[(hd-1)*ldv+n-1]
 	}
-	if useAsm && hd%2 == 0 && n > 0 {
-		attnMix4AVX2(&o[0], &pr[0], ldp, &v[0], ldv, hd, n)
+	if useAsm && hd%mixDims(rows) == 0 && n > 0 {
+		attnMixAsm(rows, o, pr, ldp, v, ldv, hd, n)
 		return
 	}
-	clear(o[:4*hd])
-	attnMix4Go(o, pr, ldp, v, ldv, hd, 0, n)
+	clear(o[:rows*hd])
+	attnMixGo(rows, o, pr, ldp, v, ldv, hd, 0, n)
 }
 
-// attnMix4Go adds the terms p0 ≤ p < n of attnMix4 into o, in plain Go.
-func attnMix4Go(o []float32, pr []float32, ldp int, v []float32, ldv, hd, p0, n int) {
+// attnMixGo adds the terms p0 ≤ p < n of attnMix into o, in plain Go.
+func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, p0, n int) {
 	if p0 >= n {
 		return
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < rows; i++ {
 		pi := pr[i*ldp+p0 : i*ldp+n]
 		for d := 0; d < hd; d++ {
 			vd := v[d*ldv+p0 : d*ldv+n]

@@ -234,3 +234,343 @@ mixtail:
 
 	VZEROUPPER
 	RET
+
+// func attnScores1AVX2(s *float32, q *float32, hd int, k *float32, ldk, n8 int)
+//
+// attnScores4AVX2 for one query row: positions 32 at a time (four
+// accumulators, Y0-Y3, so four FMA chains run at once), then blocks of 8.
+// Registers: DI s, SI q, R9 hd bytes, DX k, R10 ldk bytes, CX n8, AX p,
+// R14 d bytes, BX key pointer.
+TEXT ·attnScores1AVX2(SB), NOSPLIT, $0-48
+	MOVQ s+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ hd+16(FP), R9
+	SHLQ $2, R9
+	MOVQ k+24(FP), DX
+	MOVQ ldk+32(FP), R10
+	SHLQ $2, R10
+	MOVQ n8+40(FP), CX
+	XORQ AX, AX
+
+s1b32:
+	LEAQ   32(AX), BX
+	CMPQ   BX, CX
+	JGT    s1b8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	LEAQ   (DX)(AX*4), BX
+	XORQ   R14, R14
+
+s1b32d:
+	VBROADCASTSS (SI)(R14*1), Y8
+	VFMADD231PS  (BX), Y8, Y0
+	VFMADD231PS  32(BX), Y8, Y1
+	VFMADD231PS  64(BX), Y8, Y2
+	VFMADD231PS  96(BX), Y8, Y3
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s1b32d
+
+	LEAQ    (DI)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	ADDQ    $32, AX
+	JMP     s1b32
+
+s1b8:
+	CMPQ   AX, CX
+	JGE    s1done
+	VXORPS Y0, Y0, Y0
+	LEAQ   (DX)(AX*4), BX
+	XORQ   R14, R14
+
+s1b8d:
+	VBROADCASTSS (SI)(R14*1), Y8
+	VFMADD231PS  (BX), Y8, Y0
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s1b8d
+
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     s1b8
+
+s1done:
+	VZEROUPPER
+	RET
+
+// func attnScores2AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n8 int)
+//
+// attnScores4AVX2 for two query rows: positions 16 at a time (Y0, Y1 row
+// 0; Y2, Y3 row 1), then blocks of 8. Registers as in attnScores4AVX2.
+TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-56
+	MOVQ s+0(FP), DI
+	MOVQ lds+8(FP), R8
+	SHLQ $2, R8
+	MOVQ q+16(FP), SI
+	MOVQ hd+24(FP), R9
+	SHLQ $2, R9
+	LEAQ (SI)(R9*1), R11
+	MOVQ k+32(FP), DX
+	MOVQ ldk+40(FP), R10
+	SHLQ $2, R10
+	MOVQ n8+48(FP), CX
+	XORQ AX, AX
+
+s2b16:
+	LEAQ   16(AX), BX
+	CMPQ   BX, CX
+	JGT    s2b8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	LEAQ   (DX)(AX*4), BX
+	XORQ   R14, R14
+
+s2b16d:
+	VMOVUPS      (BX), Y8
+	VMOVUPS      32(BX), Y9
+	VBROADCASTSS (SI)(R14*1), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (R11)(R14*1), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s2b16d
+
+	LEAQ    (DI)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	ADDQ    R8, BX
+	VMOVUPS Y2, (BX)
+	VMOVUPS Y3, 32(BX)
+	ADDQ    $16, AX
+	JMP     s2b16
+
+s2b8:
+	CMPQ   AX, CX
+	JGE    s2done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	LEAQ   (DX)(AX*4), BX
+	XORQ   R14, R14
+
+s2b8d:
+	VMOVUPS      (BX), Y8
+	VBROADCASTSS (SI)(R14*1), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VBROADCASTSS (R11)(R14*1), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s2b8d
+
+	LEAQ    (DI)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	ADDQ    R8, BX
+	VMOVUPS Y2, (BX)
+	ADDQ    $8, AX
+	JMP     s2b8
+
+s2done:
+	VZEROUPPER
+	RET
+
+// func attnMix1AVX2(o *float32, pr *float32, v *float32, ldv, hd, n int)
+//
+// attnMix4AVX2 for one row of probabilities: eight dimensions d..d+7 at a
+// time, Y(j) for d+j, so eight FMA chains run at once; each probability
+// vector loaded feeds eight FMAs. Every sum has the lanes, tail mask and
+// reduction of attnMix4AVX2. hd is a multiple of 8. Registers: R14 &o[d],
+// SI pr, DX v row d, BX v row d+4, R10 ldv bytes, R12 3·ldv bytes, CX
+// whole blocks, R13 blocks left, AX position bytes (for the tail), R8
+// groups of d left, DI scratch.
+TEXT ·attnMix1AVX2(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), R14
+	MOVQ v+16(FP), DX
+	MOVQ ldv+24(FP), R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R12
+	MOVQ hd+32(FP), R8
+	SHRQ $3, R8
+	MOVQ    n+40(FP), CX
+	MOVQ    CX, AX
+	ANDQ    $7, AX
+	NEGQ    AX
+	LEAQ    tailmask<>+32(SB), DI
+	VMOVUPS (DI)(AX*4), Y14
+	SHRQ    $3, CX
+
+mix1d:
+	MOVQ   pr+8(FP), SI
+	LEAQ   (DX)(R10*4), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   DX, DI
+	MOVQ   CX, R13
+	TESTQ  R13, R13
+	JZ     mix1tail
+
+mix1p:
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DX), Y8, Y0
+	VFMADD231PS (DX)(R10*1), Y8, Y1
+	VFMADD231PS (DX)(R10*2), Y8, Y2
+	VFMADD231PS (DX)(R12*1), Y8, Y3
+	VFMADD231PS (BX), Y8, Y4
+	VFMADD231PS (BX)(R10*1), Y8, Y5
+	VFMADD231PS (BX)(R10*2), Y8, Y6
+	VFMADD231PS (BX)(R12*1), Y8, Y7
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	ADDQ        $32, BX
+	DECQ        R13
+	JNZ         mix1p
+
+mix1tail:
+	VMASKMOVPS  (SI), Y14, Y8
+	VMASKMOVPS  (DX), Y14, Y9
+	VFMADD231PS Y9, Y8, Y0
+	VMASKMOVPS  (DX)(R10*1), Y14, Y9
+	VFMADD231PS Y9, Y8, Y1
+	VMASKMOVPS  (DX)(R10*2), Y14, Y9
+	VFMADD231PS Y9, Y8, Y2
+	VMASKMOVPS  (DX)(R12*1), Y14, Y9
+	VFMADD231PS Y9, Y8, Y3
+	VMASKMOVPS  (BX), Y14, Y9
+	VFMADD231PS Y9, Y8, Y4
+	VMASKMOVPS  (BX)(R10*1), Y14, Y9
+	VFMADD231PS Y9, Y8, Y5
+	VMASKMOVPS  (BX)(R10*2), Y14, Y9
+	VFMADD231PS Y9, Y8, Y6
+	VMASKMOVPS  (BX)(R12*1), Y14, Y9
+	VFMADD231PS Y9, Y8, Y7
+
+	HSUMSTORE(Y0, X0, X8, (R14))
+	HSUMSTORE(Y1, X1, X9, 4(R14))
+	HSUMSTORE(Y2, X2, X10, 8(R14))
+	HSUMSTORE(Y3, X3, X11, 12(R14))
+	HSUMSTORE(Y4, X4, X12, 16(R14))
+	HSUMSTORE(Y5, X5, X13, 20(R14))
+	HSUMSTORE(Y6, X6, X8, 24(R14))
+	HSUMSTORE(Y7, X7, X9, 28(R14))
+	ADDQ $32, R14
+	LEAQ (DI)(R10*8), DX
+	DECQ R8
+	JNZ  mix1d
+
+	VZEROUPPER
+	RET
+
+// func attnMix2AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int)
+//
+// attnMix4AVX2 for two rows of probabilities: four dimensions d..d+3 at a
+// time, Y(j) for row 0 at d+j and Y(4+j) for row 1, eight FMA chains. hd is
+// a multiple of 4. Registers: R14 &o[d], R9 hd bytes, SI pr row 0, R11
+// ldp bytes, DX v row d, R10 ldv bytes, R12 3·ldv bytes, CX whole blocks,
+// R13 blocks left, R8 groups of d left, DI scratch.
+TEXT ·attnMix2AVX2(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), R14
+	MOVQ ldp+16(FP), R11
+	SHLQ $2, R11
+	MOVQ v+24(FP), DX
+	MOVQ ldv+32(FP), R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R12
+	MOVQ hd+40(FP), R9
+	MOVQ R9, R8
+	SHRQ $2, R8
+	SHLQ $2, R9
+	MOVQ    n+48(FP), CX
+	MOVQ    CX, AX
+	ANDQ    $7, AX
+	NEGQ    AX
+	LEAQ    tailmask<>+32(SB), DI
+	VMOVUPS (DI)(AX*4), Y14
+	SHRQ    $3, CX
+
+mix2d:
+	MOVQ   pr+8(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   DX, DI
+	MOVQ   CX, R13
+	TESTQ  R13, R13
+	JZ     mix2tail
+
+mix2p:
+	VMOVUPS     (SI), Y8
+	VMOVUPS     (SI)(R11*1), Y9
+	VMOVUPS     (DX), Y10
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
+	VMOVUPS     (DX)(R10*1), Y11
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y11, Y9, Y5
+	VMOVUPS     (DX)(R10*2), Y12
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y12, Y9, Y6
+	VMOVUPS     (DX)(R12*1), Y13
+	VFMADD231PS Y13, Y8, Y3
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	DECQ        R13
+	JNZ         mix2p
+
+mix2tail:
+	VMASKMOVPS  (SI), Y14, Y8
+	VMASKMOVPS  (SI)(R11*1), Y14, Y9
+	VMASKMOVPS  (DX), Y14, Y10
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
+	VMASKMOVPS  (DX)(R10*1), Y14, Y11
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y11, Y9, Y5
+	VMASKMOVPS  (DX)(R10*2), Y14, Y12
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y12, Y9, Y6
+	VMASKMOVPS  (DX)(R12*1), Y14, Y13
+	VFMADD231PS Y13, Y8, Y3
+	VFMADD231PS Y13, Y9, Y7
+
+	HSUMSTORE(Y0, X0, X8, (R14))
+	HSUMSTORE(Y1, X1, X9, 4(R14))
+	HSUMSTORE(Y2, X2, X10, 8(R14))
+	HSUMSTORE(Y3, X3, X11, 12(R14))
+	MOVQ R14, AX
+	ADDQ R9, AX
+	HSUMSTORE(Y4, X4, X12, (AX))
+	HSUMSTORE(Y5, X5, X13, 4(AX))
+	HSUMSTORE(Y6, X6, X8, 8(AX))
+	HSUMSTORE(Y7, X7, X9, 12(AX))
+	ADDQ $16, R14
+	LEAQ (DI)(R10*4), DX
+	DECQ R8
+	JNZ  mix2d
+
+	VZEROUPPER
+	RET

@@ -2,10 +2,10 @@
 
 package kernels
 
-func attnScores4AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n8 int) {
+func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n8 int) {
 	panic("kernels: no assembly on this architecture")
 }
 
-func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int) {
+func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
 	panic("kernels: no assembly on this architecture")
 }

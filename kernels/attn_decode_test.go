@@ -6,30 +6,31 @@ import (
 	"testing"
 )
 
-// testAttnDecode4 checks attnScores4 and attnMix4 for head dimension hd
-// over n positions of caches with row stride ld ≥ n, against float64
-// sums (reductionTolerance), with guard values everywhere the kernels must
-// not write: past each row's n outputs and around the buffers.
-func testAttnDecode4(t *testing.T, r *rand.Rand, hd, n, pad int) {
+// testAttnDecode checks attnScores and attnMix for a chunk of rows query
+// heads of dimension hd over n positions of caches with row stride ld ≥
+// n, against float64 sums (reductionTolerance), with guard values
+// everywhere the kernels must not write: past each row's n outputs and
+// around the buffers.
+func testAttnDecode(t *testing.T, r *rand.Rand, rows, hd, n, pad int) {
 	ld := n + pad
 	guard := math.Float32frombits(guardBits)
-	q, qw := guardedInput(r, 4*hd)
+	q, qw := guardedInput(r, rows*hd)
 	k, kw := guardedInput(r, max(hd*ld, 1))
-	sw := make([]float32, 4*ld+2*guardPad)
+	sw := make([]float32, rows*ld+2*guardPad)
 	for i := range sw {
 		sw[i] = guard
 	}
-	s := sw[guardPad : guardPad+4*ld]
-	attnScores4(s, ld, q, hd, k[:hd*ld], ld, n)
-	checkGuards(t, qw, 4*hd, "attnScores4 q")
-	checkGuards(t, kw, max(hd*ld, 1), "attnScores4 k")
+	s := sw[guardPad : guardPad+rows*ld]
+	attnScores(rows, s, ld, q, hd, k[:hd*ld], ld, n)
+	checkGuards(t, qw, rows*hd, "attnScores q")
+	checkGuards(t, kw, max(hd*ld, 1), "attnScores k")
 	for i := range sw {
-		inRow := i >= guardPad && i < guardPad+4*ld && (i-guardPad)%ld < n
+		inRow := i >= guardPad && i < guardPad+rows*ld && (i-guardPad)%ld < n
 		if !inRow && math.Float32bits(sw[i]) != guardBits {
-			t.Fatalf("attnScores4 hd=%d n=%d ld=%d: element %d outside the scores written (%v)", hd, n, ld, i-guardPad, sw[i])
+			t.Fatalf("attnScores rows=%d hd=%d n=%d ld=%d: element %d outside the scores written (%v)", rows, hd, n, ld, i-guardPad, sw[i])
 		}
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < rows; i++ {
 		for p := 0; p < n; p++ {
 			var want, abs float64
 			for d := 0; d < hd; d++ {
@@ -38,20 +39,20 @@ func testAttnDecode4(t *testing.T, r *rand.Rand, hd, n, pad int) {
 				abs += math.Abs(x)
 			}
 			if got := float64(s[i*ld+p]); !(math.Abs(got-want) <= reductionTolerance(hd, abs)) {
-				t.Fatalf("attnScores4 hd=%d n=%d: s[%d][%d] = %v, want %v", hd, n, i, p, got, want)
+				t.Fatalf("attnScores rows=%d hd=%d n=%d: s[%d][%d] = %v, want %v", rows, hd, n, i, p, got, want)
 			}
 		}
 	}
 
-	// attnMix4 reads four rows of probabilities with stride ld.
-	pr, pw := guardedInput(r, max(4*ld, 1))
+	// attnMix reads rows of probabilities with stride ld.
+	pr, pw := guardedInput(r, max(rows*ld, 1))
 	v, vw := guardedInput(r, max(hd*ld, 1))
-	o, ow := padded(4*hd, guard)
-	attnMix4(o, pr[:4*ld], ld, v[:hd*ld], ld, hd, n)
-	checkGuards(t, ow, 4*hd, "attnMix4 out")
-	checkGuards(t, pw, max(4*ld, 1), "attnMix4 pr")
-	checkGuards(t, vw, max(hd*ld, 1), "attnMix4 v")
-	for i := 0; i < 4; i++ {
+	o, ow := padded(rows*hd, guard)
+	attnMix(rows, o, pr[:rows*ld], ld, v[:hd*ld], ld, hd, n)
+	checkGuards(t, ow, rows*hd, "attnMix out")
+	checkGuards(t, pw, max(rows*ld, 1), "attnMix pr")
+	checkGuards(t, vw, max(hd*ld, 1), "attnMix v")
+	for i := 0; i < rows; i++ {
 		for d := 0; d < hd; d++ {
 			var want, abs float64
 			for p := 0; p < n; p++ {
@@ -60,61 +61,71 @@ func testAttnDecode4(t *testing.T, r *rand.Rand, hd, n, pad int) {
 				abs += math.Abs(x)
 			}
 			if got := float64(o[i*hd+d]); !(math.Abs(got-want) <= reductionTolerance(n, abs)) {
-				t.Fatalf("attnMix4 hd=%d n=%d: o[%d][%d] = %v, want %v", hd, n, i, d, got, want)
+				t.Fatalf("attnMix rows=%d hd=%d n=%d: o[%d][%d] = %v, want %v", rows, hd, n, i, d, got, want)
 			}
 		}
 	}
 }
 
-func TestAttnDecode4(t *testing.T) {
+func TestAttnDecode(t *testing.T) {
 	eachImpl(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(3, 9))
-		for _, hd := range []int{1, 2, 3, 7, 8, 16, 32, 33, 64, 128} {
-			for n := 0; n <= 130; n += 1 + n/16 {
-				testAttnDecode4(t, r, hd, n, r.IntN(5))
+		for _, rows := range []int{1, 2, 4} {
+			for _, hd := range []int{1, 2, 3, 4, 6, 7, 8, 16, 24, 32, 33, 64, 128} {
+				for n := 0; n <= 130; n += 1 + n/16 {
+					testAttnDecode(t, r, rows, hd, n, r.IntN(5))
+				}
 			}
 		}
 	})
 }
 
-// TestAttnDecode4RowsIndependent: a query row's scores and outputs do
-// not depend on the other three rows (AttentionKV relies on it).
-func TestAttnDecode4RowsIndependent(t *testing.T) {
+// TestAttnDecodeRowsIndependent: a query row's scores and outputs are the
+// same bits whether it is scored alone, in a chunk of two or of four, and
+// whatever the other rows hold (AttentionKV relies on it: a group of any
+// size is cut into such chunks).
+func TestAttnDecodeRowsIndependent(t *testing.T) {
 	eachImpl(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(8, 1))
-		hd, n := 32, 77
-		q := make([]float32, 4*hd)
-		k := make([]float32, hd*n)
-		pr := make([]float32, 4*n)
-		randFill(r, q)
-		randFill(r, k)
-		randFill(r, pr)
-		s1, o1 := make([]float32, 4*n), make([]float32, 4*hd)
-		attnScores4(s1, n, q, hd, k, n, n)
-		attnMix4(o1, pr, n, k, n, hd, n)
-		randFill(r, q[hd:])
-		randFill(r, pr[n:])
-		s2, o2 := make([]float32, 4*n), make([]float32, 4*hd)
-		attnScores4(s2, n, q, hd, k, n, n)
-		attnMix4(o2, pr, n, k, n, hd, n)
-		for p := 0; p < n; p++ {
-			if math.Float32bits(s1[p]) != math.Float32bits(s2[p]) {
-				t.Fatalf("score %d of row 0 changed with the other rows", p)
-			}
-		}
-		for d := 0; d < hd; d++ {
-			if math.Float32bits(o1[d]) != math.Float32bits(o2[d]) {
-				t.Fatalf("output %d of row 0 changed with the other rows", d)
+		for _, hd := range []int{8, 32, 64} {
+			for _, n := range []int{5, 8, 77, 130} {
+				q := make([]float32, 4*hd)
+				k := make([]float32, hd*n)
+				pr := make([]float32, 4*n)
+				randFill(r, q)
+				randFill(r, k)
+				randFill(r, pr)
+				var s [3][]float32
+				var o [3][]float32
+				for c, rows := range []int{4, 2, 1} {
+					s[c], o[c] = make([]float32, 4*n), make([]float32, 4*hd)
+					for g := 0; g < 4; g += rows {
+						attnScores(rows, s[c][g*n:], n, q[g*hd:], hd, k, n, n)
+						attnMix(rows, o[c][g*hd:], pr[g*n:], n, k, n, hd, n)
+					}
+				}
+				for c := 1; c < 3; c++ {
+					for i := range s[0] {
+						if math.Float32bits(s[c][i]) != math.Float32bits(s[0][i]) {
+							t.Fatalf("hd=%d n=%d: score %d differs between chunks of 4 and %d", hd, n, i, []int{4, 2, 1}[c])
+						}
+					}
+					for i := range o[0] {
+						if math.Float32bits(o[c][i]) != math.Float32bits(o[0][i]) {
+							t.Fatalf("hd=%d n=%d: output %d differs between chunks of 4 and %d", hd, n, i, []int{4, 2, 1}[c])
+						}
+					}
+				}
 			}
 		}
 	})
 }
 
-func FuzzAttnDecode4(f *testing.F) {
-	f.Add(uint64(1), uint8(32), uint16(100), uint8(3))
-	f.Add(uint64(2), uint8(7), uint16(9), uint8(0))
-	f.Fuzz(func(t *testing.T, seed uint64, hd uint8, n uint16, pad uint8) {
-		h, nn := 1+int(hd)%130, int(n)%700
-		eachImpl(t, func(t *testing.T) { testAttnDecode4(t, rand.New(rand.NewPCG(seed, 2)), h, nn, int(pad)%9) })
+func FuzzAttnDecode(f *testing.F) {
+	f.Add(uint64(1), uint8(32), uint16(100), uint8(3), uint8(2))
+	f.Add(uint64(2), uint8(7), uint16(9), uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, seed uint64, hd uint8, n uint16, pad, rows uint8) {
+		h, nn, rr := 1+int(hd)%130, int(n)%700, []int{1, 2, 4}[int(rows)%3]
+		eachImpl(t, func(t *testing.T) { testAttnDecode(t, rand.New(rand.NewPCG(seed, 2)), rr, h, nn, int(pad)%9) })
 	})
 }

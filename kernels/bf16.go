@@ -77,7 +77,7 @@ func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 		g.runParallel()
 		return
 	}
-	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, &bf16Tiles)
+	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, &bf16Tiles, false)
 }
 
 // GemmBF16NTRef is the plain reference of GemmBF16NT, generic so that a

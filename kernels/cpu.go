@@ -14,8 +14,11 @@ type Float interface{ float32 | float64 }
 type CPU[T Float] struct {
 	name string
 	gemm func(layout Layout, out, a, b []T, m, k, n int, acc bool)
-	dot  func(a, b []T) T
-	axpy func(alpha T, x, y []T) // y += alpha·x
+	// gemm1 is gemm on the calling goroutine, for products inside work
+	// already split over threads.
+	gemm1 func(layout Layout, out, a, b []T, m, k, n int, acc bool)
+	dot   func(a, b []T) T
+	axpy  func(alpha T, x, y []T) // y += alpha·x
 	// expSub replaces row[i] by e^(row[i]-sub) and returns their sum;
 	// sigmoid sets out = 1/(1+e^-x); siluMul sets out = g·sigmoid(g)·u.
 	// float32 uses the vector kernels of exp.go.
@@ -25,22 +28,22 @@ type CPU[T Float] struct {
 	// softmax replaces row by softmax(scale·row) and returns the
 	// log-sum-exp of scale·row.
 	softmax func(row []T, scale T) float64
-	// scores4 and mix4, when set, run decode attention for four query
-	// heads sharing a KV head in one pass (attn_decode.go).
-	scores4 func(s []T, lds int, q []T, hd int, k []T, ldk, n int)
-	mix4    func(o, pr []T, ldp int, v []T, ldv, hd, n int)
+	// scores and mix, when set, run decode attention for a chunk of 1, 2
+	// or 4 query heads sharing a KV head in one pass (attn_decode.go).
+	scores func(rows int, s []T, lds int, q []T, hd int, k []T, ldk, n int)
+	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
 }
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, dot: Dot, axpy: Axpy,
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32,
-		scores4: attnScores4, mix4: attnMix4}
+		scores: attnScores, mix: attnMix}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64],
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], gemm1: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64],
 		expSub: opExpSub[float64], sigmoid: opSigmoid[float64], siluMul: opSiLUMul[float64], softmax: opSoftmax[float64]}
 }
 

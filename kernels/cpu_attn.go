@@ -13,19 +13,20 @@ func checkHeads(H, KVH, hd int) {
 }
 
 // attnBlock is the number of query rows one block of training attention
-// handles: its scores (attnBlock × T) stay in cache.
+// handles per head: its scores (heads × attnBlock × T) stay in cache.
 const attnBlock = 64
 
-// attnBuf is one worker's scratch for blocked attention over T positions.
+// attnBuf is one worker's scratch for blocked attention over T positions,
+// for up to g query heads at a time.
 type attnBuf[T Float] struct {
 	kb, vb, dkb, dvb []T // (T,hd) keys, values of one KV head and their gradients
-	qb, ob, dob, dqb []T // (attnBlock,hd)
-	s, dp            []T // (attnBlock,T) scores / probabilities, their gradient
-	d                []T // (attnBlock) rowsum(dout·out)
+	qb, ob, dob, dqb []T // (g·attnBlock,hd)
+	s, dp            []T // (g·attnBlock,T) scores / probabilities, their gradient
+	d                []T // (g·attnBlock) rowsum(dout·out)
 }
 
-func newAttnBuf[T Float](T_, hd int) *attnBuf[T] {
-	bs := min(attnBlock, T_)
+func newAttnBuf[T Float](T_, hd, g int) *attnBuf[T] {
+	bs := g * min(attnBlock, T_)
 	return &attnBuf[T]{kb: make([]T, T_*hd), vb: make([]T, T_*hd), dkb: make([]T, T_*hd), dvb: make([]T, T_*hd),
 		qb: make([]T, bs*hd), ob: make([]T, bs*hd), dob: make([]T, bs*hd), dqb: make([]T, bs*hd),
 		s: make([]T, bs*T_), dp: make([]T, bs*T_), d: make([]T, bs)}
@@ -38,10 +39,25 @@ func gatherRows[T Float](dst, src []T, n, hd, ld int) {
 	}
 }
 
+// attnHeads is how many query heads of a group of grp the training
+// attention stacks into one product: the whole group, unless that would
+// move a block's score product (nb rows, NT) from the dot-product tiles to
+// the packed kernel, whose sums are ordered differently (see
+// RowInvariantRows): stacking heads then changes no bit. Stacked, each
+// block packs its keys once for all heads, and the products are larger.
+func attnHeads(grp, T_ int) int {
+	nb := min(attnBlock, T_)
+	if nb >= smallMNT || grp*nb < smallMNT {
+		return grp
+	}
+	return 1
+}
+
 // Attention implements Backend. Work is split over (sequence, KV head);
 // each worker copies its keys and values into contiguous blocks and, per
-// query head and block of attnBlock query rows, computes the scores with
-// one GEMM, the causal softmax in place and the output with another.
+// block of attnBlock query rows of the heads sharing them (stacked, see
+// attnHeads), computes the scores with one GEMM, the causal softmax in
+// place and the output with another.
 func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, ls, qs, kk, vs := c.s(out), c.s(lse), c.s(q), c.s(k), c.s(v)
@@ -52,29 +68,38 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	need("Attention k", len(kk), N*KVH*hd)
 	need("Attention v", len(vs), N*KVH*hd)
 	grp := H / KVH
+	g := attnHeads(grp, T_)
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd)
+		w := newAttnBuf[T](T_, hd, g)
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			gatherRows(w.kb, kk[b*T_*kw+kh*hd:], T_, hd, kw)
 			gatherRows(w.vb, vs[b*T_*kw+kh*hd:], T_, hd, kw)
-			for h := kh * grp; h < kh*grp+grp; h++ {
+			for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
 				for i0 := 0; i0 < T_; i0 += attnBlock {
 					nb := min(attnBlock, T_-i0)
 					n := i0 + nb // keys the block can see
-					gatherRows(w.qb, qs[(b*T_+i0)*qw+h*hd:], nb, hd, qw)
-					c.gemm(NT, w.s[:nb*n], w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
-					for r := 0; r < nb; r++ {
-						i := i0 + r
-						row := w.s[r*n : r*n+n]
-						ls[(b*H+h)*T_+i] = T(c.softmax(row[:i+1], scale))
-						clear(row[i+1:])
+					rows := g * nb
+					for j := 0; j < g; j++ {
+						gatherRows(w.qb[j*nb*hd:], qs[(b*T_+i0)*qw+(h0+j)*hd:], nb, hd, qw)
 					}
-					c.gemm(NN, w.ob[:nb*hd], w.s[:nb*n], w.vb[:n*hd], nb, n, hd, false)
-					for r := 0; r < nb; r++ {
-						copy(o[(b*T_+i0+r)*qw+h*hd:(b*T_+i0+r)*qw+h*hd+hd], w.ob[r*hd:r*hd+hd])
+					c.gemm1(NT, w.s[:rows*n], w.qb[:rows*hd], w.kb[:n*hd], rows, hd, n, false)
+					for j := 0; j < g; j++ {
+						for r := 0; r < nb; r++ {
+							i := i0 + r
+							row := w.s[(j*nb+r)*n : (j*nb+r)*n+n]
+							ls[(b*H+h0+j)*T_+i] = T(c.softmax(row[:i+1], scale))
+							clear(row[i+1:])
+						}
+					}
+					c.gemm1(NN, w.ob[:rows*hd], w.s[:rows*n], w.vb[:n*hd], rows, n, hd, false)
+					for j := 0; j < g; j++ {
+						for r := 0; r < nb; r++ {
+							dst := (b*T_+i0+r)*qw + (h0+j)*hd
+							copy(o[dst:dst+hd], w.ob[(j*nb+r)*hd:(j*nb+r)*hd+hd])
+						}
 					}
 				}
 			}
@@ -82,9 +107,11 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	})
 }
 
-// AttentionBackward implements Backend, blocked like Attention. Each
-// worker owns the dk and dv rows of its (sequence, KV head) and the dq rows
-// of the query heads that read it, and adds into them in a fixed order.
+// AttentionBackward implements Backend, blocked and stacked like
+// Attention. Each worker owns the dk and dv rows of its (sequence, KV
+// head) and the dq rows of the query heads that read it, and adds into
+// them in a fixed order: the dk and dv products stay one per head, so
+// their sums are those of unstacked heads.
 func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	dqs, dks, dvs, dos, os, ls := c.s(dq), c.s(dk), c.s(dv), c.s(dout), c.s(out), c.s(lse)
@@ -99,10 +126,11 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 		need("AttentionBackward "+x.n, x.l, x.w)
 	}
 	grp := H / KVH
+	g := attnHeads(grp, T_)
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd)
+		w := newAttnBuf[T](T_, hd, g)
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			kbase := b*T_*kw + kh*hd
@@ -110,43 +138,54 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 			gatherRows(w.vb, vs[kbase:], T_, hd, kw)
 			clear(w.dkb)
 			clear(w.dvb)
-			for h := kh * grp; h < kh*grp+grp; h++ {
+			for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
 				for i0 := 0; i0 < T_; i0 += attnBlock {
 					nb := min(attnBlock, T_-i0)
 					n := i0 + nb
-					qbase := (b*T_+i0)*qw + h*hd
-					gatherRows(w.qb, qs[qbase:], nb, hd, qw)
-					gatherRows(w.dob, dos[qbase:], nb, hd, qw)
-					gatherRows(w.ob, os[qbase:], nb, hd, qw)
-					for r := 0; r < nb; r++ {
+					rows := g * nb
+					for j := 0; j < g; j++ {
+						qbase := (b*T_+i0)*qw + (h0+j)*hd
+						gatherRows(w.qb[j*nb*hd:], qs[qbase:], nb, hd, qw)
+						gatherRows(w.dob[j*nb*hd:], dos[qbase:], nb, hd, qw)
+						gatherRows(w.ob[j*nb*hd:], os[qbase:], nb, hd, qw)
+					}
+					for r := 0; r < rows; r++ {
 						w.d[r] = c.dot(w.dob[r*hd:r*hd+hd], w.ob[r*hd:r*hd+hd])
 					}
-					s, dp := w.s[:nb*n], w.dp[:nb*n]
-					c.gemm(NT, s, w.qb[:nb*hd], w.kb[:n*hd], nb, hd, n, false)
-					c.gemm(NT, dp, w.dob[:nb*hd], w.vb[:n*hd], nb, hd, n, false)
-					for r := 0; r < nb; r++ {
-						i := i0 + r
-						l := ls[(b*H+h)*T_+i]
-						srow, drow := s[r*n:r*n+n], dp[r*n:r*n+n]
-						for j := 0; j <= i; j++ {
-							srow[j] *= scale
-						}
-						c.expSub(srow[:i+1], l) // P
-						for j, p := range srow[:i+1] {
-							drow[j] = p * (drow[j] - w.d[r]) * scale // dS
-						}
-						clear(srow[i+1:])
-						clear(drow[i+1:])
-					}
-					c.gemm(NN, w.dqb[:nb*hd], dp, w.kb[:n*hd], nb, n, hd, false)
-					for r := 0; r < nb; r++ {
-						d := dqs[qbase+r*qw : qbase+r*qw+hd]
-						for e, x := range w.dqb[r*hd : r*hd+hd] {
-							d[e] += x
+					s, dp := w.s[:rows*n], w.dp[:rows*n]
+					c.gemm1(NT, s, w.qb[:rows*hd], w.kb[:n*hd], rows, hd, n, false)
+					c.gemm1(NT, dp, w.dob[:rows*hd], w.vb[:n*hd], rows, hd, n, false)
+					for j := 0; j < g; j++ {
+						for r := 0; r < nb; r++ {
+							i, x := i0+r, j*nb+r
+							l := ls[(b*H+h0+j)*T_+i]
+							srow, drow := s[x*n:x*n+n], dp[x*n:x*n+n]
+							for e := 0; e <= i; e++ {
+								srow[e] *= scale
+							}
+							c.expSub(srow[:i+1], l) // P
+							for e, p := range srow[:i+1] {
+								drow[e] = p * (drow[e] - w.d[x]) * scale // dS
+							}
+							clear(srow[i+1:])
+							clear(drow[i+1:])
 						}
 					}
-					c.gemm(TN, w.dkb[:n*hd], dp, w.qb[:nb*hd], n, nb, hd, true)
-					c.gemm(TN, w.dvb[:n*hd], s, w.dob[:nb*hd], n, nb, hd, true)
+					c.gemm1(NN, w.dqb[:rows*hd], dp, w.kb[:n*hd], rows, n, hd, false)
+					for j := 0; j < g; j++ {
+						for r := 0; r < nb; r++ {
+							qbase := (b*T_+i0+r)*qw + (h0+j)*hd
+							d := dqs[qbase : qbase+hd]
+							for e, x := range w.dqb[(j*nb+r)*hd : (j*nb+r)*hd+hd] {
+								d[e] += x
+							}
+						}
+					}
+					for j := 0; j < g; j++ {
+						sj, dpj := s[j*nb*n:(j+1)*nb*n], dp[j*nb*n:(j+1)*nb*n]
+						c.gemm1(TN, w.dkb[:n*hd], dpj, w.qb[j*nb*hd:(j+1)*nb*hd], n, nb, hd, true)
+						c.gemm1(TN, w.dvb[:n*hd], sj, w.dob[j*nb*hd:(j+1)*nb*hd], n, nb, hd, true)
+					}
 				}
 			}
 			for r := 0; r < T_; r++ {
@@ -167,12 +206,12 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // context (hd calls per head of length n) rather than on n vectors of hd.
 
 // AttentionKV implements Backend, parallel over (span, query row, KV
-// head). A unit scores the group of query heads sharing one KV head with
-// axpys over the cache's position vectors and mixes the values with dots
-// along them (four query heads at a time in one pass over the cache when
-// the group allows, see attn_decode.go); nothing in it depends on the
-// other rows, so a row's result does not depend on what else the call
-// holds.
+// head). A unit scores the group of query heads sharing one KV head and
+// mixes the values as small matrix products over all cached positions, in
+// chunks of 4, 2 and 1 heads (attn_decode.go; the float64 reference does
+// it with axpys over the cache's position vectors and dots along them);
+// nothing in it depends on the other rows, so a row's result does not
+// depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -208,14 +247,16 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
 			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
-			if c.scores4 != nil && grp%4 == 0 {
-				for g := 0; g < grp; g += 4 {
-					pr := sc[g*n : (g+4)*n]
-					c.scores4(pr, n, qg[g*hd:(g+4)*hd], hd, kt, cp, n)
-					for i := 0; i < 4; i++ {
+			if c.scores != nil {
+				for g := 0; g < grp; {
+					rows := decodeChunk(grp - g)
+					pr := sc[g*n : (g+rows)*n]
+					c.scores(rows, pr, n, qg[g*hd:(g+rows)*hd], hd, kt, cp, n)
+					for i := 0; i < rows; i++ {
 						c.softmax(pr[i*n:i*n+n], scale)
 					}
-					c.mix4(og[g*hd:(g+4)*hd], pr, n, vt, cp, hd, n)
+					c.mix(rows, og[g*hd:(g+rows)*hd], pr, n, vt, cp, hd, n)
+					g += rows
 				}
 				continue
 			}
@@ -260,4 +301,16 @@ func (c *CPU[T]) CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int) {
 	for e := 0; e < KVH*hd; e++ {
 		copy(d[e*dstCap:e*dstCap+n], s[e*srcCap:e*srcCap+n])
 	}
+}
+
+// decodeChunk is how many of left query heads decode attention handles in
+// one pass: 4, 2 or 1.
+func decodeChunk(left int) int {
+	switch {
+	case left >= 4:
+		return 4
+	case left >= 2:
+		return 2
+	}
+	return 1
 }

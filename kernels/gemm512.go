@@ -209,3 +209,61 @@ func (s *gemmScratch) flush512(out []float32, n, h, w int, add bool) {
 		}
 	}
 }
+
+// packEdge512 packs the rows of A past the last full 12, for all of K, into
+// one 12-row panel (element (i, p) at p*12+i, missing rows zero) and
+// returns it; nil when m is a multiple of 12.
+func (g *gemmJob) packEdge512(s *gemmScratch) []float32 {
+	m, k := g.m, g.k
+	r0 := m - m%mr512
+	if r0 == m {
+		return nil
+	}
+	s.ap = grow(s.ap, mr512*k)
+	clear(s.ap)
+	for i := r0; i < m; i++ {
+		for p, v := range g.a[i*k : i*k+k] {
+			s.ap[p*mr512+i-r0] = v
+		}
+	}
+	return s.ap
+}
+
+// runPanels512 is runPanels on the AVX-512 tile: for each pair of
+// prepacked B panels (jr, jr+16), K block by K block, every 12-row tile of
+// A, read in place (the last rows from edge, see packEdge512). j0 is a
+// multiple of 32.
+func (g *gemmJob) runPanels512(edge []float32, j0, j1 int) {
+	s := scratchPool.Get().(*gemmScratch)
+	defer scratchPool.Put(s)
+	m, k, n := g.m, g.k, g.n
+	for jr := j0; jr < j1; jr += nr512 {
+		nrc := min(nr512, j1-jr)
+		for pc := 0; pc < k; pc += g.kc {
+			kc := min(g.kc, k-pc)
+			add := g.acc || pc > 0
+			b := g.pf[jr*k+pc*gemmNR:]
+			for ir := 0; ir < m; ir += mr512 {
+				mrc := min(mr512, m-ir)
+				a, rsa, csa := g.a[ir*k+pc:], k, 1
+				if mrc < mr512 {
+					a, rsa, csa = edge[pc*mr512:], 1, mr512
+				}
+				off := ir*n + jr
+				full := mrc == mr512 && (nrc == nr512 || nrc == gemmNR)
+				c, ldc, cadd := g.out[off:], n, add
+				if !full {
+					c, ldc, cadd = s.tmp512[:], nr512, false
+				}
+				if nrc > gemmNR {
+					kern12x32(kc, a, rsa, csa, b, gemmNR*k, gemmNR, c, ldc, cadd)
+				} else {
+					kern12x16(kc, a, rsa, csa, b, gemmNR, c, ldc, cadd)
+				}
+				if !full {
+					s.flush512(g.out[off:], n, mrc, nrc, add)
+				}
+			}
+		}
+	}
+}

@@ -157,3 +157,39 @@ func TestCopyRows(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmPackedAVX512MatchesAVX2Bits: products on prepacked weights, at
+// every path's row counts, give the same bits with either kernel.
+func TestGemmPackedAVX512MatchesAVX2Bits(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	saved, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = saved, saved512 }()
+	useAsm = true
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, m := range []int{1, 4, 5, 12, 13, 24, 37, 64, 65, 100} {
+		for _, kn := range [][2]int{{1, 1}, {17, 33}, {256, 48}, {300, 80}, {64, 200}} {
+			k, n := kn[0], kn[1]
+			a := make([]float32, m*k)
+			b := make([]float32, k*n)
+			randFill(r, a)
+			randFill(r, b)
+			bp := make([]float32, PackedNTLen(k, n))
+			PackNT(bp, b, k, n)
+			c0 := make([]float32, m*n)
+			randFill(r, c0)
+			var got [2][]float32
+			for i, on := range []bool{false, true} {
+				useAVX512 = on
+				got[i] = append([]float32(nil), c0...)
+				GemmPackedNT(got[i], a, bp, m, k, n, true)
+			}
+			for i := range got[0] {
+				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+					t.Fatalf("m=%d k=%d n=%d: out[%d] = %v (AVX-512), %v (AVX2)", m, k, n, i, got[1][i], got[0][i])
+				}
+			}
+		}
+	}
+}

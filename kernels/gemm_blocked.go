@@ -67,10 +67,32 @@ type gemmJob struct {
 // the K blocking depend on the shape only, never on the thread count.
 func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 	if layout == NT && m < smallMNT {
-		gemmSmallNT(out, a, b, m, k, n, acc)
+		dotTilesNT(out, a, b, m, k, n, acc, &f32Tiles, false)
 		return
 	}
 	newGemmJob(layout, out, a, b, m, k, n, acc).runParallel()
+}
+
+// gemmSerial is Gemm on the calling goroutine only, for products inside
+// work that is already split over threads (attention, per sequence and
+// head): a nested fork would only add goroutines. Same path, same bits.
+func gemmSerial(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
+	checkGemm("Gemm", layout, len(out), len(a), len(b), m, k, n)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if !acc {
+			clear(out[:m*n])
+		}
+		return
+	}
+	out, a, b = out[:m*n], a[:m*k], b[:k*n]
+	if layout == NT && m < smallMNT {
+		dotTilesNT(out, a, b, m, k, n, acc, &f32Tiles, true)
+		return
+	}
+	newGemmJob(layout, out, a, b, m, k, n, acc).run(0, m, 0, n)
 }
 
 func newGemmJob(layout Layout, out, a, b []float32, m, k, n int, acc bool) *gemmJob {
@@ -295,12 +317,6 @@ func (g *gemmJob) packA(ap []float32, ic, mc, pc, kc int) {
 	}
 }
 
-// gemmSmallNT computes out = a·bᵀ for few rows of a with dot-product
-// tiles: nothing is packed.
-func gemmSmallNT(out, a, b []float32, m, k, n int, acc bool) {
-	dotTilesNT(out, a, b, m, k, n, acc, &f32Tiles)
-}
-
 // dotRowBlock is how many rows of a one pass over B serves: 48 rows of
 // k = 768 floats (147 KB) stay in L2 while B streams through once per pass.
 const dotRowBlock = 48
@@ -324,8 +340,8 @@ var f32Tiles = dotTileKernels[float32]{dotTile3x4, dotTile1x8, func(x float32) f
 // in cache. Groups of three rows use 3×4 tiles and a single row left over
 // (the whole of batch-1 decoding) uses 1×8 tiles, which waste no lanes. The
 // first k&^7 products of a sum come from a kernel, the rest are added in
-// order in Go. N is split over threads in multiples of 8.
-func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool, kern *dotTileKernels[T]) {
+// order in Go. N is split over threads in multiples of 8 unless serial.
+func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bool, kern *dotTileKernels[T], serial bool) {
 	k8 := k &^ 7
 	// store writes the sums of one tile row into o, first adding the
 	// products past k8 in order (none when k is a multiple of 8, the usual
@@ -401,7 +417,7 @@ func dotTilesNT[T float32 | uint16](out, a []float32, b []T, m, k, n int, acc bo
 			}
 		}
 	}
-	if 2*m*n*k < parallelMinFlops {
+	if serial || 2*m*n*k < parallelMinFlops {
 		work(0, n)
 		return
 	}

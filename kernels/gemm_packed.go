@@ -118,7 +118,14 @@ func (g *gemmJob) runPacked() {
 		return
 	}
 	work, grain, minFlops := g.runRows, gemmNR*packedPanelGroup, packedRowsMinFlops
-	if g.m > packedSmallM {
+	if g.m > packedSmallM && g.useAVX512Loop() {
+		// A is read in place but for its last rows, packed once.
+		s := scratchPool.Get().(*gemmScratch)
+		defer scratchPool.Put(s)
+		edge := g.packEdge512(s)
+		work = func(j0, j1 int) { g.runPanels512(edge, j0, j1) }
+		grain, minFlops = nr512, parallelMinFlops
+	} else if g.m > packedSmallM {
 		// A is packed once, for all of K, and shared by every thread.
 		s := scratchPool.Get().(*gemmScratch)
 		defer scratchPool.Put(s)
