@@ -66,7 +66,10 @@ type IterationResult struct {
 	// Stopped lists candidates dropped early as clear losers.
 	Stopped []string `json:"stopped,omitempty"`
 	// Refused lists winners the Admit check kept out.
-	Refused   []string `json:"refused,omitempty"`
+	Refused []string `json:"refused,omitempty"`
+	// Confirmed lists, once per extra pass over val, the candidate whose
+	// unresolved lead earned it (confirm).
+	Confirmed []string `json:"confirmed,omitempty"`
 	Accepted  string   `json:"accepted"`
 	Changed   bool     `json:"changed"`
 	BestScore float64  `json:"best_score"`
@@ -238,7 +241,48 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 	for _, e := range live {
 		e.Complete = true
 	}
+	if err := s.confirm(ctx, inc, live, val, &r); err != nil {
+		return r, err
+	}
 	return r, s.acceptWinner(ctx, a, inc, all, &r)
+}
+
+// MaxPasses bounds the passes over the val split a candidate gets while
+// its comparison is unresolved (see confirm).
+const MaxPasses = 4
+
+// confirm spends more draws where they decide something: while the
+// leading candidate's paired gain is positive but its lower bound is not
+// above 0, it and the incumbent are scored on one more pass over the val
+// tasks (new draws, the same for both), up to MaxPasses. One pass of 128
+// tasks cannot tell a 4-point gain from noise; four can.
+func (s *Searcher) confirm(ctx context.Context, inc *Entry, live []*Entry, val []data.Task, r *IterationResult) error {
+	for {
+		var lead *Entry
+		var best Gain
+		for _, e := range live {
+			g := PairedGain(e, inc)
+			if g.N > 1 && g.Gain > 0 && g.Lo <= 0 && int(passes(e)) < MaxPasses && (lead == nil || g.Gain > best.Gain) {
+				lead, best = e, g
+			}
+		}
+		if lead == nil || (s.Left != nil && s.Left() <= 0) {
+			return nil
+		}
+		p := int(passes(lead))
+		for _, e := range []*Entry{inc, lead} {
+			if int(passes(e)) > p {
+				continue // the incumbent already has this pass
+			}
+			n, calls, err := s.score(ctx, e, val, 0, len(val), p)
+			if err != nil {
+				return err
+			}
+			r.Rollouts += n
+			r.Calls += calls
+		}
+		r.Confirmed = append(r.Confirmed, lead.Hash)
+	}
 }
 
 // acceptWinner records each challenger's paired gain over inc and makes
