@@ -25,7 +25,7 @@ func TestBackupWhileARunWrites(t *testing.T) {
 	if err := db.CreateRun("r", []byte(`{}`), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
+	stop, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var werr error
@@ -52,12 +52,18 @@ func TestBackupWhileARunWrites(t *testing.T) {
 			}
 			if err != nil {
 				werr = err
+				if i == 0 {
+					close(started)
+				}
 				return
 			}
 			prev = h
+			if i == 0 {
+				close(started) // a resume point stands: the copies must hold one
+			}
 		}
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-started
 	var outs []string
 	for i := range 3 {
 		out := filepath.Join(dir, fmt.Sprintf("same-process-%d.db", i))
