@@ -333,6 +333,9 @@ func TestCurveTestMeasuresEachPairOnce(t *testing.T) {
 // cannot spend — instead of looping through harness phases that cost
 // nothing (the bench's math harness-only run reached round 276 that way).
 func TestExhaustedHarnessSearchFinishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 40 s of runs; the race pass (-short) leaves it to the plain pass")
+	}
 	for _, cond := range []string{"harness-only", "staged"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cfg := tinyConfig(t)

@@ -147,6 +147,9 @@ format_tool_result = _tool_candidates`, 1)
 // spends its whole budget, however many candidates that takes, and every
 // candidate it scored carries a paired gain over the incumbent of its time.
 func TestFragmentSearchSpendsItsBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 400-call run; the race pass (-short) leaves it to the plain pass")
+	}
 	cfg := tinyConfig(t)
 	cfg.Condition, cfg.MaxRounds, cfg.Budget = "harness-only", 0, 400
 	e, err := New(cfg, testEnv(t, openDB(t)), "f")
