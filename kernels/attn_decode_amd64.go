@@ -27,32 +27,9 @@ func attnScores2AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n
 //go:noescape
 func attnScores1AVX2(s *float32, q *float32, hd int, k *float32, ldk, n8 int)
 
-// attnScores4AVX512, attnScores2AVX512 and attnScores1AVX512 are the
-// AVX-512 versions, for n16 positions (a positive multiple of 16): the
-// same FMA chain per position, so the same bits.
-//
-//go:noescape
-func attnScores4AVX512(s *float32, lds int, q *float32, hd int, k *float32, ldk, n16 int)
-
-//go:noescape
-func attnScores2AVX512(s *float32, lds int, q *float32, hd int, k *float32, ldk, n16 int)
-
-//go:noescape
-func attnScores1AVX512(s *float32, q *float32, hd int, k *float32, ldk, n16 int)
-
 // attnScoresAsm runs the kernel for rows on the positions p0 ≤ p < p0+n8,
-// bounds checked by the caller: with AVX-512, the positions in blocks of
-// 16 and the last n8%16 by computing the last 16 again (n8 ≥ 16; the
-// overlap rewrites the same bits).
+// bounds checked by the caller.
 func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n8 int) {
-	if useAVX512 && n8 >= 16 {
-		n16 := n8 &^ 15
-		attnScores512(rows, s, lds, q, hd, k, ldk, p0, n16)
-		if n16 < n8 {
-			attnScores512(rows, s, lds, q, hd, k, ldk, p0+n8-16, 16)
-		}
-		return
-	}
 	switch rows {
 	case 4:
 		attnScores4AVX2(&s[p0], lds, &q[0], hd, &k[p0], ldk, n8)
@@ -91,16 +68,5 @@ func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, 
 		attnMix2AVX2(&o[0], &pr[0], ldp, &v[0], ldv, hd, n)
 	default:
 		attnMix1AVX2(&o[0], &pr[0], &v[0], ldv, hd, n)
-	}
-}
-
-func attnScores512(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n16 int) {
-	switch rows {
-	case 4:
-		attnScores4AVX512(&s[p0], lds, &q[0], hd, &k[p0], ldk, n16)
-	case 2:
-		attnScores2AVX512(&s[p0], lds, &q[0], hd, &k[p0], ldk, n16)
-	default:
-		attnScores1AVX512(&s[p0], &q[0], hd, &k[p0], ldk, n16)
 	}
 }

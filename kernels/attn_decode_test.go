@@ -129,38 +129,3 @@ func FuzzAttnDecode(f *testing.F) {
 		eachImpl(t, func(t *testing.T) { testAttnDecode(t, rand.New(rand.NewPCG(seed, 2)), rr, h, nn, int(pad)%9) })
 	})
 }
-
-// TestAttnScoresAVX512MatchesAVX2Bits: the AVX-512 score kernels compute
-// each position's FMA chain as the AVX2 ones do, for every chunk size and
-// across the 16-position tails.
-func TestAttnScoresAVX512MatchesAVX2Bits(t *testing.T) {
-	if !hasAVX512() {
-		t.Skip("no AVX-512 on this CPU")
-	}
-	saved, saved512 := useAsm, useAVX512
-	defer func() { useAsm, useAVX512 = saved, saved512 }()
-	useAsm = true
-	r := rand.New(rand.NewPCG(6, 6))
-	for _, rows := range []int{1, 2, 4} {
-		for _, hd := range []int{1, 8, 32, 64} {
-			for _, n := range []int{8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 130, 1000} {
-				ld := n + r.IntN(5)
-				q := make([]float32, rows*hd)
-				k := make([]float32, hd*ld)
-				randFill(r, q)
-				randFill(r, k)
-				var got [2][]float32
-				for i, on := range []bool{false, true} {
-					useAVX512 = on
-					got[i] = make([]float32, rows*ld)
-					attnScores(rows, got[i], ld, q, hd, k, ld, n)
-				}
-				for i := range got[0] {
-					if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
-						t.Fatalf("rows=%d hd=%d n=%d: score %d = %v (AVX-512), %v (AVX2)", rows, hd, n, i, got[1][i], got[0][i])
-					}
-				}
-			}
-		}
-	}
-}
