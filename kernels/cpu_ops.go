@@ -332,14 +332,27 @@ func (c *CPU[T]) SwiGLUBackward(dgate, dup, dout, gate, up Tensor) {
 			e := min(hi, b+len(sb))
 			sg := sb[:e-b]
 			c.sigmoid(sg, g[b:e])
-			for i, s := range sg {
-				i += b
-				silu := g[i] * s
-				dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
-				du[i] += d[i] * silu
+			if f, ok := any(sg).([]float32); ok {
+				swigluBack(any(dg[b:e]).([]float32), any(du[b:e]).([]float32), any(d[b:e]).([]float32),
+					any(g[b:e]).([]float32), any(u[b:e]).([]float32), f)
+				continue
 			}
+			swigluBackGo(dg[b:e], du[b:e], d[b:e], g[b:e], u[b:e], sg)
 		}
 	})
+}
+
+// swigluBackGo adds the SwiGLU gradients of one block: with s =
+// sigmoid(g), dg += ((d·u)·s)·(1 + g·(1−s)) and du += d·(g·s). The
+// conversions round every step, so that no compiler fuses a multiply-add
+// and the assembly twin (swigluBackAVX2) matches bit for bit.
+func swigluBackGo[T Float](dg, du, d, g, u, s []T) {
+	for i, si := range s {
+		c := T(1 + T(g[i]*T(1-si)))
+		p := T(T(d[i]*u[i]) * si)
+		dg[i] = T(dg[i] + T(p*c))
+		du[i] = T(du[i] + T(d[i]*T(g[i]*si)))
+	}
 }
 
 // CrossEntropy implements Backend. The log-sum-exp is accumulated in

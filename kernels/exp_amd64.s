@@ -237,3 +237,46 @@ smdone:
 	VMOVSS       X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func swigluBackAVX2(dg, du, d, g, u, s []float32)
+//
+// For len(dg) (a multiple of 8) elements, with s = sigmoid(g):
+// dg += ((d·u)·s)·(1 + g·(1−s)), du += d·(g·s), each product and sum
+// rounded on its own (no FMA), as swigluBackGo computes them.
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-144
+	MOVQ         dg_base+0(FP), DI
+	MOVQ         dg_len+8(FP), CX
+	MOVQ         du_base+24(FP), R8
+	MOVQ         d_base+48(FP), R9
+	MOVQ         g_base+72(FP), R10
+	MOVQ         u_base+96(FP), R11
+	MOVQ         s_base+120(FP), R12
+	MOVL         $0x3f800000, AX
+	MOVL         AX, X15
+	VBROADCASTSS X15, Y15
+	XORQ         AX, AX
+
+swbloop:
+	CMPQ    AX, CX
+	JGE     swbdone
+	VMOVUPS (R12)(AX*4), Y0
+	VMOVUPS (R10)(AX*4), Y1
+	VMOVUPS (R9)(AX*4), Y2
+	VSUBPS  Y0, Y15, Y3
+	VMULPS  Y3, Y1, Y3
+	VADDPS  Y3, Y15, Y3
+	VMULPS  (R11)(AX*4), Y2, Y4
+	VMULPS  Y0, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  (DI)(AX*4), Y4, Y4
+	VMOVUPS Y4, (DI)(AX*4)
+	VMULPS  Y0, Y1, Y5
+	VMULPS  Y5, Y2, Y5
+	VADDPS  (R8)(AX*4), Y5, Y5
+	VMOVUPS Y5, (R8)(AX*4)
+	ADDQ    $8, AX
+	JMP     swbloop
+
+swbdone:
+	VZEROUPPER
+	RET

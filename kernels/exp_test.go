@@ -221,3 +221,31 @@ func BenchmarkExpSub(b *testing.B) {
 func BenchmarkSiLUMul(b *testing.B) {
 	benchVec(b, 12, func(x, y, z []float32) { SiLUMul(z, x, y) })
 }
+
+// TestSwigluBackMatchesTwin: the assembly SwiGLU gradient does the Go
+// twin's float32 operations in its order, so the two agree bit for bit,
+// at every length 0…130, and write nothing outside dg and du.
+func TestSwigluBackMatchesTwin(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 3))
+		for n := 0; n <= 130; n++ {
+			d, _ := guardedInput(r, n)
+			g, _ := guardedInput(r, n)
+			u, _ := guardedInput(r, n)
+			s := make([]float32, n)
+			sigmoid32(s, g)
+			dg, dgw := guardedInput(r, n)
+			du, duw := guardedInput(r, n)
+			wantG, wantU := append([]float32(nil), dg...), append([]float32(nil), du...)
+			swigluBackGo(wantG, wantU, d, g, u, s)
+			swigluBack(dg, du, d, g, u, s)
+			checkGuards(t, dgw, n, "swigluBack dg")
+			checkGuards(t, duw, n, "swigluBack du")
+			for i := range dg {
+				if math.Float32bits(dg[i]) != math.Float32bits(wantG[i]) || math.Float32bits(du[i]) != math.Float32bits(wantU[i]) {
+					t.Fatalf("n=%d: element %d: dg %v du %v, twin %v %v", n, i, dg[i], du[i], wantG[i], wantU[i])
+				}
+			}
+		}
+	})
+}
