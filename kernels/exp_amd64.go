@@ -105,3 +105,19 @@ func swigluBack(dg, du, d, g, u, s []float32) {
 	}
 	swigluBackGo(dg[n8:], du[n8:len(dg)], d[n8:len(dg)], g[n8:len(dg)], u[n8:len(dg)], s[n8:len(dg)])
 }
+
+// ropeRowAVX2 is ropeRowGo for one row of float32 heads, half a multiple
+// of 8: the same operations in the same order, so the same bits.
+//
+//go:noescape
+func ropeRowAVX2(out, x, cs, sn *float32, half, heads int, add bool)
+
+func ropeRow(out, x, cs, sn []float32, half, heads int, add bool) {
+	if !useAsm || half%8 != 0 || heads == 0 {
+		ropeRowGo(out, x, cs, sn, half, heads, add)
+		return
+	}
+	_, _ = out[heads*2*half-1], x[heads*2*half-1]
+	_, _ = cs[half-1], sn[half-1]
+	ropeRowAVX2(&out[0], &x[0], &cs[0], &sn[0], half, heads, add)
+}

@@ -8,3 +8,7 @@ func siluMul(out, g, u []float32)             { siluMulGo(out, g, u) }
 func scaleMax(x []float32, s float32) float32 { return scaleMaxGo(x, s) }
 
 func swigluBack(dg, du, d, g, u, s []float32) { swigluBackGo(dg, du, d, g, u, s) }
+
+func ropeRow(out, x, cs, sn []float32, half, heads int, add bool) {
+	ropeRowGo(out, x, cs, sn, half, heads, add)
+}

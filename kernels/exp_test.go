@@ -249,3 +249,41 @@ func TestSwigluBackMatchesTwin(t *testing.T) {
 		}
 	})
 }
+
+// TestRopeRowMatchesTwin: the assembly rotation of a row's heads matches
+// the Go twin bit for bit, stored, added and in place, and writes nothing
+// outside the row.
+func TestRopeRowMatchesTwin(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(4, 8))
+		for _, half := range []int{1, 3, 8, 16, 32, 64} {
+			for _, heads := range []int{1, 2, 5} {
+				n := heads * 2 * half
+				cs, _ := guardedInput(r, half)
+				sn, _ := guardedInput(r, half)
+				x, _ := guardedInput(r, n)
+				for _, add := range []bool{false, true} {
+					out, ow := guardedInput(r, n)
+					want := append([]float32(nil), out...)
+					ropeRowGo(want, x, cs, sn, half, heads, add)
+					ropeRow(out, x, cs, sn, half, heads, add)
+					checkGuards(t, ow, n, "ropeRow out")
+					for i := range out {
+						if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("half=%d heads=%d add=%v: out[%d] = %v, twin %v", half, heads, add, i, out[i], want[i])
+						}
+					}
+				}
+				in := append([]float32(nil), x...)
+				want := append([]float32(nil), x...)
+				ropeRowGo(want, append([]float32(nil), x...), cs, sn, half, heads, false)
+				ropeRow(in, in, cs, sn, half, heads, false)
+				for i := range in {
+					if math.Float32bits(in[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("half=%d heads=%d in place: x[%d] = %v, twin %v", half, heads, i, in[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
