@@ -37,5 +37,9 @@ func rowKernelBF16(kc int, a []float32, bp []BF16, ps int, c []float32, add bool
 	_ = a[kc-1]
 	_ = bp[3*ps+kc*gemmNR-1]
 	_ = c[packedPanelGroup*gemmNR-1]
+	if useAVX512 {
+		kern1x64BF16AVX512(kc, &a[0], &bp[0], ps, &c[0], add)
+		return
+	}
 	kern1x64BF16AVX2(kc, &a[0], &bp[0], ps, &c[0], add)
 }

@@ -17,7 +17,7 @@ func checkHeads(H, KVH, hd int) {
 const attnBlock = 64
 
 // attnBuf is one worker's scratch for blocked attention over T positions,
-// for up to g query heads at a time.
+// for up to a group's g query heads at a time.
 type attnBuf[T Float] struct {
 	kb, vb, dkb, dvb []T // (T,hd) keys, values of one KV head and their gradients
 	qb, ob, dob, dqb []T // (g·attnBlock,hd)
@@ -40,13 +40,13 @@ func gatherRows[T Float](dst, src []T, n, hd, ld int) {
 }
 
 // attnHeads is how many query heads of a group of grp the training
-// attention stacks into one product: the whole group, unless that would
-// move a block's score product (nb rows, NT) from the dot-product tiles to
-// the packed kernel, whose sums are ordered differently (see
-// RowInvariantRows): stacking heads then changes no bit. Stacked, each
-// block packs its keys once for all heads, and the products are larger.
-func attnHeads(grp, T_ int) int {
-	nb := min(attnBlock, T_)
+// attention stacks into one product for a block of nb query rows: the
+// whole group, unless that would move the block's score product (nb rows,
+// NT) from the dot-product tiles to the packed kernel, whose sums are
+// ordered differently (see RowInvariantRows): stacking heads then changes
+// no bit of the forward pass. Stacked, each block packs its keys once for
+// all heads, and the products are larger.
+func attnHeads(grp, nb int) int {
 	if nb >= smallMNT || grp*nb < smallMNT {
 		return grp
 	}
@@ -68,18 +68,18 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	need("Attention k", len(kk), N*KVH*hd)
 	need("Attention v", len(vs), N*KVH*hd)
 	grp := H / KVH
-	g := attnHeads(grp, T_)
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd, g)
+		w := newAttnBuf[T](T_, hd, grp)
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			gatherRows(w.kb, kk[b*T_*kw+kh*hd:], T_, hd, kw)
 			gatherRows(w.vb, vs[b*T_*kw+kh*hd:], T_, hd, kw)
-			for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
-				for i0 := 0; i0 < T_; i0 += attnBlock {
-					nb := min(attnBlock, T_-i0)
+			for i0 := 0; i0 < T_; i0 += attnBlock {
+				nb := min(attnBlock, T_-i0)
+				g := attnHeads(grp, nb)
+				for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
 					n := i0 + nb // keys the block can see
 					rows := g * nb
 					for j := 0; j < g; j++ {
@@ -110,8 +110,8 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 // AttentionBackward implements Backend, blocked and stacked like
 // Attention. Each worker owns the dk and dv rows of its (sequence, KV
 // head) and the dq rows of the query heads that read it, and adds into
-// them in a fixed order: the dk and dv products stay one per head, so
-// their sums are those of unstacked heads.
+// them in a fixed order: block by block, and within a block head by head
+// (the dk and dv products stay one per head).
 func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	dqs, dks, dvs, dos, os, ls := c.s(dq), c.s(dk), c.s(dv), c.s(dout), c.s(out), c.s(lse)
@@ -126,11 +126,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 		need("AttentionBackward "+x.n, x.l, x.w)
 	}
 	grp := H / KVH
-	g := attnHeads(grp, T_)
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd, g)
+		w := newAttnBuf[T](T_, hd, grp)
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			kbase := b*T_*kw + kh*hd
@@ -138,9 +137,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 			gatherRows(w.vb, vs[kbase:], T_, hd, kw)
 			clear(w.dkb)
 			clear(w.dvb)
-			for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
-				for i0 := 0; i0 < T_; i0 += attnBlock {
-					nb := min(attnBlock, T_-i0)
+			for i0 := 0; i0 < T_; i0 += attnBlock {
+				nb := min(attnBlock, T_-i0)
+				g := attnHeads(grp, nb)
+				for h0 := kh * grp; h0 < kh*grp+grp; h0 += g {
 					n := i0 + nb
 					rows := g * nb
 					for j := 0; j < g; j++ {

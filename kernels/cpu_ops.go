@@ -281,23 +281,36 @@ func ropeApply[T Float](out, x []T, pos []int32, rows, heads, hd int, theta floa
 				s, c := math.Sincos(p * f)
 				cs[i], sn[i] = T(c), T(sign*s)
 			}
-			for h := 0; h < heads; h++ {
-				xo := x[r*W+h*hd : r*W+h*hd+hd]
-				oo := out[r*W+h*hd : r*W+h*hd+hd]
-				for i := 0; i < half; i++ {
-					a, b := xo[i], xo[i+half]
-					ra := a*cs[i] - b*sn[i]
-					rb := b*cs[i] + a*sn[i]
-					if add {
-						oo[i] += ra
-						oo[i+half] += rb
-					} else {
-						oo[i], oo[i+half] = ra, rb
-					}
-				}
+			if f, ok := any(cs).([]float32); ok {
+				ropeRow(any(out[r*W:r*W+W]).([]float32), any(x[r*W:r*W+W]).([]float32), f, any(sn).([]float32), half, heads, add)
+				continue
 			}
+			ropeRowGo(out[r*W:r*W+W], x[r*W:r*W+W], cs, sn, half, heads, add)
 		}
 	})
+}
+
+// ropeRowGo rotates the heads of one row (head h at h·2·half): ra = a·c −
+// b·s, rb = b·c + a·s for the halves a, b, stored or (add) added to out.
+// The conversions round every step, so that no compiler fuses a
+// multiply-add and the assembly twin (ropeRowAVX2) matches bit for bit.
+func ropeRowGo[T Float](out, x, cs, sn []T, half, heads int, add bool) {
+	hd := 2 * half
+	for h := 0; h < heads; h++ {
+		xo := x[h*hd : h*hd+hd]
+		oo := out[h*hd : h*hd+hd]
+		for i := 0; i < half; i++ {
+			a, b := xo[i], xo[i+half]
+			ra := T(T(a*cs[i]) - T(b*sn[i]))
+			rb := T(T(b*cs[i]) + T(a*sn[i]))
+			if add {
+				oo[i] = T(oo[i] + ra)
+				oo[i+half] = T(oo[i+half] + rb)
+			} else {
+				oo[i], oo[i+half] = ra, rb
+			}
+		}
+	}
 }
 
 // RoPE implements Backend.
@@ -332,14 +345,27 @@ func (c *CPU[T]) SwiGLUBackward(dgate, dup, dout, gate, up Tensor) {
 			e := min(hi, b+len(sb))
 			sg := sb[:e-b]
 			c.sigmoid(sg, g[b:e])
-			for i, s := range sg {
-				i += b
-				silu := g[i] * s
-				dg[i] += d[i] * u[i] * s * (1 + g[i]*(1-s))
-				du[i] += d[i] * silu
+			if f, ok := any(sg).([]float32); ok {
+				swigluBack(any(dg[b:e]).([]float32), any(du[b:e]).([]float32), any(d[b:e]).([]float32),
+					any(g[b:e]).([]float32), any(u[b:e]).([]float32), f)
+				continue
 			}
+			swigluBackGo(dg[b:e], du[b:e], d[b:e], g[b:e], u[b:e], sg)
 		}
 	})
+}
+
+// swigluBackGo adds the SwiGLU gradients of one block: with s =
+// sigmoid(g), dg += ((d·u)·s)·(1 + g·(1−s)) and du += d·(g·s). The
+// conversions round every step, so that no compiler fuses a multiply-add
+// and the assembly twin (swigluBackAVX2) matches bit for bit.
+func swigluBackGo[T Float](dg, du, d, g, u, s []T) {
+	for i, si := range s {
+		c := T(1 + T(g[i]*T(1-si)))
+		p := T(T(d[i]*u[i]) * si)
+		dg[i] = T(dg[i] + T(p*c))
+		du[i] = T(du[i] + T(d[i]*T(g[i]*si)))
+	}
 }
 
 // CrossEntropy implements Backend. The log-sum-exp is accumulated in

@@ -286,3 +286,48 @@ func TestAttentionKVRowInvariant(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionStackedHeadsSameBits: the training attention stacks the
+// query heads of a KV group into one product per block only where that
+// keeps every bit: each head's outputs and log-sum-exps equal those of the
+// head attended alone (a group of one), including blocks too short for the
+// packed kernel (T = 20, and T = 80's last 16 rows).
+func TestAttentionStackedHeadsSameBits(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		be := NewCPU()
+		e := &opEnv{be: be, rng: rand.New(rand.NewPCG(2, 5))}
+		const H, hd = 4, 8
+		for _, T_ := range []int{5, 20, 64, 80, 130} {
+			q, k, v := e.in(T_*H*hd), e.in(T_*hd), e.in(T_*hd)
+			out, lse := be.Alloc(T_*H*hd), be.Alloc(H*T_)
+			be.Attention(out, lse, q, k, v, 1, T_, H, 1, hd)
+			qs := make([]float32, T_*H*hd)
+			be.Store(qs, q)
+			got, gotL := make([]float32, T_*H*hd), make([]float32, H*T_)
+			be.Store(got, out)
+			be.Store(gotL, lse)
+			for h := 0; h < H; h++ {
+				qh := make([]float32, T_*hd)
+				for r := 0; r < T_; r++ {
+					copy(qh[r*hd:r*hd+hd], qs[r*H*hd+h*hd:])
+				}
+				q1, o1, l1 := be.Alloc(T_*hd), be.Alloc(T_*hd), be.Alloc(T_)
+				be.Load(q1, qh)
+				be.Attention(o1, l1, q1, k, v, 1, T_, 1, 1, hd)
+				want, wantL := make([]float32, T_*hd), make([]float32, T_)
+				be.Store(want, o1)
+				be.Store(wantL, l1)
+				for r := 0; r < T_; r++ {
+					if math.Float32bits(gotL[h*T_+r]) != math.Float32bits(wantL[r]) {
+						t.Fatalf("T=%d head %d row %d: lse %v stacked, %v alone", T_, h, r, gotL[h*T_+r], wantL[r])
+					}
+					for d := 0; d < hd; d++ {
+						if g, w := got[r*H*hd+h*hd+d], want[r*hd+d]; math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("T=%d head %d row %d dim %d: %v stacked, %v alone", T_, h, r, d, g, w)
+						}
+					}
+				}
+			}
+		}
+	})
+}

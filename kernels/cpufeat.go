@@ -24,7 +24,7 @@ func HasAVX512() bool { return hasAVX512() }
 func KernelName() string {
 	switch {
 	case useAVX512:
-		return "amd64 AVX-512 assembly (GEMM 12x32 micro-kernel; AVX2+FMA for the rest)"
+		return "amd64 AVX-512 assembly (GEMM 12x32 and one-row kernels; AVX2+FMA for the rest)"
 	case useAsm && hasAVX512():
 		return "amd64 AVX2+FMA assembly (GEMM 6x16 micro-kernel; WHALE_NOAVX512=1)"
 	case useAsm:

@@ -87,3 +87,37 @@ func scaleMax(x []float32, s float32) float32 {
 	}
 	return m
 }
+
+// swigluBackAVX2 is swigluBackGo for len(dg) a multiple of 8, with the same
+// float32 operations in the same order (no fused multiply-adds): the same
+// bits.
+//
+//go:noescape
+func swigluBackAVX2(dg, du, d, g, u, s []float32)
+
+func swigluBack(dg, du, d, g, u, s []float32) {
+	n8 := len(dg) &^ 7
+	if useAsm && n8 > 0 {
+		swigluBackAVX2(dg[:n8], du[:n8], d[:n8], g[:n8], u[:n8], s[:n8])
+	}
+	if !useAsm {
+		n8 = 0
+	}
+	swigluBackGo(dg[n8:], du[n8:len(dg)], d[n8:len(dg)], g[n8:len(dg)], u[n8:len(dg)], s[n8:len(dg)])
+}
+
+// ropeRowAVX2 is ropeRowGo for one row of float32 heads, half a multiple
+// of 8: the same operations in the same order, so the same bits.
+//
+//go:noescape
+func ropeRowAVX2(out, x, cs, sn *float32, half, heads int, add bool)
+
+func ropeRow(out, x, cs, sn []float32, half, heads int, add bool) {
+	if !useAsm || half%8 != 0 || heads == 0 {
+		ropeRowGo(out, x, cs, sn, half, heads, add)
+		return
+	}
+	_, _ = out[heads*2*half-1], x[heads*2*half-1]
+	_, _ = cs[half-1], sn[half-1]
+	ropeRowAVX2(&out[0], &x[0], &cs[0], &sn[0], half, heads, add)
+}

@@ -237,3 +237,97 @@ smdone:
 	VMOVSS       X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func swigluBackAVX2(dg, du, d, g, u, s []float32)
+//
+// For len(dg) (a multiple of 8) elements, with s = sigmoid(g):
+// dg += ((d·u)·s)·(1 + g·(1−s)), du += d·(g·s), each product and sum
+// rounded on its own (no FMA), as swigluBackGo computes them.
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-144
+	MOVQ         dg_base+0(FP), DI
+	MOVQ         dg_len+8(FP), CX
+	MOVQ         du_base+24(FP), R8
+	MOVQ         d_base+48(FP), R9
+	MOVQ         g_base+72(FP), R10
+	MOVQ         u_base+96(FP), R11
+	MOVQ         s_base+120(FP), R12
+	MOVL         $0x3f800000, AX
+	MOVL         AX, X15
+	VBROADCASTSS X15, Y15
+	XORQ         AX, AX
+
+swbloop:
+	CMPQ    AX, CX
+	JGE     swbdone
+	VMOVUPS (R12)(AX*4), Y0
+	VMOVUPS (R10)(AX*4), Y1
+	VMOVUPS (R9)(AX*4), Y2
+	VSUBPS  Y0, Y15, Y3
+	VMULPS  Y3, Y1, Y3
+	VADDPS  Y3, Y15, Y3
+	VMULPS  (R11)(AX*4), Y2, Y4
+	VMULPS  Y0, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  (DI)(AX*4), Y4, Y4
+	VMOVUPS Y4, (DI)(AX*4)
+	VMULPS  Y0, Y1, Y5
+	VMULPS  Y5, Y2, Y5
+	VADDPS  (R8)(AX*4), Y5, Y5
+	VMOVUPS Y5, (R8)(AX*4)
+	ADDQ    $8, AX
+	JMP     swbloop
+
+swbdone:
+	VZEROUPPER
+	RET
+
+// func ropeRowAVX2(out, x, cs, sn *float32, half, heads int, add bool)
+//
+// Rotates the heads of one row (head h at h·2·half, halves a = [0, half),
+// b = [half, 2·half)); half is a multiple of 8: ra = a·c − b·s,
+// rb = b·c + a·s, each product and sum rounded on its own, stored or
+// (add) added to out. x and out may be the same row.
+TEXT ·ropeRowAVX2(SB), NOSPLIT, $0-49
+	MOVQ    out+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    cs+16(FP), R8
+	MOVQ    sn+24(FP), R9
+	MOVQ    half+32(FP), R10
+	SHLQ    $2, R10
+	MOVQ    heads+40(FP), R11
+	MOVBQZX add+48(FP), R12
+
+ropehead:
+	XORQ AX, AX
+
+ropelane:
+	VMOVUPS (SI)(AX*1), Y0
+	LEAQ    (SI)(R10*1), BX
+	VMOVUPS (BX)(AX*1), Y1
+	VMOVUPS (R8)(AX*1), Y2
+	VMOVUPS (R9)(AX*1), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y6
+	VMULPS  Y3, Y0, Y7
+	VADDPS  Y7, Y6, Y6
+	LEAQ    (DI)(R10*1), DX
+	TESTQ   R12, R12
+	JZ      ropeset
+	VADDPS  (DI)(AX*1), Y4, Y4
+	VADDPS  (DX)(AX*1), Y6, Y6
+
+ropeset:
+	VMOVUPS Y4, (DI)(AX*1)
+	VMOVUPS Y6, (DX)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, R10
+	JLT     ropelane
+
+	LEAQ (SI)(R10*2), SI
+	LEAQ (DI)(R10*2), DI
+	DECQ R11
+	JNZ  ropehead
+	VZEROUPPER
+	RET

@@ -221,3 +221,69 @@ func BenchmarkExpSub(b *testing.B) {
 func BenchmarkSiLUMul(b *testing.B) {
 	benchVec(b, 12, func(x, y, z []float32) { SiLUMul(z, x, y) })
 }
+
+// TestSwigluBackMatchesTwin: the assembly SwiGLU gradient does the Go
+// twin's float32 operations in its order, so the two agree bit for bit,
+// at every length 0…130, and write nothing outside dg and du.
+func TestSwigluBackMatchesTwin(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 3))
+		for n := 0; n <= 130; n++ {
+			d, _ := guardedInput(r, n)
+			g, _ := guardedInput(r, n)
+			u, _ := guardedInput(r, n)
+			s := make([]float32, n)
+			sigmoid32(s, g)
+			dg, dgw := guardedInput(r, n)
+			du, duw := guardedInput(r, n)
+			wantG, wantU := append([]float32(nil), dg...), append([]float32(nil), du...)
+			swigluBackGo(wantG, wantU, d, g, u, s)
+			swigluBack(dg, du, d, g, u, s)
+			checkGuards(t, dgw, n, "swigluBack dg")
+			checkGuards(t, duw, n, "swigluBack du")
+			for i := range dg {
+				if math.Float32bits(dg[i]) != math.Float32bits(wantG[i]) || math.Float32bits(du[i]) != math.Float32bits(wantU[i]) {
+					t.Fatalf("n=%d: element %d: dg %v du %v, twin %v %v", n, i, dg[i], du[i], wantG[i], wantU[i])
+				}
+			}
+		}
+	})
+}
+
+// TestRopeRowMatchesTwin: the assembly rotation of a row's heads matches
+// the Go twin bit for bit, stored, added and in place, and writes nothing
+// outside the row.
+func TestRopeRowMatchesTwin(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(4, 8))
+		for _, half := range []int{1, 3, 8, 16, 32, 64} {
+			for _, heads := range []int{1, 2, 5} {
+				n := heads * 2 * half
+				cs, _ := guardedInput(r, half)
+				sn, _ := guardedInput(r, half)
+				x, _ := guardedInput(r, n)
+				for _, add := range []bool{false, true} {
+					out, ow := guardedInput(r, n)
+					want := append([]float32(nil), out...)
+					ropeRowGo(want, x, cs, sn, half, heads, add)
+					ropeRow(out, x, cs, sn, half, heads, add)
+					checkGuards(t, ow, n, "ropeRow out")
+					for i := range out {
+						if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("half=%d heads=%d add=%v: out[%d] = %v, twin %v", half, heads, add, i, out[i], want[i])
+						}
+					}
+				}
+				in := append([]float32(nil), x...)
+				want := append([]float32(nil), x...)
+				ropeRowGo(want, append([]float32(nil), x...), cs, sn, half, heads, false)
+				ropeRow(in, in, cs, sn, half, heads, false)
+				for i := range in {
+					if math.Float32bits(in[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("half=%d heads=%d in place: x[%d] = %v, twin %v", half, heads, i, in[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

@@ -50,3 +50,14 @@ func kern12x16(kc int, a []float32, rsa, csa int, b []float32, ldb int, c []floa
 	_ = c[11*ldc+15]
 	kern12x16AVX512(kc, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, add)
 }
+
+// kern1x64AVX512 is kern1x64AVX2 (one row of A against four packed
+// panels) with a 16-lane register a panel: the same FMA chain per element.
+//
+//go:noescape
+func kern1x64AVX512(kc int, a, bp *float32, ps int, c *float32, add bool)
+
+// kern1x64BF16AVX512 is kern1x64BF16AVX2 with a 16-lane register a panel.
+//
+//go:noescape
+func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, ps int, c *float32, add bool)

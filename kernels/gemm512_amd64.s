@@ -185,3 +185,106 @@ k12x16loop:
 	STORE1(Z15)
 	VZEROUPPER
 	RET
+
+// func kern1x64AVX512(kc int, a *float32, bp *float32, ps int, c *float32, add bool)
+//
+// kern1x64AVX2 with one zmm a panel: four accumulators Z(8+q), one FMA
+// each a step (four chains). R13 is the byte offset of step p inside
+// every panel.
+TEXT ·kern1x64AVX512(SB), NOSPLIT, $0-41
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ bp+16(FP), DI
+	MOVQ ps+24(FP), R8
+	SHLQ $2, R8
+	LEAQ (DI)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	XORQ   R13, R13
+
+k1x64z:
+	VBROADCASTSS (SI), Z0
+	VFMADD231PS  (DI)(R13*1), Z0, Z8
+	VFMADD231PS  (R10)(R13*1), Z0, Z9
+	VFMADD231PS  (R11)(R13*1), Z0, Z10
+	VFMADD231PS  (R12)(R13*1), Z0, Z11
+	ADDQ         $4, SI
+	ADDQ         $64, R13
+	DECQ         CX
+	JNZ          k1x64z
+
+	MOVQ    c+32(FP), DX
+	MOVBQZX add+40(FP), AX
+	TESTQ   AX, AX
+	JZ      k1x64zset
+	VADDPS  0(DX), Z8, Z8
+	VADDPS  64(DX), Z9, Z9
+	VADDPS  128(DX), Z10, Z10
+	VADDPS  192(DX), Z11, Z11
+
+k1x64zset:
+	VMOVUPS Z8, 0(DX)
+	VMOVUPS Z9, 64(DX)
+	VMOVUPS Z10, 128(DX)
+	VMOVUPS Z11, 192(DX)
+	VZEROUPPER
+	RET
+
+// func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, ps int, c *float32, add bool)
+//
+// kern1x64AVX512 on bf16 panels, widened in registers (vpmovzxwd, shift
+// left 16).
+TEXT ·kern1x64BF16AVX512(SB), NOSPLIT, $0-41
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ bp+16(FP), DI
+	MOVQ ps+24(FP), R8
+	SHLQ $1, R8
+	LEAQ (DI)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	XORQ   R13, R13
+
+k1x64hz:
+	VBROADCASTSS (SI), Z0
+	VPMOVZXWD    (DI)(R13*1), Z1
+	VPMOVZXWD    (R10)(R13*1), Z2
+	VPMOVZXWD    (R11)(R13*1), Z3
+	VPMOVZXWD    (R12)(R13*1), Z4
+	VPSLLD       $16, Z1, Z1
+	VPSLLD       $16, Z2, Z2
+	VPSLLD       $16, Z3, Z3
+	VPSLLD       $16, Z4, Z4
+	VFMADD231PS  Z1, Z0, Z8
+	VFMADD231PS  Z2, Z0, Z9
+	VFMADD231PS  Z3, Z0, Z10
+	VFMADD231PS  Z4, Z0, Z11
+	ADDQ         $4, SI
+	ADDQ         $32, R13
+	DECQ         CX
+	JNZ          k1x64hz
+
+	MOVQ    c+32(FP), DX
+	MOVBQZX add+40(FP), AX
+	TESTQ   AX, AX
+	JZ      k1x64hzset
+	VADDPS  0(DX), Z8, Z8
+	VADDPS  64(DX), Z9, Z9
+	VADDPS  128(DX), Z10, Z10
+	VADDPS  192(DX), Z11, Z11
+
+k1x64hzset:
+	VMOVUPS Z8, 0(DX)
+	VMOVUPS Z9, 64(DX)
+	VMOVUPS Z10, 128(DX)
+	VMOVUPS Z11, 192(DX)
+	VZEROUPPER
+	RET

@@ -158,8 +158,9 @@ func TestCopyRows(t *testing.T) {
 	})
 }
 
-// TestGemmPackedAVX512MatchesAVX2Bits: products on prepacked weights, at
-// every path's row counts, give the same bits with either kernel.
+// TestGemmPackedAVX512MatchesAVX2Bits: products on prepacked weights,
+// float32 and bf16, at every path's row counts, give the same bits with
+// either kernel.
 func TestGemmPackedAVX512MatchesAVX2Bits(t *testing.T) {
 	if !hasAVX512() {
 		t.Skip("no AVX-512 on this CPU")
@@ -169,7 +170,7 @@ func TestGemmPackedAVX512MatchesAVX2Bits(t *testing.T) {
 	useAsm = true
 	r := rand.New(rand.NewPCG(4, 4))
 	for _, m := range []int{1, 4, 5, 12, 13, 24, 37, 64, 65, 100} {
-		for _, kn := range [][2]int{{1, 1}, {17, 33}, {256, 48}, {300, 80}, {64, 200}} {
+		for _, kn := range [][2]int{{1, 1}, {17, 33}, {256, 48}, {300, 80}, {64, 200}, {600, 130}} {
 			k, n := kn[0], kn[1]
 			a := make([]float32, m*k)
 			b := make([]float32, k*n)
@@ -179,15 +180,23 @@ func TestGemmPackedAVX512MatchesAVX2Bits(t *testing.T) {
 			PackNT(bp, b, k, n)
 			c0 := make([]float32, m*n)
 			randFill(r, c0)
-			var got [2][]float32
-			for i, on := range []bool{false, true} {
-				useAVX512 = on
-				got[i] = append([]float32(nil), c0...)
-				GemmPackedNT(got[i], a, bp, m, k, n, true)
-			}
-			for i := range got[0] {
-				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
-					t.Fatalf("m=%d k=%d n=%d: out[%d] = %v (AVX-512), %v (AVX2)", m, k, n, i, got[1][i], got[0][i])
+			bh := make([]BF16, PackedNTLen(k, n))
+			PackNTBF16(bh, b, k, n)
+			for _, half := range []bool{false, true} {
+				var got [2][]float32
+				for i, on := range []bool{false, true} {
+					useAVX512 = on
+					got[i] = append([]float32(nil), c0...)
+					if half {
+						GemmPackedNTBF16(got[i], a, bh, m, k, n, true)
+					} else {
+						GemmPackedNT(got[i], a, bp, m, k, n, true)
+					}
+				}
+				for i := range got[0] {
+					if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+						t.Fatalf("m=%d k=%d n=%d bf16=%v: out[%d] = %v (AVX-512), %v (AVX2)", m, k, n, half, i, got[1][i], got[0][i])
+					}
 				}
 			}
 		}

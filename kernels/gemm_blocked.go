@@ -114,6 +114,11 @@ func (g *gemmJob) runParallel() {
 	switch {
 	case t == 1 || 2*m*n*k < parallelMinFlops:
 		g.run(0, m, 0, n)
+	case g.useAVX512Loop() && g.layout == TN && m > n && mt >= 4*t:
+		// The AVX-512 loop packs only TN's A, and B's panels: split the
+		// larger of the two, so that each thread packs its share of A
+		// and only the smaller B whole.
+		Parallel(m, mr, func(lo, hi int) { g.run(lo, hi, 0, n) })
 	case nt >= 4*t || nt >= mt:
 		// Splitting N, each thread packs only its own columns of B and
 		// all of A's rows, which it reuses across those columns.

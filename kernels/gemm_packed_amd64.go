@@ -26,5 +26,9 @@ func rowKernel(kc int, a, bp []float32, ps int, c []float32, add bool) {
 	_ = a[kc-1]
 	_ = bp[3*ps+kc*gemmNR-1]
 	_ = c[packedPanelGroup*gemmNR-1]
+	if useAVX512 {
+		kern1x64AVX512(kc, &a[0], &bp[0], ps, &c[0], add)
+		return
+	}
 	kern1x64AVX2(kc, &a[0], &bp[0], ps, &c[0], add)
 }

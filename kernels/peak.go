@@ -26,6 +26,15 @@ const (
 // millisecond and the rates are summed: on a shared machine the fastest
 // chunks are the ones nobody else interrupted. Divide a kernel's GFLOP/s
 // by it for the fraction of peak.
+//
+// On an idle machine the goroutines run side by side and this is the rate
+// the cores sustain together. On a busy one a goroutine's fastest chunk
+// may come while the other cores run someone else's scalar code, at the
+// higher clock a core gets for wide FMAs alone (measured on the 2-core
+// build machine: 2.95 GHz against 2.48 with both busy), so the figure
+// overstates the peak and fractions of it understate: conservative.
+// (Counting only rounds of chunks run side by side was tried: on a busy
+// machine it found almost none and gave half the peak.)
 func PeakGFLOPS() float64 {
 	t := Threads()
 	best := make([]float64, t)
