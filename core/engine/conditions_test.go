@@ -116,7 +116,10 @@ func TestStagedSplitsTheBudget(t *testing.T) {
 }
 
 func TestFastSlowSamplesAcrossItsPopulation(t *testing.T) {
-	sum, e := runCondition(t, "fast-slow", func(c *Config) { c.I, c.Budget = 1, 192 })
+	// A budget whose last phase is a weight phase run under a grown
+	// population (paired acceptance and voting candidates make the
+	// population grow later than one-knob candidates scored unpaired did).
+	sum, e := runCondition(t, "fast-slow", func(c *Config) { c.I, c.Budget = 1, 448 })
 	k := kinds(sum.Phases)
 	if !strings.HasPrefix(k, "hwhw") {
 		t.Fatalf("fast-slow phases %q: want harness, weights alternating", k)
@@ -147,7 +150,10 @@ func TestFastSlowSamplesAcrossItsPopulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Population) > 1 && len(seen) < 2 {
+	if !strings.HasSuffix(k, "w") || len(st.Population) < 2 {
+		t.Fatalf("phases %q, final population %d: the test needs a last weight phase under a population of several", k, len(st.Population))
+	}
+	if len(seen) < 2 {
 		t.Fatalf("population of %d but samples from %d harness(es)", len(st.Population), len(seen))
 	}
 	cfg := tinyConfig(t)
