@@ -107,6 +107,12 @@ func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error)
 	if err := e.emit(EvForked, mustJSON(o)); err != nil {
 		return nil, err
 	}
+	// The resume point New wrote predates the event: move it past, or a
+	// fork stopped before its next resume point would drop its origin on
+	// resume (events after the resume point are dropped).
+	if err := e.saveResume(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

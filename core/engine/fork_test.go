@@ -77,6 +77,24 @@ func TestForkStartsFromTheCheckpoint(t *testing.T) {
 		t.Fatalf("a was not forked, got origin %v, %v", o, err)
 	}
 
+	// A fork stopped before it saved another resume point keeps its
+	// origin when resumed.
+	if _, err := Fork(testEnv(t, db), kernels.NewCPU(), id, "c"); err != nil {
+		t.Fatal(err)
+	}
+	renv := testEnv(t, db)
+	renv.Model = nil
+	c, err := Resume(renv, kernels.NewCPU(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := ForkedFrom(db, "c"); err != nil || o == nil || o.Checkpoint != id {
+		t.Fatalf("a fork resumed before its next resume point lost its origin: %v, %v", o, err)
+	}
+
 	if _, err := f.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
