@@ -263,3 +263,22 @@ func TestQwenChatMatchesTheRenderedTemplate(t *testing.T) {
 		t.Fatalf("EncodeChat = %v\nwant        %v", ids, want)
 	}
 }
+
+func TestQwenEncodeIsSafeForConcurrentUse(t *testing.T) {
+	tok := qwen(t)
+	gs := readGolden(t)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(gs); i += 2 {
+				if got := tok.EncodeSpecial(gs[i].Text); !slices.Equal(got, gs[i].IDs) {
+					t.Errorf("line %d differs under concurrent use", i+1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
