@@ -44,6 +44,10 @@ func Load(path string) (*BPE, error) {
 	return t, nil
 }
 
+// maxID bounds token ids, so that a corrupt file cannot make Parse
+// allocate tables for billions of ids; real vocabularies stay under 300 000.
+const maxID = 1<<24 - 1
+
 // hfFile is the part of tokenizer.json that byte-level BPE needs.
 type hfFile struct {
 	AddedTokens []struct {
@@ -132,14 +136,14 @@ func Parse(data []byte) (*BPE, error) {
 
 	size := 0
 	for tok, id := range vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("tokenizer: vocab token %q has negative id %d", tok, id)
+		if id < 0 || id > maxID {
+			return nil, fmt.Errorf("tokenizer: vocab token %q has id %d (want 0 to %d)", tok, id, maxID)
 		}
 		size = max(size, int(id)+1)
 	}
 	for _, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("tokenizer: added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID > maxID {
+			return nil, fmt.Errorf("tokenizer: added token %q has id %d (want 0 to %d)", a.Content, a.ID, maxID)
 		}
 		size = max(size, int(a.ID)+1)
 	}
