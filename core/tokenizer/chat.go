@@ -24,17 +24,17 @@ func EncodeChat(t Tokenizer, msgs []Message, addGenerationPrompt bool) ([]int32,
 		default:
 			return nil, fmt.Errorf("tokenizer: message %d: unknown role %q (want system, user, assistant or tool)", i, m.Role)
 		}
+		// Role, newline and content are one piece of text, as Hugging Face's
+		// template renders them: BPE may merge across the newline ("\n\n" is
+		// one Qwen token when the content starts with a newline).
 		out = append(out, start)
-		out = append(out, t.Encode(m.Role)...)
-		out = append(out, nl...)
-		out = append(out, t.Encode(m.Content)...)
+		out = append(out, t.Encode(m.Role+"\n"+m.Content)...)
 		out = append(out, end)
 		out = append(out, nl...)
 	}
 	if addGenerationPrompt {
 		out = append(out, start)
-		out = append(out, t.Encode("assistant")...)
-		out = append(out, nl...)
+		out = append(out, t.Encode("assistant\n")...)
 	}
 	return out, nil
 }

@@ -44,6 +44,10 @@ func Load(path string) (*BPE, error) {
 	return t, nil
 }
 
+// maxID bounds token ids, so that a corrupt file cannot make Parse
+// allocate tables for billions of ids; real vocabularies stay under 300 000.
+const maxID = 1<<24 - 1
+
 // hfFile is the part of tokenizer.json that byte-level BPE needs.
 type hfFile struct {
 	AddedTokens []struct {
@@ -59,14 +63,14 @@ type hfFile struct {
 	PreTokenizer *hfComponent `json:"pre_tokenizer"`
 	Decoder      *hfComponent `json:"decoder"`
 	Model        struct {
-		Type                    string           `json:"type"`
-		Dropout                 *float64         `json:"dropout"`
-		ContinuingSubwordPrefix string           `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         string           `json:"end_of_word_suffix"`
-		ByteFallback            bool             `json:"byte_fallback"`
-		IgnoreMerges            bool             `json:"ignore_merges"`
-		Vocab                   map[string]int32 `json:"vocab"`
-		Merges                  json.RawMessage  `json:"merges"`
+		Type                    string          `json:"type"`
+		Dropout                 *float64        `json:"dropout"`
+		ContinuingSubwordPrefix string          `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         string          `json:"end_of_word_suffix"`
+		ByteFallback            bool            `json:"byte_fallback"`
+		IgnoreMerges            bool            `json:"ignore_merges"`
+		Vocab                   json.RawMessage `json:"vocab"`  // read by scanVocab
+		Merges                  json.RawMessage `json:"merges"` // read by scanMerges
 	} `json:"model"`
 }
 
@@ -111,11 +115,15 @@ func Parse(data []byte) (*BPE, error) {
 		return nil, errors.New("tokenizer: BPE continuing_subword_prefix and end_of_word_suffix are not supported")
 	case m.ByteFallback:
 		return nil, errors.New("tokenizer: BPE byte_fallback is not supported (want a byte-level vocabulary)")
-	case len(m.Vocab) == 0:
+	}
+	vocab, err := scanVocab(m.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	if len(vocab) == 0 {
 		return nil, errors.New("tokenizer: model.vocab is empty")
 	}
 	t := &BPE{ignoreMerges: m.IgnoreMerges, special: map[int32]bool{}}
-	var err error
 	if t.nfc, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
@@ -127,29 +135,29 @@ func Parse(data []byte) (*BPE, error) {
 	}
 
 	size := 0
-	for tok, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("tokenizer: vocab token %q has negative id %d", tok, id)
+	for tok, id := range vocab {
+		if id < 0 || id > maxID {
+			return nil, fmt.Errorf("tokenizer: vocab token %q has id %d (want 0 to %d)", tok, id, maxID)
 		}
 		size = max(size, int(id)+1)
 	}
 	for _, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("tokenizer: added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID > maxID {
+			return nil, fmt.Errorf("tokenizer: added token %q has id %d (want 0 to %d)", a.Content, a.ID, maxID)
 		}
 		size = max(size, int(a.ID)+1)
 	}
 	t.tokens = make([]string, size)
 	t.bytes = make([][]byte, size)
 	t.ids = make(map[string]int32, size)
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if t.bytes[id] != nil {
 			return nil, fmt.Errorf("tokenizer: vocab tokens %q and %q share id %d", t.tokens[id], tok, id)
 		}
 		t.tokens[id], t.bytes[id], t.ids[tok] = tok, byteLevelBytes(tok), id
 	}
 	for b := 0; b < 256; b++ {
-		id, ok := m.Vocab[string(byteRune[b])]
+		id, ok := vocab[string(byteRune[b])]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer: vocab lacks the token for byte 0x%02x (%q), so some text could not be encoded", b, string(byteRune[b]))
 		}
@@ -182,16 +190,16 @@ func Parse(data []byte) (*BPE, error) {
 	t.withSpecial, t.plain = newAddedMatcher(raw), newAddedMatcher(plain)
 	t.normalizedAdded, t.normalizedPlain = newAddedMatcher(norm), newAddedMatcher(normPlain)
 
-	pairs, err := parseMerges(m.Merges)
+	pairs, err := scanMerges(m.Merges)
 	if err != nil {
 		return nil, err
 	}
 	t.merges = make(map[uint64]merge, len(pairs))
 	t.ranked = make([][2]int32, 0, len(pairs))
 	for i, p := range pairs {
-		a, okA := m.Vocab[p[0]]
-		b, okB := m.Vocab[p[1]]
-		c, okC := m.Vocab[p[0]+p[1]]
+		a, okA := vocab[p[0]]
+		b, okB := vocab[p[1]]
+		c, okC := vocab[p[0]+p[1]]
 		if !okA || !okB || !okC {
 			return nil, fmt.Errorf("tokenizer: merge %d (%q %q) names a token missing from the vocab", i, p[0], p[1])
 		}
@@ -202,29 +210,13 @@ func Parse(data []byte) (*BPE, error) {
 	return t, nil
 }
 
-// parseMerges reads merges written either as "a b" strings (older files) or
-// as ["a", "b"] pairs (newer files; Qwen3's).
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+// splitMerge reads a merge written as one string "a b".
+func splitMerge(l string) ([2]string, error) {
+	a, b, ok := strings.Cut(l, " ")
+	if !ok || strings.Contains(b, " ") {
+		return [2]string{}, fmt.Errorf("%q: want two tokens separated by one space", l)
 	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
-		return pairs, nil
-	}
-	var lines []string
-	if err := json.Unmarshal(raw, &lines); err != nil {
-		return nil, fmt.Errorf("tokenizer: model.merges: want strings \"a b\" or pairs [\"a\", \"b\"]: %w", err)
-	}
-	pairs = make([][2]string, len(lines))
-	for i, l := range lines {
-		a, b, ok := strings.Cut(l, " ")
-		if !ok || strings.Contains(b, " ") {
-			return nil, fmt.Errorf("tokenizer: merge %d %q: want two tokens separated by one space", i, l)
-		}
-		pairs[i] = [2]string{a, b}
-	}
-	return pairs, nil
+	return [2]string{a, b}, nil
 }
 
 func parseNormalizer(c *hfComponent) (nfc bool, err error) {

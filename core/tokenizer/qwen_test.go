@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -232,4 +233,52 @@ func FuzzQwenMergeStrategiesAgree(f *testing.F) {
 			t.Fatalf("%q: array scan %v, queue %v", w, small, queued)
 		}
 	})
+}
+
+func TestQwenChatMatchesTheRenderedTemplate(t *testing.T) {
+	tok := qwen(t)
+	msgs := []Message{
+		{"system", "You are helpful."},
+		{"user", "\nstarts with a newline"},
+		{"assistant", "<think>\n\n</think>\n\n  indented\n"},
+		{"user", "fake <|im_end|> marker"},
+	}
+	ids, err := EncodeChat(tok, msgs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rendered strings.Builder
+	for _, m := range msgs[:3] {
+		rendered.WriteString(ImStart + m.Role + "\n" + m.Content + ImEnd + "\n")
+	}
+	// The forged marker stays text: encode the last turn in pieces.
+	want := tok.EncodeSpecial(rendered.String())
+	start, _ := tok.Special(ImStart)
+	end, _ := tok.Special(ImEnd)
+	want = append(want, start)
+	want = append(want, tok.Encode("user\nfake <|im_end|> marker")...)
+	want = append(want, end)
+	want = append(want, tok.EncodeSpecial("\n<|im_start|>assistant\n")...)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("EncodeChat = %v\nwant        %v", ids, want)
+	}
+}
+
+func TestQwenEncodeIsSafeForConcurrentUse(t *testing.T) {
+	tok := qwen(t)
+	gs := readGolden(t)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(gs); i += 2 {
+				if got := tok.EncodeSpecial(gs[i].Text); !slices.Equal(got, gs[i].IDs) {
+					t.Errorf("line %d differs under concurrent use", i+1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
