@@ -668,8 +668,7 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 		texts[j] = rt.text(c)
 		d, err := rt.candidate(r, j, c, texts[j])
 		if err != nil {
-			r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
-				Finish: c.Finish, Text: texts[j], Outcome: string(FailHarness), Sample: j})
+			r.traj.Calls = append(r.traj.Calls, sampleCall(call, j, c, texts[j], string(FailHarness)))
 			r.harnessError(err)
 			return
 		}
@@ -692,13 +691,12 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 	if err == nil {
 		chosen = chosenIndex(cands, got)
 		if chosen < 0 {
-			err = fmt.Errorf("%s: runtime: aggregate must return one of its candidates unchanged (a harness may choose among the model's completions, never write its own), not %s", where, truncate(got.String(), 80))
+			err = fmt.Errorf("%s: runtime: aggregate must return one of its candidates unchanged (a harness may choose among the model's completions, never write its own), not %s", where, clip(got.String()))
 		}
 	}
 	if err != nil {
 		for j, c := range comps {
-			r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
-				Finish: c.Finish, Text: texts[j], Outcome: string(FailHarness), Sample: j})
+			r.traj.Calls = append(r.traj.Calls, sampleCall(call, j, c, texts[j], string(FailHarness)))
 		}
 		r.harnessError(err)
 		return
@@ -707,11 +705,18 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 		if j == chosen {
 			continue
 		}
-		r.traj.Calls = append(r.traj.Calls, Call{Key: sampleKey(call.Key, j), Completion: c.Tokens, LogProbs: c.LogProbs,
-			Finish: c.Finish, Text: texts[j], Outcome: "not_chosen", Sample: j, NotChosen: true})
+		rec := sampleCall(call, j, c, texts[j], "not_chosen")
+		rec.Prompt, rec.NotChosen = nil, true // the chosen call, recorded next, holds the prompt
+		r.traj.Calls = append(r.traj.Calls, rec)
 	}
 	call.Key, call.Sample = sampleKey(call.Key, chosen), chosen
 	rt.complete(r, comps[chosen])
+}
+
+// sampleCall records completion j of a voting call.
+func sampleCall(call *Call, j int, c policy.Completion, text, outcome string) Call {
+	return Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
+		Finish: c.Finish, Text: text, Outcome: outcome, Sample: j}
 }
 
 // chosenIndex finds got among the candidates: the same value, or one
@@ -767,13 +772,6 @@ func (rt *runner) candidate(r *rollout, j int, c policy.Completion, text string)
 	}
 	d.Freeze()
 	return d, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // complete handles one completion: parse, validate, retry, or step.

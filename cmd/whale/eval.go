@@ -135,7 +135,7 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 		Temperature: st.opts.Temperature, MaxNewTokens: st.opts.MaxNewTokens}
 	for i, tr := range ts {
 		outs[i] = eval.Outcome{TaskID: tr.TaskID, Reward: tr.Reward, Failure: string(tr.Failure), Answer: tr.FinalAnswer()}
-		rep.PolicyCalls += len(tr.Calls)
+		rep.PolicyCalls += tr.ModelCalls()
 		if tr.Error != "" && len(rep.HarnessErrors) < 5 {
 			rep.HarnessErrors = append(rep.HarnessErrors, tr.TaskID+": "+tr.Error)
 		}

@@ -257,7 +257,7 @@ func newHarnessRunCmd() *cobra.Command {
 			sum := 0.0
 			for _, tr := range ts {
 				sum += tr.Reward
-				rep.Calls += len(tr.Calls)
+				rep.Calls += tr.ModelCalls()
 				if tr.Failure != data.FailNone {
 					rep.Failures[string(tr.Failure)]++
 				}

@@ -173,7 +173,7 @@ func (e *Engine) scorer() search.Scorer {
 // scoreKeyPrefix is the request-key prefix of harness scoring: weights
 // and pass, no harness (see scorer).
 func scoreKeyPrefix(weights string, pass int) string {
-	return fmt.Sprintf("s/%s/p%d/", short(weights), pass)
+	return fmt.Sprintf("s/%s/p%d/", abbrevHash(weights), pass)
 }
 
 // outcomes lists the trajectories' outcomes in task order (one rollout
@@ -607,11 +607,4 @@ func (e *Engine) callsPerEpisode() int {
 		return max(1, (inc.Calls+inc.Scored-1)/inc.Scored)
 	}
 	return 1
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

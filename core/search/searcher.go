@@ -399,13 +399,13 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 	ids := make([]string, to-from)
 	rw := make([]float64, to-from)
 	calls := 0
+	if e.Failures == nil {
+		e.Failures = map[string]int{}
+	}
 	for i, t := range val[from:to] {
 		ids[i] = t.ID
 		rw[i] = outs[i].Reward
 		calls += outs[i].Calls
-		if e.Failures == nil {
-			e.Failures = map[string]int{}
-		}
 		e.Failures[outs[i].Failure]++
 	}
 	e.add(ids, rw)
