@@ -2,6 +2,7 @@ package harnesses
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -77,6 +78,44 @@ func FragmentFor(frags []Fragment, knob, choice string) (Fragment, bool) {
 		return *whole, true
 	}
 	return Fragment{}, false
+}
+
+// SatisfyRequires applies the requirements of every knob's value in point
+// (knob -> choice as written), changing knobs that fixed does not hold to
+// a value pick chooses; it sets each knob it changes in fixed. It reports
+// false when a requirement falls on a fixed knob or the requirements do
+// not settle within a few passes. Knobs are visited in sorted order, so
+// the result depends only on point, fixed and pick.
+func SatisfyRequires(frags []Fragment, point map[string]string, fixed map[string]bool, pick func(Requirement, string) string) bool {
+	keys := make([]string, 0, len(point))
+	for k := range point {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for pass := 0; pass < 4; pass++ {
+		changed := false
+		for _, k := range keys {
+			fr, ok := FragmentFor(frags, k, point[k])
+			if !ok {
+				continue
+			}
+			for _, r := range fr.Requires {
+				if r.Satisfied(point[r.Knob]) {
+					continue
+				}
+				if fixed[r.Knob] {
+					return false
+				}
+				point[r.Knob] = pick(r, point[r.Knob])
+				fixed[r.Knob] = true
+				changed = true
+			}
+		}
+		if !changed {
+			return true
+		}
+	}
+	return false
 }
 
 // FragmentsOf reads FRAGMENTS from a source without running it; nil when

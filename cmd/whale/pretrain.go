@@ -18,6 +18,7 @@ func newPretrainCmd() *cobra.Command {
 	var promptWeight, peakLR, drillRandom, floorLR, drillRawWords float64
 	var probeEvery int
 	var drillRelations bool
+	var nearShare float64
 	var drillAnswerOnly, drillRaw, drillRawVary bool
 	var warmup, stopAfter, drills int
 	var seed, dataSeed uint64
@@ -73,6 +74,10 @@ func newPretrainCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--drill-raw-words %v outside [0, 1]", drillRawWords)}
 			}
 			o.Corpus.Mix.DrillRawWords = drillRawWords
+			if !(nearShare >= 0 && nearShare <= 1) {
+				return usageError{fmt.Errorf("--near-share %v outside [0, 1]", nearShare)}
+			}
+			o.Corpus.Mix.NearShare = nearShare
 			o.FloorLR = floorLR
 			if cmd.Flags().Changed("prompt-weight") {
 				if !(promptWeight >= 0 && promptWeight <= 1) {
@@ -116,6 +121,7 @@ func newPretrainCmd() *cobra.Command {
 	f.BoolVar(&drillRelations, "drill-relations", false, "lookup drills over the kinds of fact passages state (employer, mayor, founder, …), asked in other words")
 	f.BoolVar(&drillRawVary, "drill-raw-vary", false, "with --drill-raw: copies of 8 to 160 letters (a fixed length can be copied by position instead of content)")
 	f.BoolVar(&drillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
+	f.Float64Var(&nearShare, "near-share", def.Corpus.Mix.NearShare, "share of harness variants near h0 (one to three knobs changed, fragments' REQUIRES met) instead of far (each knob changed with probability 0.5)")
 	f.Float64Var(&floorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")
 	f.IntVar(&stopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")

@@ -27,8 +27,15 @@ type Mix struct {
 	// unmodified h0; the rest go through random variants of its
 	// SEARCH_SPACE, so that h0 is one familiar layout among many.
 	H0Share map[string]float64
-	// MutateP is the chance that each knob of a variant leaves h0's value.
+	// MutateP is the chance that each knob of a far variant leaves h0's
+	// value.
 	MutateP float64
+	// NearShare is the share of variants that are near h0 instead of far
+	// from it: one to three knobs changed, each fragment's REQUIRES then
+	// met, as the fragment proposer explores. Far variants (each knob
+	// changed with MutateP) meet REQUIRES too. The shipped model before
+	// the fragment library saw only far variants of a smaller space.
+	NearShare float64 `json:",omitempty"`
 	// MathSlip is the share of math demonstrations with an arithmetic slip;
 	// MathCalc the share that hands the last operation to calc.
 	MathSlip, MathCalc float64
@@ -150,9 +157,9 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pretrain: corpus: %w", err)
 		}
-		space, err := harnesses.SpaceOf(h0)
+		vars, err := newVariantSource(h0)
 		if err != nil {
-			return nil, fmt.Errorf("pretrain: corpus: search space of %s h0: %w", name, err)
+			return nil, fmt.Errorf("pretrain: corpus: %s h0: %w", name, err)
 		}
 		env := harnesses.EnvOf(dom)
 		rng := rand.New(rand.NewPCG(opts.Seed, uint64(di)+0xc0))
@@ -164,7 +171,7 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 				group := tasks[lo:min(lo+variantGroup, len(tasks))]
 				src := h0
 				if rng.Float64() >= opts.Mix.H0Share[name] {
-					if src, err = randomVariant(rng, h0, space, opts.Mix.MutateP); err != nil {
+					if src, err = vars.random(rng, opts.Mix); err != nil {
 						return nil, fmt.Errorf("pretrain: corpus: %s: %w", name, err)
 					}
 				}
@@ -223,25 +230,74 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 	return c, nil
 }
 
-// randomVariant mutates each knob of h0 with probability p to a random
-// other choice.
-func randomVariant(rng *rand.Rand, src string, space []harnesses.Dimension, p float64) (string, error) {
-	dims := append([]harnesses.Dimension(nil), space...)
-	sort.Slice(dims, func(i, j int) bool { return dims[i].Knob < dims[j].Knob })
-	var err error
-	for _, d := range dims {
-		if rng.Float64() >= p || len(d.Choices) < 2 {
-			continue
+// variantSource draws harness variants of h0.
+type variantSource struct {
+	vars  *harnesses.Variants
+	space []harnesses.Dimension // sorted by knob
+	frags []harnesses.Fragment
+	h0    map[string]string
+}
+
+func newVariantSource(src string) (*variantSource, error) {
+	vars, err := harnesses.NewVariants(src)
+	if err != nil {
+		return nil, err
+	}
+	frags, err := harnesses.FragmentsOf(src)
+	if err != nil {
+		return nil, err
+	}
+	space := vars.Space()
+	sort.Slice(space, func(i, j int) bool { return space[i].Knob < space[j].Knob })
+	h0 := map[string]string{}
+	for _, d := range space {
+		h0[d.Knob] = d.Current
+	}
+	return &variantSource{vars: vars, space: space, frags: frags, h0: h0}, nil
+}
+
+// random draws a near variant with probability mix.NearShare (one to
+// three knobs changed), else a far one (each knob changed with
+// mix.MutateP), whose chosen fragments' REQUIRES can all be met, and
+// meets them. A draw whose fragments need conflicting settings of one
+// knob is drawn again.
+func (v *variantSource) random(rng *rand.Rand, mix Mix) (string, error) {
+	near := rng.Float64() < mix.NearShare
+	pick := func(r harnesses.Requirement, _ string) string { return r.Choices[rng.IntN(len(r.Choices))] }
+	for try := 0; try < 100; try++ {
+		point := map[string]string{}
+		for k, c := range v.h0 {
+			point[k] = c
 		}
-		choice := d.Choices[rng.IntN(len(d.Choices))]
-		if choice == d.Current {
-			continue
+		fixed := map[string]bool{}
+		change := func(d harnesses.Dimension) {
+			var others []string
+			for _, c := range d.Choices {
+				if c != d.Current {
+					others = append(others, c)
+				}
+			}
+			if len(others) > 0 {
+				point[d.Knob] = others[rng.IntN(len(others))]
+				fixed[d.Knob] = true
+			}
 		}
-		if src, err = harnesses.Mutate(src, d.Knob, choice); err != nil {
-			return "", err
+		if near {
+			for _, i := range rng.Perm(len(v.space))[:min(1+rng.IntN(3), len(v.space))] {
+				change(v.space[i])
+			}
+		} else {
+			for _, d := range v.space {
+				if rng.Float64() < mix.MutateP {
+					change(d)
+				}
+			}
+		}
+		if harnesses.SatisfyRequires(v.frags, point, fixed, pick) {
+			return v.vars.Render(point)
 		}
 	}
-	return src, nil
+	return "", fmt.Errorf("variant: no draw in 100 met its fragments' REQUIRES")
 }
 
 // trajectorySequences turns a rollout's policy calls into training

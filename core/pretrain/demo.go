@@ -156,7 +156,9 @@ func (d *demonstrator) mathReply(rng *rand.Rand, info harnesses.RequestInfo, pro
 			final = values[k]
 		}
 	}
-	useCalc := rng.Float64() < d.mix.MathCalc && info.Require != data.ActAnswer && contains(info.Tools, "calc")
+	// A harness that asks for a calc call first (it checks the model's
+	// own arithmetic) gets the worked steps ending in one.
+	useCalc := (info.Require == data.ActTool || rng.Float64() < d.mix.MathCalc) && info.Require != data.ActAnswer && contains(info.Tools, "calc")
 	style := rng.IntN(3)
 	var b strings.Builder
 	for i, s := range steps {
@@ -318,10 +320,30 @@ func (d *demonstrator) chessReply(rng *rand.Rand, info harnesses.RequestInfo, pr
 	case x < d.mix.ChessWrong+d.mix.ChessBare+d.mix.ChessCorrect:
 		return "<move>" + other + "</move> No: <move>" + gold + "</move>", nil
 	case x < 0.8:
+		if label := moveLabel(prompt, gold); label != "" && x >= 0.5 {
+			// A harness that labels the legal moves: the demonstration
+			// reads the label of the move it plays.
+			return "Best move: " + gold + " (" + label + ")\n<move>" + gold + "</move>", nil
+		}
 		return "<move>" + gold + "</move>", nil
 	default:
 		return "Best move: " + gold + "\n<move>" + gold + "</move>", nil
 	}
+}
+
+// moveLabel returns the label a harness showed beside a move, as in
+// "- e2e4 (pawn)" or "d1h5 (queen, takes pawn)"; "" when none is shown.
+func moveLabel(prompt, move string) string {
+	i := strings.LastIndex(prompt, move+" (")
+	if i < 0 {
+		return ""
+	}
+	rest := prompt[i+len(move)+2:]
+	j := strings.IndexAny(rest, ")\n")
+	if j <= 0 || rest[j] != ')' {
+		return ""
+	}
+	return rest[:j]
 }
 
 func pick(rng *rand.Rand, xs ...string) string { return xs[rng.IntN(len(xs))] }

@@ -413,35 +413,12 @@ func (p *proposal) with(changes map[string]string) map[string]string {
 // knobs that are neither fixed nor frozen; false when a requirement
 // cannot be met.
 func (p *proposal) satisfy(point map[string]string, fixed map[string]bool) bool {
-	keys := make([]string, 0, len(point))
-	for k := range point {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for pass := 0; pass < 4; pass++ {
-		changed := false
-		for _, k := range keys {
-			fr, ok := harnesses.FragmentFor(p.frags, k, point[k])
-			if !ok {
-				continue
-			}
-			for _, r := range fr.Requires {
-				if r.Satisfied(point[r.Knob]) {
-					continue
-				}
-				if fixed[r.Knob] || p.a.Frozen[r.Knob] {
-					return false
-				}
-				point[r.Knob] = p.pickFrom(r, point[r.Knob])
-				fixed[r.Knob] = true
-				changed = true
-			}
-		}
-		if !changed {
-			return true
+	for k := range p.a.Frozen {
+		if p.a.Frozen[k] {
+			fixed[k] = true
 		}
 	}
-	return false
+	return harnesses.SatisfyRequires(p.frags, point, fixed, p.pickFrom)
 }
 
 // pickFrom chooses a value a requirement allows: for numbers the one
