@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"whale/core/basemodel"
 	"whale/core/engine"
@@ -105,6 +106,7 @@ func newRunCmd() *cobra.Command {
 	var i, budget, rounds, replay, candidates int
 	var seed uint64
 	var headless, asJSON bool
+	var resumeEvery resumeEveryFlag
 	c := &cobra.Command{
 		Use:   "run --headless --domain D",
 		Short: "Run a WHALE alternation: weight phases and harness phases under a schedule",
@@ -188,7 +190,7 @@ func newRunCmd() *cobra.Command {
 			if cfg.Start, err = startRecord(modelPath, modelHash); err != nil {
 				return err
 			}
-			env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}
+			env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery.env()}
 			id, err := newRunID(db, domain)
 			if err != nil {
 				return err
@@ -226,7 +228,24 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
+	resumeEvery.register(f)
 	return c
+}
+
+// resumeEveryFlag is --resume-every: how often a run writes a resume point
+// between phase boundaries.
+type resumeEveryFlag struct{ d time.Duration }
+
+func (r *resumeEveryFlag) register(f *pflag.FlagSet) {
+	f.DurationVar(&r.d, "resume-every", engine.DefaultResumeEvery, "write a resume point this often between phase boundaries (0: after every weight step and harness iteration); phase boundaries, commands and Ctrl-C always write one, and a run resumed from any point ends as the uninterrupted run would")
+}
+
+// env is the engine's Env.ResumeEvery for the flag (whose 0 means every step).
+func (r *resumeEveryFlag) env() time.Duration {
+	if r.d <= 0 {
+		return -1
+	}
+	return r.d
 }
 
 // harnessArg turns --harness into what the engine stores: a built-in name
@@ -486,6 +505,7 @@ func startRecord(path, hash string) (*engine.StartModel, error) {
 func newResumeCmd() *cobra.Command {
 	var dbPath, dataPath, format, modelPath string
 	var headless, asJSON bool
+	var resumeEvery resumeEveryFlag
 	c := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run from its last resume point (a finished run prints its summary)",
@@ -503,7 +523,7 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+			env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery.env()}
 			if modelPath != "" {
 				if len(r.Cursor) > 0 {
 					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
@@ -530,6 +550,7 @@ func newResumeCmd() *cobra.Command {
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.StringVar(&modelPath, "model", "", "where the starting model file is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	resumeEvery.register(f)
 	return c
 }
 

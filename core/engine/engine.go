@@ -30,6 +30,13 @@ type Env struct {
 	// Policy samples rollouts; nil means a model.Sampler over Model (the
 	// normal case: rollouts come from the weights being trained).
 	Policy policy.Policy
+	// ResumeEvery is how often the run writes a resume point between
+	// phase boundaries: 0 means DefaultResumeEvery, negative after every
+	// weight step and harness iteration. Phase boundaries, applied control
+	// commands, the end and an interruption (a cancelled context) always
+	// write one. Every step is a function of the seed and the state, so a
+	// run resumed from any point ends as the uninterrupted run does.
+	ResumeEvery time.Duration
 }
 
 // Command is a control command from a person (TUI or CLI).
@@ -88,9 +95,23 @@ type Engine struct {
 	// time.
 	clock time.Time
 
-	// stopAfter, if set, is asked after every saved resume point whether
-	// to stop as if killed (tests of resume).
+	// stopAfter, if set, is asked after every weight step, harness
+	// iteration or phase boundary (and the resume point it may have
+	// written) whether to stop as if killed there (tests of resume).
 	stopAfter func(State) bool
+
+	// resumeEvery is Env.ResumeEvery resolved; lastSave when the last
+	// resume point was written. dirty says the weights or optimizer state
+	// changed since they were last stored; snap is the state after the
+	// last completed step (see saveOnCancel).
+	resumeEvery time.Duration
+	lastSave    time.Time
+	dirty       bool
+	snap        []byte
+	// times accumulates Timings; storeDepth keeps nested store timers
+	// from counting twice.
+	times      Timings
+	storeDepth int
 }
 
 // errStopped is returned by Run when stopAfter asked it to stop.
@@ -261,7 +282,10 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 		return nil, fmt.Errorf("engine: config domain %q but the environment's domain is %q", cfg.Domain, env.Domain.Name())
 	}
 	e := &Engine{RunID: runID, Cfg: cfg, env: env, harnessCache: map[string]*harnesses.Harness{},
-		broker: NewBroker[Event](), control: make(chan Command, 64)}
+		broker: NewBroker[Event](), control: make(chan Command, 64), resumeEvery: env.ResumeEvery, lastSave: time.Now()}
+	if e.resumeEvery == 0 {
+		e.resumeEvery = DefaultResumeEvery
+	}
 	e.pol = env.Policy
 	if e.pol == nil {
 		e.pol = model.NewSampler(env.Model, model.SamplerOptions{})
@@ -352,12 +376,13 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	} else if err := e.emit(EvRunResumed, nil); err != nil {
 		return Summary{}, err
 	}
+	e.markConsistent()
 	for !e.st.Done {
 		if err := ctx.Err(); err != nil {
-			return Summary{}, err
+			return Summary{}, e.interrupted(err)
 		}
 		if err := e.drainControl(ctx); err != nil {
-			return Summary{}, err
+			return Summary{}, e.interrupted(err)
 		}
 		if e.st.Paused {
 			continue
@@ -372,24 +397,43 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				end, err = e.harnessIteration(ctx)
 			}
 			if err != nil {
-				return Summary{}, err
+				return Summary{}, e.interrupted(err)
 			}
 			over = e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
 			end = end || over || e.stageSpent()
+			e.markConsistent()
 		}
 		if end {
 			if err := e.endPhase(ctx, over); err != nil {
-				return Summary{}, err
+				return Summary{}, e.interrupted(err)
 			}
 		}
-		if err := e.saveResume(); err != nil {
-			return Summary{}, err
+		if e.saveDue(end) {
+			if err := e.saveResume(); err != nil {
+				return Summary{}, err
+			}
+		} else {
+			e.markConsistent()
 		}
 		if e.stopAfter != nil && e.stopAfter(e.st) {
 			return Summary{}, errStopped
 		}
 	}
 	return *e.st.Summary, nil
+}
+
+// interrupted handles an error that ended Run between resume points: when
+// the context was cancelled (Ctrl-C, a stop request) it writes a resume
+// point at the last completed step, so the interruption loses only the
+// step in flight; other errors leave the last resume point as it is.
+func (e *Engine) interrupted(err error) error {
+	if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); !ctx {
+		return err
+	}
+	if serr := e.saveOnCancel(); serr != nil {
+		return fmt.Errorf("%w (and the resume point at the last completed step was not written: %v)", err, serr)
+	}
+	return err
 }
 
 // drainControl applies queued commands; while paused it waits for one.
@@ -420,6 +464,12 @@ func (e *Engine) drainControl(ctx context.Context) error {
 		}
 		e.st.ControlApplied = seq
 		if err := e.emit(EvControl, mustJSON(j)); err != nil {
+			return err
+		}
+		// A resume point right after the command: a resumed run replays
+		// journaled commands at its resume point, which is then exactly
+		// where this one took effect.
+		if err := e.saveResume(); err != nil {
 			return err
 		}
 	}
@@ -484,7 +534,10 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source}); err != nil {
+	stop := e.timeStore()
+	err = e.env.Store.PutHarness(store.Harness{Hash: h.Hash, Source: h.Source})
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	e.harnessCache[hash] = h

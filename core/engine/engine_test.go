@@ -35,8 +35,10 @@ func testEnv(t *testing.T, db *store.DB) Env {
 		t.Fatal(err)
 	}
 	tok := tokenizer.Bytes{}
+	// A resume point after every step: the tests of resume stop at a
+	// given save (TestSparseResumePointsResumeExactly covers the default).
 	return Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
-		Policy: harnesses.NewMixed(dom, tok, 2)}
+		Policy: harnesses.NewMixed(dom, tok, 2), ResumeEvery: -1}
 }
 
 func openDB(t *testing.T) *store.DB {

@@ -39,7 +39,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	tasks := e.trainBatch(e.st.Step)
+	stop := e.timeInto(&e.times.Sampling)
 	ts, hs, err := e.runAssigned(ctx, tasks, e.rolloutHarnesses(tasks), fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group)
+	stop()
 	if err != nil {
 		return false, err
 	}
@@ -69,7 +71,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		d.Replayed = len(old)
 		samples = append(append([]weights.Sample(nil), samples...), old...)
 	}
+	stop = e.timeInto(&e.times.Training)
 	d.Stats, err = e.op.Step(samples)
+	stop()
 	if errors.Is(err, model.ErrNonFinite) {
 		// The trainer refused the step and left the weights as they were;
 		// the run goes on from them.
@@ -88,13 +92,11 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	end := e.st.schedule().WeightStep(mean)
 	d.Patience = e.st.schedule().Patience()
 	if d.Stats.Updated {
-		if e.st.Weights, err = e.putWeights(); err != nil {
-			return false, err
-		}
+		e.st.Weights = e.hashWeights()
 	}
-	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
-		return false, err
-	}
+	// The optimizer moved (its step count at least): stored, with the
+	// weights, at the next resume point or kept checkpoint.
+	e.dirty = true
 	return end, e.emit(EvWeightStep, mustJSON(d))
 }
 
@@ -136,6 +138,7 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind strin
 	if len(recs) == 0 {
 		return nil
 	}
+	defer e.timeStore()()
 	seq, err := e.env.Store.AppendSamples(e.RunID, recs...)
 	if err != nil {
 		return err
@@ -156,7 +159,9 @@ func (e *Engine) scorer() search.Scorer {
 		if err != nil {
 			return nil, err
 		}
+		stop := e.timeInto(&e.times.Sampling)
 		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
+		stop()
 		if err != nil {
 			return nil, err
 		}
@@ -311,7 +316,9 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 		return eval.Report{}, err
 	}
 	prefix := fmt.Sprintf("%s/r%d/%s/", name, e.st.Round, e.st.Phase)
+	stop := e.timeInto(&e.times.Evaluation)
 	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(prefix, k))
+	stop()
 	if err != nil {
 		return eval.Report{}, err
 	}
@@ -468,7 +475,14 @@ func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	man := CheckpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
 		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config,
 		Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
-	if err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: []string{e.st.Weights, e.st.Optimizer}}); err != nil {
+	if err := e.persist(); err != nil {
+		return "", err
+	}
+	man.Optimizer = e.st.Optimizer // persist names the stored state
+	stop := e.timeStore()
+	err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: []string{e.st.Weights, e.st.Optimizer}})
+	stop()
+	if err != nil {
 		return "", err
 	}
 	if e.st.Kept == nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,7 +17,9 @@ import (
 func (e *Engine) emit(kind string, data []byte) error {
 	ev := Event{Kind: kind, Phase: e.st.Phase, Round: e.st.Round, Step: e.st.Step, Iteration: e.st.Iteration,
 		Rollouts: e.st.Ledger.Episodes(), Calls: e.st.Ledger.Budgeted(), Data: data}
+	stop := e.timeStore()
 	seq, err := e.env.Store.AppendEvents(e.RunID, mustJSON(ev))
+	stop()
 	if err != nil {
 		return err
 	}
@@ -26,11 +29,78 @@ func (e *Engine) emit(kind string, data []byte) error {
 	return nil
 }
 
-// saveResume commits the cursor (which names the weights and optimizer
-// blobs, already stored), then deletes the previous resume point's blobs
-// unless a kept checkpoint or the new cursor still uses them. A crash in
-// between leaves garbage, never a dangling reference.
+// DefaultResumeEvery is how often a run writes a resume point when its
+// Env does not say: often enough that a kill loses little work, rarely
+// enough that writing the weights and optimizer state (three times the
+// weights' size) stays a small share of the run's time.
+const DefaultResumeEvery = 30 * time.Second
+
+// saveDue reports whether the loop should write a resume point now:
+// always at a phase boundary or the run's end (kept checkpoints and the
+// summary must never be replayed from an older point), else when
+// resumeEvery has passed since the last one.
+func (e *Engine) saveDue(boundary bool) bool {
+	if boundary || e.st.Done || e.resumeEvery < 0 {
+		return true
+	}
+	return time.Since(e.lastSave) >= e.resumeEvery
+}
+
+// markConsistent records the state after a completed weight step, harness
+// iteration or phase boundary: the point a cancelled run saves (see
+// saveOnCancel). Work between two such points is all-or-nothing.
+func (e *Engine) markConsistent() { e.snap = mustJSON(e.st) }
+
+// saveOnCancel writes a resume point at the last consistent state when
+// the run is interrupted between resume points (Ctrl-C), so an interrupt
+// loses at most the step in flight. The model and optimizer still hold
+// that state's values: a step changes them only in its last, uncancellable
+// part (the operator's update), after which it completes.
+func (e *Engine) saveOnCancel() error {
+	if e.snap == nil {
+		return nil
+	}
+	var st State
+	if err := json.Unmarshal(e.snap, &st); err != nil {
+		return fmt.Errorf("engine: restore the last consistent state: %w", err)
+	}
+	e.st = st
+	return e.saveResume()
+}
+
+// persist stores the current weights and optimizer state as blobs if
+// they changed since they were last stored, and checks that the weights
+// are the ones the state names. Weight steps only hash the weights (a
+// fraction of the cost of writing them, and of writing the optimizer
+// state twice their size); resume points and kept checkpoints persist.
+func (e *Engine) persist() error {
+	if !e.dirty {
+		return nil
+	}
+	defer e.timeStore()()
+	w, err := e.putWeights()
+	if err != nil {
+		return err
+	}
+	if w != e.st.Weights {
+		return fmt.Errorf("engine: the model's weights (%s) are not the state's (%s)", abbrevHash(w), abbrevHash(e.st.Weights))
+	}
+	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
+		return err
+	}
+	e.dirty = false
+	return nil
+}
+
+// saveResume persists the weights and optimizer state, commits the cursor
+// (which names their blobs), then deletes the previous resume point's
+// blobs unless a kept checkpoint or the new cursor still uses them. A
+// crash in between leaves garbage, never a dangling reference.
 func (e *Engine) saveResume() error {
+	if err := e.persist(); err != nil {
+		return err
+	}
+	defer e.timeStore()()
 	status := "running"
 	if e.st.Paused {
 		status = "paused"
@@ -52,6 +122,8 @@ func (e *Engine) saveResume() error {
 	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins, spent); err != nil {
 		return err
 	}
+	e.lastSave = time.Now()
+	e.markConsistent()
 	old := e.saved
 	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
 	for _, h := range old {
@@ -65,6 +137,12 @@ func (e *Engine) saveResume() error {
 		}
 	}
 	return nil
+}
+
+// hashWeights names the model's current weights without storing them.
+func (e *Engine) hashWeights() string {
+	defer e.timeStore()()
+	return store.Hash(f32bytes(e.env.Model.ParamValues()))
 }
 
 func (e *Engine) putWeights() (string, error) {
