@@ -56,13 +56,14 @@ func h0With(t testing.TB, d data.Domain, knobs map[string]string) *harnesses.Har
 // transcripts) streamed into free slots — on a fresh sampler, on one whose
 // prefix cache the round-based run filled, and three sequences at a time —
 // as round by round. searchqa gets a third turn so that the model answers
-// after its own search.
+// after its own search. Under -short (the race pass) only searchqa runs.
 func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 	m := baseModel(t)
 	tok := basemodel.Tokenizer()
-	n := 4
+	n, names := 4, domains.Names()
 	if testing.Short() {
-		n = 2
+		// The race pass: one domain, multi-turn and voting.
+		n, names = 2, []string{"searchqa"}
 	}
 	multi := 0 // rollouts that called the model again after a first call
 	defer func() {
@@ -70,7 +71,7 @@ func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 			t.Error("no rollout made a second call: the workload is not multi-turn")
 		}
 	}()
-	for _, name := range domains.Names() {
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			d, err := domains.Open(name, 1)
 			if err != nil {
