@@ -870,14 +870,7 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 		return
 	}
 	if !valid {
-		if r.traj.InvalidRetries < h.InvalidRetryBudget {
-			r.traj.InvalidRetries++
-			rec.Outcome = "invalid_retry"
-			r.say("user", reason)
-			return
-		}
-		rec.Outcome = string(data.FailInvalid)
-		r.finish(0, data.FailInvalid)
+		rt.invalid(r, rec, reason)
 		return
 	}
 	if act.Kind != data.ActTool && !Extracted(act.Text, call.Text) {
@@ -903,19 +896,25 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 		// The environment refused the action without ending the episode
 		// (an illegal move): an invalid retry, with its feedback.
 		r.setObs(res.Obs)
-		if r.traj.InvalidRetries < h.InvalidRetryBudget {
-			r.traj.InvalidRetries++
-			rec.Outcome = "invalid_retry"
-			r.say("user", res.Feedback)
-			return
-		}
-		rec.Outcome = string(data.FailInvalid)
-		r.finish(0, data.FailInvalid)
+		rt.invalid(r, rec, res.Feedback)
 		return
 	}
 	r.setObs(res.Obs)
 	r.feedback = res.Feedback
 	r.needObs = true
+}
+
+// invalid handles an invalid action recorded in rec: a retry with
+// feedback while the budget lasts, the end of the rollout after.
+func (rt *runner) invalid(r *rollout, rec *Call, feedback string) {
+	if r.traj.InvalidRetries < rt.h.InvalidRetryBudget {
+		r.traj.InvalidRetries++
+		rec.Outcome = "invalid_retry"
+		r.say("user", feedback)
+		return
+	}
+	rec.Outcome = string(data.FailInvalid)
+	r.finish(0, data.FailInvalid)
 }
 
 // validate applies the runtime's own checks (required kind, offered tool)

@@ -397,14 +397,38 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 // batch run in a later wave; each wave is one batched forward pass (split
 // at maxRows rows).
 func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
-	const minShare = 4 // shorter shared prefixes are not worth a later wave
-	type plan struct {
-		dup   *seqState // identical earlier prompt
-		src   *seqState // earlier prompt sharing a prefix
-		start int       // prompt tokens already in the cache
-		wave  int
+	plans, nw := s.planPrefill(seqs)
+	for w := 0; w < nw; w++ {
+		if err := s.prefillWave(ctx, seqs, plans, w); err != nil {
+			return err
+		}
 	}
-	plans := make([]plan, len(seqs))
+	for i, q := range seqs {
+		if e := plans[i].dup; e != nil {
+			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
+			q.n, q.canon, q.logits = e.n, e.canon, e.logits
+		}
+		s.stats.ReusedTokens += int64(plans[i].start)
+		if plans[i].dup != nil {
+			s.stats.ReusedTokens += int64(q.n)
+		}
+	}
+	return nil
+}
+
+// prefillPlan says how one prompt of a prefill is filled.
+type prefillPlan struct {
+	dup   *seqState // identical earlier prompt
+	src   *seqState // earlier prompt sharing a prefix
+	start int       // prompt tokens already in the cache
+	wave  int       // -1: filled from the prefix cache, nothing to compute
+}
+
+// planPrefill copies what the prefix cache holds into each sequence and
+// plans the rest; it returns the plans and the number of waves.
+func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
+	const minShare = 4 // shorter shared prefixes are not worth a later wave
+	plans := make([]prefillPlan, len(seqs))
 	waveOf := map[*seqState]int{}
 	nw := 0
 	for i, q := range seqs {
@@ -448,56 +472,47 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 		waveOf[q] = p.wave
 		nw = max(nw, p.wave+1)
 	}
-	for w := 0; w < nw; w++ {
-		var items []work
-		rows := 0
-		flush := func() error {
-			if len(items) > 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("model: prefill: %w", err)
-				}
-				s.forward(items, true)
-				items, rows = items[:0], 0
+	return plans, nw
+}
+
+// prefillWave computes the prompts of wave w in batched forward passes of
+// at most maxRows rows.
+func (s *Sampler) prefillWave(ctx context.Context, seqs []*seqState, plans []prefillPlan, w int) error {
+	var items []work
+	rows := 0
+	flush := func() error {
+		if len(items) > 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("model: prefill: %w", err)
 			}
-			return nil
+			s.forward(items, true)
+			items, rows = items[:0], 0
 		}
-		for i, q := range seqs {
-			p := plans[i]
-			if p.dup != nil || p.wave != w {
-				continue
-			}
-			if p.src != nil {
-				s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
-				q.n, q.canon = p.start, p.start
-			}
-			for from := p.start; from < len(q.req.Prompt); {
-				to := min(len(q.req.Prompt), from+maxRows-rows)
-				items = append(items, work{s: q, from: from, to: to})
-				rows += to - from
-				s.stats.PrefillTokens += int64(to - from)
-				from = to
-				if rows >= maxRows {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if err := flush(); err != nil {
-			return err
-		}
+		return nil
 	}
 	for i, q := range seqs {
-		if e := plans[i].dup; e != nil {
-			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
-			q.n, q.canon, q.logits = e.n, e.canon, e.logits
+		p := plans[i]
+		if p.dup != nil || p.wave != w {
+			continue
 		}
-		s.stats.ReusedTokens += int64(plans[i].start)
-		if plans[i].dup != nil {
-			s.stats.ReusedTokens += int64(q.n)
+		if p.src != nil {
+			s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
+			q.n, q.canon = p.start, p.start
+		}
+		for from := p.start; from < len(q.req.Prompt); {
+			to := min(len(q.req.Prompt), from+maxRows-rows)
+			items = append(items, work{s: q, from: from, to: to})
+			rows += to - from
+			s.stats.PrefillTokens += int64(to - from)
+			from = to
+			if rows >= maxRows {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return nil
+	return flush()
 }
 
 func commonPrefix(a, b []int32) int {
