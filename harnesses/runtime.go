@@ -47,8 +47,9 @@ type RunOptions struct {
 	// episode behind it.
 	OnRequest func(RequestInfo)
 	// Progress, if set, is called with the finished and total rollout
-	// counts: once at the start and after each round, or, with a policy
-	// that streams, whenever a rollout finishes.
+	// counts: before every round (the last sees all finished), or, with a
+	// policy that streams, once at the start and whenever a rollout
+	// finishes.
 	Progress func(done, total int)
 }
 
