@@ -30,8 +30,11 @@ type RunOptions struct {
 	TopK        int
 	// MaxNewTokens bounds each completion; 0 means 256.
 	MaxNewTokens int
-	// BatchSize bounds the requests of one Generate call; 0 means all
-	// pending requests in one call.
+	// BatchSize bounds the requests of one Generate call, or, with a
+	// policy that streams, the requests in flight at once (a voting call's
+	// SAMPLES count as that many; one call always fits); 0 means all
+	// pending requests in one call, or every rollout's in flight at once
+	// (the policy then bounds what it decodes together).
 	BatchSize int
 	// EpisodeTokens, if positive, bounds the completion tokens of one
 	// rollout over all its calls; a rollout that reaches it before it is
@@ -43,8 +46,10 @@ type RunOptions struct {
 	// OnRequest, if set, sees every request before it is sent, with the
 	// episode behind it.
 	OnRequest func(RequestInfo)
-	// Progress, if set, is called after each batch with the finished and
-	// total rollout counts.
+	// Progress, if set, is called with the finished and total rollout
+	// counts: before every round (the last sees all finished), or, with a
+	// policy that streams, once at the start and whenever a rollout
+	// finishes.
 	Progress func(done, total int)
 }
 
@@ -179,11 +184,18 @@ type rollout struct {
 	last string
 }
 
-// Run drives tasks × K rollouts through harness h and policy pol. It is a
-// step-wise state machine: each round advances every live episode to its
-// next policy call and sends all of them to pol in one batched Generate
-// (split by BatchSize). Harness errors end only their own rollout (as
-// FailHarness with the harness line); policy errors end the run.
+// Run drives tasks × K rollouts through harness h and policy pol. Each
+// rollout is a step-wise state machine that runs the harness until it
+// needs the policy. A policy that streams (policy.Streamer: the local
+// model) is kept full: a rollout's completion is processed the moment it
+// arrives and its next request joins the batch being decoded, and a
+// rollout that ends frees its slots for one not yet started (see
+// runStream). Any other policy is driven in rounds: every live rollout
+// advances to its next call and all of them go to pol in batched Generate
+// calls (split by BatchSize). Both give the same trajectories, since a
+// completion depends only on its request. Harness errors end only their
+// own rollout (as FailHarness with the harness line); policy errors end
+// the run.
 func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, pol policy.Policy, tok tokenizer.Tokenizer, opts RunOptions) ([]Trajectory, error) {
 	if opts.K <= 0 {
 		opts.K = 1
@@ -214,10 +226,30 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 		}
 	}
 	rt := &runner{h: h, tok: tok, opts: opts, stop: stop}
-	total := len(rs)
+	var err error
+	if st, ok := pol.(policy.Streamer); ok {
+		err = rt.runStream(ctx, st, rs)
+	} else {
+		err = rt.runRounds(ctx, pol, rs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Trajectory, len(rs))
+	for i, r := range rs {
+		out[i] = *r.traj
+	}
+	return out, nil
+}
+
+// runRounds is Run for a policy that cannot stream: each round advances
+// every live rollout to its next policy call and sends the calls in
+// chunks of BatchSize requests, each chunk waiting for its slowest
+// completion.
+func (rt *runner) runRounds(ctx context.Context, pol policy.Policy, rs []*rollout) error {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("harnesses: run: %w", err)
+			return fmt.Errorf("harnesses: run: %w", err)
 		}
 		var batch []*rollout
 		done := 0
@@ -231,30 +263,25 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 				batch = append(batch, r)
 			}
 		}
-		if opts.Progress != nil {
-			opts.Progress(done, total)
+		if rt.opts.Progress != nil {
+			rt.opts.Progress(done, len(rs))
 		}
 		if len(batch) == 0 {
-			break
+			return nil
 		}
-		size := opts.BatchSize
+		size := rt.opts.BatchSize
 		if size <= 0 {
 			size = len(batch)
 		}
 		// A chunk holds whole rollouts, each asking for SAMPLES completions.
-		size = max(1, size/max(1, h.Samples))
+		size = max(1, size/max(1, rt.h.Samples))
 		for lo := 0; lo < len(batch); lo += size {
 			chunk := batch[lo:min(lo+size, len(batch))]
 			if err := rt.generate(ctx, pol, chunk); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	out := make([]Trajectory, len(rs))
-	for i, r := range rs {
-		out[i] = *r.traj
-	}
-	return out, nil
 }
 
 type runner struct {
@@ -614,20 +641,7 @@ func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*roll
 	reqs := make([]policy.Request, 0, len(chunk)*n)
 	obs, _ := pol.(RequestObserver)
 	for _, r := range chunk {
-		for j := 0; j < n; j++ {
-			key := sampleKey(r.pending.Key, j)
-			reqs = append(reqs, policy.Request{Key: key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
-				Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed})
-			if obs != nil || rt.opts.OnRequest != nil {
-				info := RequestInfo{Key: key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
-				if obs != nil {
-					obs.ObserveRequest(info)
-				}
-				if rt.opts.OnRequest != nil {
-					rt.opts.OnRequest(info)
-				}
-			}
-		}
+		reqs = append(reqs, rt.requests(r, obs)...)
 	}
 	comps, err := pol.Generate(ctx, reqs)
 	if err != nil {
@@ -637,13 +651,41 @@ func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*roll
 		return fmt.Errorf("harnesses: run: policy returned %d completions for %d requests", len(comps), len(reqs))
 	}
 	for i, r := range chunk {
-		if n == 1 {
-			rt.complete(r, comps[i])
-			continue
-		}
-		rt.vote(r, comps[i*n:(i+1)*n])
+		rt.deliver(r, comps[i*n:(i+1)*n])
 	}
 	return nil
+}
+
+// requests builds the SAMPLES requests of r's pending call, showing each
+// to the observer and the OnRequest hook first.
+func (rt *runner) requests(r *rollout, obs RequestObserver) []policy.Request {
+	n := max(1, rt.h.Samples)
+	reqs := make([]policy.Request, n)
+	for j := range reqs {
+		key := sampleKey(r.pending.Key, j)
+		reqs[j] = policy.Request{Key: key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
+			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed}
+		if obs != nil || rt.opts.OnRequest != nil {
+			info := RequestInfo{Key: key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
+			if obs != nil {
+				obs.ObserveRequest(info)
+			}
+			if rt.opts.OnRequest != nil {
+				rt.opts.OnRequest(info)
+			}
+		}
+	}
+	return reqs
+}
+
+// deliver hands r the completions of its pending call: the only one, or
+// the SAMPLES to vote on.
+func (rt *runner) deliver(r *rollout, comps []policy.Completion) {
+	if len(comps) == 1 {
+		rt.complete(r, comps[0])
+		return
+	}
+	rt.vote(r, comps)
 }
 
 // text decodes a completion without its stop token.
@@ -829,14 +871,7 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 		return
 	}
 	if !valid {
-		if r.traj.InvalidRetries < h.InvalidRetryBudget {
-			r.traj.InvalidRetries++
-			rec.Outcome = "invalid_retry"
-			r.say("user", reason)
-			return
-		}
-		rec.Outcome = string(data.FailInvalid)
-		r.finish(0, data.FailInvalid)
+		rt.invalid(r, rec, reason)
 		return
 	}
 	if act.Kind != data.ActTool && !Extracted(act.Text, call.Text) {
@@ -862,19 +897,25 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 		// The environment refused the action without ending the episode
 		// (an illegal move): an invalid retry, with its feedback.
 		r.setObs(res.Obs)
-		if r.traj.InvalidRetries < h.InvalidRetryBudget {
-			r.traj.InvalidRetries++
-			rec.Outcome = "invalid_retry"
-			r.say("user", res.Feedback)
-			return
-		}
-		rec.Outcome = string(data.FailInvalid)
-		r.finish(0, data.FailInvalid)
+		rt.invalid(r, rec, res.Feedback)
 		return
 	}
 	r.setObs(res.Obs)
 	r.feedback = res.Feedback
 	r.needObs = true
+}
+
+// invalid handles an invalid action recorded in rec: a retry with
+// feedback while the budget lasts, the end of the rollout after.
+func (rt *runner) invalid(r *rollout, rec *Call, feedback string) {
+	if r.traj.InvalidRetries < rt.h.InvalidRetryBudget {
+		r.traj.InvalidRetries++
+		rec.Outcome = "invalid_retry"
+		r.say("user", feedback)
+		return
+	}
+	rec.Outcome = string(data.FailInvalid)
+	r.finish(0, data.FailInvalid)
 }
 
 // validate applies the runtime's own checks (required kind, offered tool)

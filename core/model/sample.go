@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -56,9 +55,11 @@ type SamplerOptions struct {
 }
 
 // Sampler generates completions from a Model with a KV cache per sequence,
-// batched decoding and prefix reuse. It implements policy.Policy. It is not
-// safe for concurrent use, and the Model must not be trained while a
-// Generate call runs (between calls is fine: caches follow the weights).
+// batched decoding and prefix reuse. It implements policy.Policy and
+// policy.Streamer (continuous batching, stream.go). It is not safe for
+// concurrent use: one stream, or one Generate call, at a time. The Model
+// must not be trained while a Generate call runs or a stream is open
+// (between them is fine: caches follow the weights).
 // On a backend that packs weights (the CPU float32 one) it keeps a packed
 // copy of every matrix, in float32 or, with BF16, in bfloat16 (so as much
 // memory again as the model's matrices, or half), repacked on the first
@@ -79,6 +80,9 @@ type Sampler struct {
 	decodeHost []float32
 	stats      SamplerStats
 	packTried  bool
+	// open is set while a stream (Generate opens one) uses the scratch
+	// buffers and the prefix cache above.
+	open bool
 }
 
 // SamplerStats counts a Sampler's work since it was made.
@@ -114,6 +118,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 
 // seqState is one sequence being generated.
 type seqState struct {
+	id  int // the caller's id (Stream.Submit; the index in Generate)
 	req *policy.Request
 	kv  kernels.Tensor // [layer][K|V][KVH][cap][hd]
 	cap int            // rows of the cache
@@ -328,9 +333,11 @@ func (s *Sampler) refresh() {
 	s.version = s.m.Version()
 }
 
-func (s *Sampler) checkRequest(i int, r *policy.Request) error {
+// checkRequest refuses a request the sampler cannot serve, naming the
+// caller's id for it (the index in Generate) and its key.
+func (s *Sampler) checkRequest(id int, r *policy.Request) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("model: request %d (key %q): %s", i, r.Key, fmt.Sprintf(format, args...))
+		return fmt.Errorf("model: request %d (key %q): %s", id, r.Key, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case len(r.Prompt) == 0:
@@ -352,112 +359,32 @@ func (s *Sampler) checkRequest(i int, r *policy.Request) error {
 	return nil
 }
 
-// Generate implements policy.Policy: prompts are prefilled (reusing cached
-// prefixes), then all sequences decode together, one batched forward pass
-// per generated position.
+// Generate implements policy.Policy over a stream (stream.go): every
+// request is submitted at once, in order, and the completions are put back
+// in request order; the sampler admits them into free slots as earlier
+// ones finish.
 func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	// Refuse a bad batch before any work is done.
 	for i := range reqs {
 		if err := s.checkRequest(i, &reqs[i]); err != nil {
 			return nil, err
 		}
 	}
-	s.refresh()
-	d := s.m.d
-	maxBatch := s.opts.MaxBatch
-	if maxBatch <= 0 {
-		maxBatch = 64
+	st, err := s.openStream()
+	if err != nil {
+		return nil, err
 	}
-	maxKV := s.opts.MaxKVBytes
-	if maxKV <= 0 {
-		maxKV = 4 << 30
-	}
-	seqs := make([]*seqState, len(reqs))
-	var pending, live []*seqState
+	defer st.Close()
 	for i := range reqs {
-		r := &reqs[i]
-		h := fnv.New64a()
-		h.Write([]byte(r.Key))
-		q := &seqState{req: r, toks: slices.Clip(append([]int32(nil), r.Prompt...)), rng: rand.New(rand.NewPCG(r.Seed, h.Sum64()))}
-		seqs[i] = q
-		if len(r.Prompt) > d.maxPos {
-			q.out.Finish, q.done = policy.FinishContext, true
-			continue
-		}
-		q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, d.maxPos)
-		pending = append(pending, q)
-	}
-	for len(pending) > 0 || len(live) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("model: generate: %w", err)
-		}
-		// Continuous batching: admit waiting requests into free slots; their
-		// caches exist only while they run.
-		// Admission stops at MaxBatch sequences or MaxKVBytes of caches
-		// (counted at 4 bytes per element), but always admits one.
-		liveBytes := int64(0)
-		for _, q := range live {
-			liveBytes += int64(s.m.kvLen(q.cap)) * 4
-		}
-		n := 0
-		for n < len(pending) && len(live)+n < maxBatch {
-			b := int64(s.m.kvLen(pending[n].cap)) * 4
-			if len(live)+n > 0 && liveBytes+b > maxKV {
-				break
-			}
-			liveBytes += b
-			n++
-		}
-		if n > 0 {
-			adm := pending[:n]
-			pending = pending[n:]
-			for _, q := range adm {
-				q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
-			}
-			if err := s.prefill(ctx, adm); err != nil {
-				return nil, err
-			}
-			live = append(live, adm...)
-		}
-		var items []work
-		for _, q := range live {
-			tok, lp := sampleToken(q.logits, q.req, q.rng, &s.ss)
-			s.stats.SampledTokens++
-			q.toks = append(q.toks, tok)
-			q.out.Tokens = append(q.out.Tokens, tok)
-			q.out.LogProbs = append(q.out.LogProbs, lp)
-			switch {
-			case slices.Contains(q.req.Stop, tok):
-				q.out.Finish = policy.FinishStop
-			case len(q.out.Tokens) >= q.req.MaxNewTokens:
-				q.out.Finish = policy.FinishLength
-			case q.n >= d.maxPos:
-				q.out.Finish = policy.FinishContext
-			default:
-				items = append(items, work{s: q, from: q.n, to: q.n + 1})
-				continue
-			}
-			q.done = true
-			// Only canonical rows go to the prefix cache; the logits after
-			// them are known only if every row is.
-			var lg []float32
-			if q.canon == q.n {
-				lg = q.logits
-			}
-			s.cache.insert(q.toks[:q.canon], q.kv, q.cap, lg)
-			q.kv = kernels.Tensor{}
-		}
-		live = live[:0]
-		for _, it := range items {
-			live = append(live, it.s)
-		}
-		if len(items) > 0 {
-			s.stats.DecodeTokens += int64(len(items))
-			s.forward(items, false)
-		}
+		st.submit(i, &reqs[i])
 	}
 	out := make([]policy.Completion, len(reqs))
-	for i, q := range seqs {
-		out[i] = q.out
+	for range reqs {
+		res, err := st.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[res.ID] = res.Completion
 	}
 	return out, nil
 }
@@ -470,14 +397,38 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 // batch run in a later wave; each wave is one batched forward pass (split
 // at maxRows rows).
 func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
-	const minShare = 4 // shorter shared prefixes are not worth a later wave
-	type plan struct {
-		dup   *seqState // identical earlier prompt
-		src   *seqState // earlier prompt sharing a prefix
-		start int       // prompt tokens already in the cache
-		wave  int
+	plans, nw := s.planPrefill(seqs)
+	for w := 0; w < nw; w++ {
+		if err := s.prefillWave(ctx, seqs, plans, w); err != nil {
+			return err
+		}
 	}
-	plans := make([]plan, len(seqs))
+	for i, q := range seqs {
+		if e := plans[i].dup; e != nil {
+			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
+			q.n, q.canon, q.logits = e.n, e.canon, e.logits
+		}
+		s.stats.ReusedTokens += int64(plans[i].start)
+		if plans[i].dup != nil {
+			s.stats.ReusedTokens += int64(q.n)
+		}
+	}
+	return nil
+}
+
+// prefillPlan says how one prompt of a prefill is filled.
+type prefillPlan struct {
+	dup   *seqState // identical earlier prompt
+	src   *seqState // earlier prompt sharing a prefix
+	start int       // prompt tokens already in the cache
+	wave  int       // -1: filled from the prefix cache, nothing to compute
+}
+
+// planPrefill copies what the prefix cache holds into each sequence and
+// plans the rest; it returns the plans and the number of waves.
+func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
+	const minShare = 4 // shorter shared prefixes are not worth a later wave
+	plans := make([]prefillPlan, len(seqs))
 	waveOf := map[*seqState]int{}
 	nw := 0
 	for i, q := range seqs {
@@ -521,56 +472,47 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 		waveOf[q] = p.wave
 		nw = max(nw, p.wave+1)
 	}
-	for w := 0; w < nw; w++ {
-		var items []work
-		rows := 0
-		flush := func() error {
-			if len(items) > 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("model: prefill: %w", err)
-				}
-				s.forward(items, true)
-				items, rows = items[:0], 0
+	return plans, nw
+}
+
+// prefillWave computes the prompts of wave w in batched forward passes of
+// at most maxRows rows.
+func (s *Sampler) prefillWave(ctx context.Context, seqs []*seqState, plans []prefillPlan, w int) error {
+	var items []work
+	rows := 0
+	flush := func() error {
+		if len(items) > 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("model: prefill: %w", err)
 			}
-			return nil
+			s.forward(items, true)
+			items, rows = items[:0], 0
 		}
-		for i, q := range seqs {
-			p := plans[i]
-			if p.dup != nil || p.wave != w {
-				continue
-			}
-			if p.src != nil {
-				s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
-				q.n, q.canon = p.start, p.start
-			}
-			for from := p.start; from < len(q.req.Prompt); {
-				to := min(len(q.req.Prompt), from+maxRows-rows)
-				items = append(items, work{s: q, from: from, to: to})
-				rows += to - from
-				s.stats.PrefillTokens += int64(to - from)
-				from = to
-				if rows >= maxRows {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if err := flush(); err != nil {
-			return err
-		}
+		return nil
 	}
 	for i, q := range seqs {
-		if e := plans[i].dup; e != nil {
-			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
-			q.n, q.canon, q.logits = e.n, e.canon, e.logits
+		p := plans[i]
+		if p.dup != nil || p.wave != w {
+			continue
 		}
-		s.stats.ReusedTokens += int64(plans[i].start)
-		if plans[i].dup != nil {
-			s.stats.ReusedTokens += int64(q.n)
+		if p.src != nil {
+			s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
+			q.n, q.canon = p.start, p.start
+		}
+		for from := p.start; from < len(q.req.Prompt); {
+			to := min(len(q.req.Prompt), from+maxRows-rows)
+			items = append(items, work{s: q, from: from, to: to})
+			rows += to - from
+			s.stats.PrefillTokens += int64(to - from)
+			from = to
+			if rows >= maxRows {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return nil
+	return flush()
 }
 
 func commonPrefix(a, b []int32) int {

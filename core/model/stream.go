@@ -1,0 +1,234 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+
+	"whale/core/policy"
+	"whale/kernels"
+)
+
+// Continuous batching. A stream keeps a dynamic set of sequences: each
+// step admits waiting requests into free slots (prefilling them, with
+// prefix reuse), samples one token for every running sequence, hands back
+// the ones that stopped and runs one batched forward pass for the rest.
+// A request submitted between steps joins the next one. Generate is this
+// same loop with every request submitted up front, so there is one
+// implementation of sampling.
+//
+// Nothing here changes what a sequence samples: its RNG comes from its
+// seed and key, and every product that computes its keys, values and
+// logits is row-invariant (see rowChunk), so which sequences share a step
+// does not reach its tokens or log-probabilities.
+
+var _ policy.Streamer = (*Sampler)(nil)
+
+// stream is the Sampler's policy.Stream. The Sampler runs it on the
+// caller's goroutine, inside Next.
+type stream struct {
+	s        *Sampler
+	version  uint64 // Model.Version the stream was opened at
+	maxBatch int
+	maxKV    int64
+	pending  []*seqState // submitted, waiting for a slot, in submission order
+	live     []*seqState // in a slot; logits after their last token are set
+	ready    []*seqState // finished, not yet handed back
+	err      error       // the error that spent the stream
+	closed   bool
+}
+
+// OpenStream implements policy.Streamer. The stream holds the sampler
+// until it is closed: a second OpenStream or a Generate call fails.
+func (s *Sampler) OpenStream() (policy.Stream, error) {
+	return s.openStream()
+}
+
+func (s *Sampler) openStream() (*stream, error) {
+	if s.open {
+		return nil, errors.New("model: sampler already has an open stream (a Sampler serves one caller at a time); close it first")
+	}
+	s.refresh()
+	s.open = true
+	st := &stream{s: s, version: s.version, maxBatch: s.opts.MaxBatch, maxKV: s.opts.MaxKVBytes}
+	if st.maxBatch <= 0 {
+		st.maxBatch = 64
+	}
+	if st.maxKV <= 0 {
+		st.maxKV = 4 << 30
+	}
+	return st, nil
+}
+
+// usable is the error every call on a spent or closed stream returns.
+func (st *stream) usable() error {
+	if st.closed {
+		return errors.New("model: stream is closed")
+	}
+	return st.err
+}
+
+// Submit implements policy.Stream.
+func (st *stream) Submit(id int, req policy.Request) error {
+	if err := st.usable(); err != nil {
+		return err
+	}
+	if err := st.s.checkRequest(id, &req); err != nil {
+		return err
+	}
+	st.submit(id, &req)
+	return nil
+}
+
+// submit queues a checked request. A prompt that already fills the
+// context window is finished without a slot.
+func (st *stream) submit(id int, r *policy.Request) {
+	h := fnv.New64a()
+	h.Write([]byte(r.Key))
+	q := &seqState{id: id, req: r, toks: slices.Clip(append([]int32(nil), r.Prompt...)), rng: rand.New(rand.NewPCG(r.Seed, h.Sum64()))}
+	if len(r.Prompt) > st.s.m.d.maxPos {
+		q.out.Finish, q.done = policy.FinishContext, true
+		st.ready = append(st.ready, q)
+		return
+	}
+	q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, st.s.m.d.maxPos)
+	st.pending = append(st.pending, q)
+}
+
+// Next implements policy.Stream: it runs decoding steps until a sequence
+// finishes. Sequences that finish in the same step are handed back one
+// call at a time, without further steps, so that requests the caller
+// submits in between join the next step together.
+func (st *stream) Next(ctx context.Context) (policy.Result, error) {
+	if err := st.usable(); err != nil {
+		return policy.Result{}, err
+	}
+	for len(st.ready) == 0 {
+		if len(st.pending) == 0 && len(st.live) == 0 {
+			return policy.Result{}, policy.ErrStreamIdle
+		}
+		if err := ctx.Err(); err != nil {
+			st.err = fmt.Errorf("model: generate: %w", err)
+			return policy.Result{}, st.err
+		}
+		if v := st.s.m.Version(); v != st.version {
+			st.err = fmt.Errorf("model: the model's weights changed (version %d to %d) while a stream was open", st.version, v)
+			return policy.Result{}, st.err
+		}
+		if err := st.step(ctx); err != nil {
+			st.err = err
+			return policy.Result{}, err
+		}
+	}
+	q := st.ready[0]
+	st.ready[0] = nil
+	st.ready = st.ready[1:]
+	return policy.Result{ID: q.id, Completion: q.out}, nil
+}
+
+// Close implements policy.Stream.
+func (st *stream) Close() error {
+	if st.closed {
+		return nil
+	}
+	for _, q := range st.live {
+		st.s.m.be.Free(q.kv)
+		q.kv = kernels.Tensor{}
+	}
+	st.pending, st.live, st.ready = nil, nil, nil
+	st.closed = true
+	st.s.open = false
+	return nil
+}
+
+// admissible counts the waiting requests, from the front, that fit now.
+// Admission stops at MaxBatch sequences or MaxKVBytes of caches (counted
+// at 4 bytes per element), but always admits one.
+func (st *stream) admissible() int {
+	liveBytes := int64(0)
+	for _, q := range st.live {
+		liveBytes += int64(st.s.m.kvLen(q.cap)) * 4
+	}
+	n := 0
+	for n < len(st.pending) && len(st.live)+n < st.maxBatch {
+		b := int64(st.s.m.kvLen(st.pending[n].cap)) * 4
+		if len(st.live)+n > 0 && liveBytes+b > st.maxKV {
+			break
+		}
+		liveBytes += b
+		n++
+	}
+	return n
+}
+
+// step admits what fits, samples one token for every running sequence,
+// moves the finished ones to ready (their caches to the prefix cache) and
+// feeds the rest one position forward.
+func (st *stream) step(ctx context.Context) error {
+	s := st.s
+	if n := st.admissible(); n > 0 {
+		adm := slices.Clone(st.pending[:n])
+		st.pending = slices.Delete(st.pending, 0, n)
+		for _, q := range adm {
+			q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
+		}
+		if err := s.prefill(ctx, adm); err != nil {
+			for _, q := range adm {
+				s.m.be.Free(q.kv)
+				q.kv = kernels.Tensor{}
+			}
+			return err
+		}
+		st.live = append(st.live, adm...)
+	}
+	var items []work
+	running := st.live[:0]
+	for _, q := range st.live {
+		if s.sampleNext(q) {
+			items = append(items, work{s: q, from: q.n, to: q.n + 1})
+			running = append(running, q)
+			continue
+		}
+		st.ready = append(st.ready, q)
+	}
+	clear(st.live[len(running):])
+	st.live = running
+	if len(items) > 0 {
+		s.stats.DecodeTokens += int64(len(items))
+		s.forward(items, false)
+	}
+	return nil
+}
+
+// sampleNext samples q's next token and reports whether q goes on. A
+// sequence that stops gives its cache to the prefix cache.
+func (s *Sampler) sampleNext(q *seqState) bool {
+	tok, lp := sampleToken(q.logits, q.req, q.rng, &s.ss)
+	s.stats.SampledTokens++
+	q.toks = append(q.toks, tok)
+	q.out.Tokens = append(q.out.Tokens, tok)
+	q.out.LogProbs = append(q.out.LogProbs, lp)
+	switch {
+	case slices.Contains(q.req.Stop, tok):
+		q.out.Finish = policy.FinishStop
+	case len(q.out.Tokens) >= q.req.MaxNewTokens:
+		q.out.Finish = policy.FinishLength
+	case q.n >= s.m.d.maxPos:
+		q.out.Finish = policy.FinishContext
+	default:
+		return true
+	}
+	q.done = true
+	// Only canonical rows go to the prefix cache; the logits after them
+	// are known only if every row is.
+	var lg []float32
+	if q.canon == q.n {
+		lg = q.logits
+	}
+	s.cache.insert(q.toks[:q.canon], q.kv, q.cap, lg)
+	q.kv = kernels.Tensor{}
+	return false
+}

@@ -1,0 +1,206 @@
+package harnesses
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"whale/core/policy"
+	"whale/core/tokenizer"
+	"whale/data"
+	"whale/data/domains"
+)
+
+// shuffled makes a streaming policy of one that answers by key: each Next
+// answers one request in flight chosen at random, so completions come
+// back in an order that has nothing to do with submission.
+type shuffled struct {
+	pol    policy.Policy
+	seed   uint64
+	peak   int // most requests in flight at once
+	opened int
+	closed int
+	// failSubmit and failNext, if set, make Submit refuse that key and
+	// Next fail once that many completions were handed back.
+	failSubmit string
+	failNext   int
+	// badID, if set, makes Next hand back an id never submitted.
+	badID bool
+}
+
+func (p *shuffled) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+	return p.pol.Generate(ctx, reqs)
+}
+
+// ObserveRequest passes the episode behind a request on (the oracle half
+// of Mixed needs it).
+func (p *shuffled) ObserveRequest(info RequestInfo) {
+	if o, ok := p.pol.(RequestObserver); ok {
+		o.ObserveRequest(info)
+	}
+}
+
+func (p *shuffled) OpenStream() (policy.Stream, error) {
+	p.opened++
+	return &shuffledStream{p: p, rng: rand.New(rand.NewPCG(p.seed, 1))}, nil
+}
+
+type shuffledStream struct {
+	p      *shuffled
+	rng    *rand.Rand
+	ids    []int
+	reqs   []policy.Request
+	served int
+}
+
+func (s *shuffledStream) Submit(id int, r policy.Request) error {
+	if r.Key == s.p.failSubmit {
+		return errors.New("shuffled: request " + strconv.Itoa(id) + " (key " + strconv.Quote(r.Key) + "): refused")
+	}
+	s.ids, s.reqs = append(s.ids, id), append(s.reqs, r)
+	s.p.peak = max(s.p.peak, len(s.ids))
+	return nil
+}
+
+func (s *shuffledStream) Next(ctx context.Context) (policy.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return policy.Result{}, err
+	}
+	if len(s.ids) == 0 {
+		return policy.Result{}, policy.ErrStreamIdle
+	}
+	if s.p.failNext > 0 && s.served == s.p.failNext {
+		return policy.Result{}, errors.New("shuffled: decoder broke")
+	}
+	k := s.rng.IntN(len(s.ids))
+	id, r := s.ids[k], s.reqs[k]
+	s.ids, s.reqs = slices.Delete(s.ids, k, k+1), slices.Delete(s.reqs, k, k+1)
+	c, err := s.p.pol.Generate(ctx, []policy.Request{r})
+	if err != nil {
+		return policy.Result{}, err
+	}
+	s.served++
+	if s.p.badID {
+		id += 1000
+	}
+	return policy.Result{ID: id, Completion: c[0]}, nil
+}
+
+func (s *shuffledStream) Close() error {
+	s.p.closed++
+	return nil
+}
+
+// withSamples loads d's h0 with SAMPLES set.
+func withSamples(t *testing.T, d data.Domain, samples int) *Harness {
+	t.Helper()
+	src, err := Mutate(loadBuiltin(t, d).Source, "SAMPLES", strconv.Itoa(samples))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Load(d.Name()+"/h0.star", src, EnvOf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A streaming policy that hands completions back in random order gives
+// the same trajectories as rounds, on every real domain, with voting, for
+// any bound on the requests in flight; the bound holds, Progress sees
+// every rollout finish and OnRequest sees the same requests.
+func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
+	tok := tokenizer.Bytes{}
+	for _, name := range domains.Names() {
+		t.Run(name, func(t *testing.T) {
+			d, err := domains.Open(name, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := withSamples(t, d, 3)
+			tasks, _ := d.Tasks(data.SplitVal)
+			tasks = tasks[:12]
+			var keys []string
+			opts := RunOptions{Seed: 3, K: 2, MaxNewTokens: 48, OnRequest: func(i RequestInfo) { keys = append(keys, i.Key) }}
+			want, err := Run(context.Background(), h, d, tasks, NewMixed(d, tok, 3), tok, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKeys := slices.Sorted(slices.Values(keys))
+			for _, batch := range []int{0, 7, 1} {
+				keys = nil
+				var progress [][2]int
+				o := opts
+				o.BatchSize = batch
+				o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
+				pol := &shuffled{pol: NewMixed(d, tok, 3), seed: uint64(batch)}
+				got, err := Run(context.Background(), h, d, tasks, pol, tok, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("BatchSize %d: streamed trajectories differ from rounds", batch)
+				}
+				limit := map[int]int{0: len(want) * 3, 7: 6, 1: 3}[batch]
+				if pol.peak > limit || pol.opened != 1 || pol.closed != 1 {
+					t.Fatalf("BatchSize %d: %d requests in flight (limit %d), stream opened %d and closed %d times", batch, pol.peak, limit, pol.opened, pol.closed)
+				}
+				if !slices.Equal(slices.Sorted(slices.Values(keys)), wantKeys) {
+					t.Fatalf("BatchSize %d: OnRequest saw %d keys, rounds %d", batch, len(keys), len(wantKeys))
+				}
+				n := len(want)
+				if len(progress) != n+1 || progress[0] != [2]int{0, n} || progress[n] != [2]int{n, n} {
+					t.Fatalf("BatchSize %d: progress %v; want 0 then each of %d rollouts finishing", batch, progress, n)
+				}
+			}
+		})
+	}
+}
+
+// A stream's failures end the run with the policy's error (naming the
+// refused key), and the stream is closed whatever happened.
+func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
+	tok := tokenizer.Bytes{}
+	d, err := domains.Open("math", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := loadBuiltin(t, d)
+	tasks, _ := d.Tasks(data.SplitVal)
+	tasks = tasks[:5]
+	opts := RunOptions{Seed: 1, MaxNewTokens: 32, KeyPrefix: "val/"}
+	for _, c := range []struct {
+		name string
+		pol  *shuffled
+		want string
+	}{
+		{"submit", &shuffled{failSubmit: "val/" + tasks[2].ID + "#0/0"}, `harnesses: run: policy: shuffled: request 2 (key "val/` + tasks[2].ID + `#0/0"): refused`},
+		{"next", &shuffled{failNext: 3}, "harnesses: run: policy: shuffled: decoder broke"},
+		{"unknown id", &shuffled{badID: true}, "which is not in flight"},
+	} {
+		c.pol.pol = NewRandom(tok)
+		_, err := Run(context.Background(), h, d, tasks, c.pol, tok, opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v; want %q", c.name, err, c.want)
+		}
+		if c.pol.closed != 1 {
+			t.Errorf("%s: stream closed %d times", c.name, c.pol.closed)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts
+	o.OnRequest = func(i RequestInfo) {
+		if strings.HasSuffix(i.Key, "/1") {
+			cancel()
+		}
+	}
+	pol := &shuffled{pol: NewRandom(tok)}
+	if _, err := Run(ctx, h, d, tasks, pol, tok, o); !errors.Is(err, context.Canceled) || pol.closed != 1 {
+		t.Fatalf("cancelled run: error %v, stream closed %d times; want context.Canceled and closed", err, pol.closed)
+	}
+}
