@@ -44,3 +44,9 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 		t.Errorf("sample_110m_b1 of_bound = %v, want 0.8", s["of_bound"])
 	}
 }
+
+func TestBenchRolloutsRefusesAnUnknownDomain(t *testing.T) {
+	if _, err := runWhale(t, "bench", "rollouts", "--domain", "nope"); !isUsage(err) {
+		t.Fatalf("--domain nope: %v, want a usage error", err)
+	}
+}

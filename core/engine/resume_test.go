@@ -137,3 +137,19 @@ func TestInterruptSavesTheLastCompletedStep(t *testing.T) {
 		resumeMatches(t, renv, "run", sumA, fmt.Sprintf("cancel in call %d", call))
 	}
 }
+
+// Timings split a run's wall time by kind of work: each kind a tiny run
+// does is counted, and together they never exceed the run's wall time
+// (store time inside sampling or evaluation is counted once).
+func TestTimingsSplitTheRunsWallTime(t *testing.T) {
+	start := time.Now()
+	_, e, _ := runFresh(t, tinyConfig(t), "run")
+	wall := time.Since(start)
+	tm := e.Timings()
+	if tm.Sampling <= 0 || tm.Training <= 0 || tm.Evaluation <= 0 || tm.Store <= 0 {
+		t.Fatalf("timings %+v: every kind of work of a run should be counted", tm)
+	}
+	if sum := tm.Sampling + tm.Training + tm.Evaluation + tm.Store; sum > wall {
+		t.Fatalf("timings %+v sum to %v, more than the run's wall time %v", tm, sum, wall)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package experiments
+
+import "time"
+
+// cpuTime is not measured on this platform (see cpu_unix.go).
+func cpuTime() time.Duration { return 0 }

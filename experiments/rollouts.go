@@ -1,0 +1,95 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"whale/core/engine"
+	"whale/core/model"
+	"whale/core/store"
+	"whale/core/tokenizer"
+	"whale/data"
+)
+
+// RolloutWorkload is the fixed workload of `whale bench rollouts` in one
+// domain: the small preset's run cut to one cycle — val before, four
+// weight steps (8 prompts × 4 rollouts each), a harness phase of two
+// iterations (the incumbent re-scored under the new weights on 128 val
+// tasks, then one iteration of 3 candidates with their extra passes),
+// the boundary evaluations and the final test (64 tasks × 8) and val
+// (128 × 8) of the best checkpoint. It is `whale run --headless --preset
+// small --rounds 1 --E 0.125 --I 2`, so older builds can run it too.
+func RolloutWorkload(domain string) (engine.Config, error) {
+	cfg, err := engine.Preset("small", domain)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.MaxRounds, cfg.E, cfg.I = 1, 0.125, 2
+	return cfg, cfg.Validate()
+}
+
+// RolloutFigures is one domain's measurement.
+type RolloutFigures struct {
+	Domain string `json:"domain"`
+	// Episodes and ModelCalls count training, scoring and evaluation;
+	// Tokens the completion tokens they generated.
+	Episodes   int     `json:"episodes"`
+	ModelCalls int     `json:"model_calls"`
+	Tokens     int     `json:"tokens"`
+	Seconds    float64 `json:"seconds"`
+	EpisodesPS float64 `json:"episodes_per_s"`
+	CallsPS    float64 `json:"model_calls_per_s"`
+	TokensPS   float64 `json:"tokens_per_s"`
+	// CoresBusy is the process's CPU time over the wall time (0 where the
+	// platform does not report CPU time).
+	CoresBusy float64 `json:"cores_busy"`
+	// Where the wall time went (engine.Timings); StoreShare is Store over
+	// Seconds.
+	SamplingS   float64 `json:"sampling_s"`
+	TrainingS   float64 `json:"training_s"`
+	EvaluationS float64 `json:"evaluation_s"`
+	StoreS      float64 `json:"store_s"`
+	StoreShare  float64 `json:"store_share"`
+	// TestMean8 is the run's result, to show that builds compared did
+	// the same work.
+	TestMean8 float64 `json:"test_mean_at_8"`
+}
+
+// BenchRollouts runs the workload once in dom with model m (trained in
+// place: pass a fresh copy) on a new store in dir, and measures it.
+func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir string) (RolloutFigures, error) {
+	cfg, err := RolloutWorkload(dom.Name())
+	if err != nil {
+		return RolloutFigures{}, err
+	}
+	db, err := store.Open(filepath.Join(dir, dom.Name()+".db"), time.Second)
+	if err != nil {
+		return RolloutFigures{}, err
+	}
+	defer db.Close()
+	start, cpu0 := time.Now(), cpuTime()
+	eng, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}, "bench-rollouts-"+dom.Name())
+	if err != nil {
+		return RolloutFigures{}, err
+	}
+	sum, err := eng.Run(ctx)
+	if err != nil {
+		return RolloutFigures{}, fmt.Errorf("experiments: bench rollouts %s: %w", dom.Name(), err)
+	}
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	l, t := eng.State().Ledger, eng.Timings()
+	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
+		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
+		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8}
+	f.EpisodesPS = float64(f.Episodes) / f.Seconds
+	f.CallsPS = float64(f.ModelCalls) / f.Seconds
+	f.TokensPS = float64(f.Tokens) / f.Seconds
+	f.StoreShare = f.StoreS / f.Seconds
+	if cpu > 0 {
+		f.CoresBusy = cpu.Seconds() / f.Seconds
+	}
+	return f, nil
+}
