@@ -321,7 +321,7 @@ func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
 	<-done
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(log, "interrupted: the run stopped at its last resume point; continue with 'whale resume %s'\n", eng.RunID)
+			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with 'whale resume %s'\n", eng.RunID)
 		}
 		return err
 	}
@@ -332,44 +332,36 @@ func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
 	return nil
 }
 
+// printEvent prints one line for the events a headless run reports.
 func printEvent(w io.Writer, ev engine.Event) {
-	switch ev.Kind {
-	case engine.EvPhaseStarted:
+	p, err := ev.Payload()
+	if err != nil {
+		fmt.Fprintf(w, "  (%v)\n", err)
+		return
+	}
+	switch d := p.(type) {
+	case engine.PhaseStartedData:
 		fmt.Fprintf(w, "round %d: %s phase starts (%d model calls, %d rollouts so far)\n", ev.Round, ev.Phase, ev.Calls, ev.Rollouts)
-	case engine.EvWeightStep:
-		var d struct {
-			Stats struct {
-				Rollouts, Kept int
-				Loss           float64
-			} `json:"stats"`
-			RewardMean float64         `json:"reward_mean"`
-			Patience   engine.Patience `json:"patience"`
-		}
-		json.Unmarshal(ev.Data, &d)
+	case engine.WeightStepData:
 		fmt.Fprintf(w, "  step %d: reward %.3f, kept %d/%d, loss %.4f (phase %d/%d)\n", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Patience.Done, max(d.Patience.Min, d.Patience.Max))
-	case engine.EvHarnessIteration:
-		var d struct {
-			Result struct {
-				Candidates []string
-				Accepted   string
-				Changed    bool
-				BestScore  float64 `json:"best_score"`
-				Rollouts   int
-			} `json:"result"`
-		}
-		json.Unmarshal(ev.Data, &d)
+	case engine.HarnessIterationData:
 		mark := ""
 		if d.Result.Changed {
 			mark = " (new incumbent)"
 		}
 		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, short12(d.Result.Accepted), mark)
-	case engine.EvPhaseEnded:
-		var r engine.PhaseRecord
-		json.Unmarshal(ev.Data, &r)
-		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d model calls, %d rollouts\n", r.Round, r.Kind, r.ValBefore, r.ValAfter, r.Calls, r.Rollouts)
-	case engine.EvControl:
-		fmt.Fprintf(w, "control: %s\n", ev.Data)
-	case engine.EvRunFinished:
+	case engine.PhaseRecord:
+		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter, d.Calls, d.Rollouts)
+	case engine.JournaledCommand:
+		line := "control: " + d.Kind
+		if d.Target != "" {
+			line += " " + short12(d.Target)
+		}
+		if d.Error != "" {
+			line += " (refused: " + d.Error + ")"
+		}
+		fmt.Fprintln(w, line)
+	case engine.Summary:
 		fmt.Fprintln(w, "run finished")
 	}
 }

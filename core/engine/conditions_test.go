@@ -78,7 +78,7 @@ func TestOneSidedConditions(t *testing.T) {
 		if ev.Kind != EvHarnessIteration {
 			continue
 		}
-		var d harnessIterationData
+		var d HarnessIterationData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			t.Fatal(err)
 		}

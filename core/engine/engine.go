@@ -49,9 +49,9 @@ type Command struct {
 	Target string `json:"target,omitempty"`
 }
 
-// journaled is a control command as the store keeps it: with the point at
-// which it took effect.
-type journaled struct {
+// JournaledCommand is a control command as the store keeps it, with the
+// point at which it took effect; it is also EvControl's payload.
+type JournaledCommand struct {
 	Command
 	Step      int    `json:"step"`
 	Iteration int    `json:"iteration"`
@@ -252,12 +252,12 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 		return nil, err
 	}
 	// Replay commands journaled after the resume point.
-	var pending []journaled
+	var pending []JournaledCommand
 	err = env.Store.Control(runID, func(seq uint64, b []byte) error {
 		if seq <= e.st.ControlApplied {
 			return nil
 		}
-		var j journaled
+		var j JournaledCommand
 		if err := json.Unmarshal(b, &j); err != nil {
 			return fmt.Errorf("engine: run %s: control journal entry %d: %w", runID, seq, err)
 		}
@@ -454,7 +454,7 @@ func (e *Engine) drainControl(ctx context.Context) error {
 				return nil
 			}
 		}
-		j := journaled{Command: c, Step: e.st.Step, Iteration: e.st.Iteration, Phase: e.st.Phase}
+		j := JournaledCommand{Command: c, Step: e.st.Step, Iteration: e.st.Iteration, Phase: e.st.Phase}
 		if err := e.apply(c); err != nil {
 			j.Error = err.Error()
 		}

@@ -201,7 +201,7 @@ func TestControlCommandsAreJournaledAndApplied(t *testing.T) {
 	var kinds []string
 	var refused bool
 	db.Control("ctl", func(_ uint64, b []byte) error {
-		var j journaled
+		var j JournaledCommand
 		json.Unmarshal(b, &j)
 		kinds = append(kinds, j.Kind)
 		refused = refused || (j.Kind == "prune" && j.Error != "")
@@ -284,7 +284,7 @@ func TestResumeReplaysJournaledCommands(t *testing.T) {
 	if _, err := e.Run(context.Background()); !errors.Is(err, errStopped) {
 		t.Fatal(err)
 	}
-	if _, err := db.AppendControl("j", mustJSON(journaled{Command: Command{Kind: "freeze", Target: "MAX_TURNS"}})); err != nil {
+	if _, err := db.AppendControl("j", mustJSON(JournaledCommand{Command: Command{Kind: "freeze", Target: "MAX_TURNS"}})); err != nil {
 		t.Fatal(err)
 	}
 	env := testEnv(t, db)

@@ -10,11 +10,9 @@ import (
 	"whale/kernels"
 )
 
-// EvForked is the first event of a run started from a kept checkpoint of
-// another run (Fork); its payload is a ForkOrigin.
-const EvForked = "forked"
-
-// ForkOrigin says where a forked run came from.
+// ForkOrigin says where a forked run came from: the payload of EvForked,
+// the first event of a run started from another run's kept checkpoint
+// (Fork).
 type ForkOrigin struct {
 	Checkpoint string `json:"checkpoint"`
 	Run        string `json:"run"`

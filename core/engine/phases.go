@@ -17,19 +17,6 @@ import (
 	"whale/harnesses"
 )
 
-// weightStepData is the payload of EvWeightStep.
-type weightStepData struct {
-	Stats weights.Stats `json:"stats"`
-	// Replayed counts samples of earlier steps trained on again, and
-	// ReplayDropped those dropped because the current harness reads a
-	// different action from their completion.
-	Replayed      int      `json:"replayed,omitempty"`
-	ReplayDropped int      `json:"replay_dropped,omitempty"`
-	RewardMean    float64  `json:"reward_mean"`
-	Patience      Patience `json:"patience"`
-	Skipped       string   `json:"skipped,omitempty"`
-}
-
 // weightStep samples G rollouts for each of P train tasks through the
 // incumbent harness, lets the operator update the weights and reports
 // whether the schedule ends the phase.
@@ -61,7 +48,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		mean += t.Reward
 	}
 	mean /= float64(len(ts))
-	d := weightStepData{RewardMean: mean}
+	d := WeightStepData{RewardMean: mean}
 	fresh := samples
 	if e.Cfg.Replay > 0 {
 		var old []weights.Sample
@@ -195,46 +182,6 @@ func outcomes(tasks []data.Task, ts []harnesses.Trajectory) []search.Outcome {
 	return out
 }
 
-// harnessIterationData is the payload of EvHarnessIteration.
-type harnessIterationData struct {
-	Result   search.IterationResult `json:"result"`
-	Patience Patience               `json:"patience"`
-	// Knobs are the incumbent's SEARCH_SPACE knobs and Frozen those a
-	// person froze (the TUI's knob list).
-	Knobs  []string `json:"knobs"`
-	Frozen []string `json:"frozen"`
-	// Board is the leaderboard after the iteration (top entries).
-	Board []BoardRow `json:"board"`
-}
-
-// BoardRow is one leaderboard row of a harness_iteration event.
-type BoardRow struct {
-	Hash      string  `json:"hash"`
-	Parent    string  `json:"parent,omitempty"`
-	Mechanism string  `json:"mechanism,omitempty"`
-	Score     float64 `json:"score"`
-	CILo      float64 `json:"ci_lo"`
-	CIHi      float64 `json:"ci_hi"`
-	Rollouts  int     `json:"rollouts"`
-	Iteration int     `json:"iteration"`
-	Status    string  `json:"status"`
-	Complete  bool    `json:"complete"`
-	// Calls is the model calls its scoring cost (its price).
-	Calls int `json:"calls"`
-	// Gain is its paired gain over the incumbent it was compared with
-	// (Against), with the 95 % interval; HasGain once compared.
-	Gain    float64 `json:"gain"`
-	GainLo  float64 `json:"gain_lo"`
-	GainHi  float64 `json:"gain_hi"`
-	Against string  `json:"against,omitempty"`
-	HasGain bool    `json:"has_gain,omitempty"`
-	// NullLift is the null-policy audit's lift over h0 (HasNull once
-	// audited); NullRefused says it was kept from the incumbency for it.
-	NullLift    float64 `json:"null_lift,omitempty"`
-	HasNull     bool    `json:"has_null,omitempty"`
-	NullRefused bool    `json:"null_refused,omitempty"`
-}
-
 // harnessIteration runs one Phase B iteration; the first of a phase scores
 // the incoming harness under the new weights (the reference counts it as an
 // iteration).
@@ -285,7 +232,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	if len(r.Candidates) == 0 && r.Rollouts == 0 {
 		e.st.Exhausted, end = e.st.Weights, true
 	}
-	d := harnessIterationData{Result: r, Patience: e.st.schedule().Patience(), Frozen: []string{}}
+	d := HarnessIterationData{Result: r, Patience: e.st.schedule().Patience(), Frozen: []string{}}
 	if space, err := harnesses.SpaceOf(a.Entries[a.Incumbent].Source); err == nil {
 		for _, dim := range space {
 			d.Knobs = append(d.Knobs, dim.Knob)
@@ -333,7 +280,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	if err != nil {
 		return rep, err
 	}
-	return rep, e.emit(EvEval, mustJSON(map[string]any{"split": name, "harness": hash, "weights": e.st.Weights, "report": rep}))
+	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep}))
 }
 
 // evalTest measures test mean@TestK of the current weights under harness
@@ -377,7 +324,7 @@ func (e *Engine) beginPhase(p Phase) error {
 	if err := e.prepareReference(); err != nil {
 		return err
 	}
-	return e.emit(EvPhaseStarted, mustJSON(map[string]any{"kind": p, "round": e.st.Round, "harness": e.st.Archive.Incumbent}))
+	return e.emit(EvPhaseStarted, mustJSON(PhaseStartedData{Kind: p, Round: e.st.Round, Harness: e.st.Archive.Incumbent}))
 }
 
 // prepareReference loads the phase's starting weights as DPO's or GRPO's
@@ -489,7 +436,7 @@ func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 		e.st.Kept = map[string]bool{}
 	}
 	e.st.Kept[e.st.Weights], e.st.Kept[e.st.Optimizer] = true, true
-	return id, e.emit(EvCheckpoint, mustJSON(map[string]any{"id": id, "weights": e.st.Weights, "harness": rec.Harness}))
+	return id, e.emit(EvCheckpoint, mustJSON(CheckpointData{ID: id, Weights: e.st.Weights, Harness: rec.Harness}))
 }
 
 // finish evaluates the best-val checkpoint on test (k = TestK) and val

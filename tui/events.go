@@ -1,0 +1,153 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+
+	"whale/core/engine"
+)
+
+// apply folds one event into the snapshot. A payload that does not decode,
+// or a kind this build does not know, is logged, not fatal: the screen
+// must survive an engine newer than it.
+func (m *Model) apply(ev engine.Event) {
+	r := &m.run
+	prev := r.rollouts
+	// The timeline's axis is the budget spent: model calls.
+	r.rollouts = max(r.rollouts, ev.Calls)
+	r.episodes = max(r.episodes, ev.Rollouts)
+	if ev.Round > 0 {
+		r.round = ev.Round
+	}
+	r.step, r.iter = ev.Step, ev.Iteration
+	p, err := ev.Payload()
+	if errors.Is(err, engine.ErrUnknownEvent) {
+		m.logLine(fmt.Sprintf("#%-5d %s", ev.Seq, ev.Kind))
+		return
+	}
+	if err != nil {
+		m.logLine(fmt.Sprintf("#%d %s: payload unreadable: %v", ev.Seq, ev.Kind, err))
+		return
+	}
+	var line string
+	switch d := p.(type) {
+	case nil:
+		line = "run resumed"
+	case engine.Config:
+		line = m.runStarted(d)
+	case engine.ForkOrigin:
+		r.origin = &d
+		line = fmt.Sprintf("started from checkpoint %s (run %s, round %d %s; weights %s, harness %s)", d.Checkpoint, d.Run, d.Round, d.Phase, short(d.Weights), short(d.Harness))
+	case engine.PhaseStartedData:
+		line = m.phaseStarted(ev, d)
+	case engine.WeightStepData:
+		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Calls, mean: d.RewardMean})
+		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
+		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss)
+		if d.Skipped != "" {
+			line += " (skipped: " + d.Skipped + ")"
+		}
+	case engine.HarnessIterationData:
+		line = m.harnessIteration(ev, d)
+	case engine.PhaseRecord:
+		line = m.phaseEnded(ev, d)
+	case engine.EvalData:
+		if d.Split == "val" && len(r.vals) == 0 {
+			r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: d.Report.MeanAtK})
+		}
+		line = fmt.Sprintf("eval %s: mean@%d %.3f", d.Split, d.Report.K, d.Report.MeanAtK)
+	case engine.JournaledCommand:
+		line = m.control(d)
+	case engine.CheckpointData:
+		c := checkpoint{ID: d.ID, Weights: d.Weights, Harness: d.Harness, Round: ev.Round, Step: ev.Step}
+		if n := len(r.vals); n > 0 {
+			c.Val = r.vals[n-1].mean
+		}
+		r.checkpoints = append(r.checkpoints, c)
+		line = "checkpoint " + d.ID
+	case engine.Summary:
+		r.finished, r.summary = true, &d
+		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+			r.segments[n-1].end = ev.Calls
+		}
+		line = fmt.Sprintf("run finished: test mean@8 %.3f, best val %.3f", d.TestMean8, d.BestValMean)
+	default:
+		line = ev.Kind
+	}
+	m.logLine(fmt.Sprintf("#%-5d %s", ev.Seq, line))
+}
+
+func (m *Model) runStarted(cfg engine.Config) string {
+	if cfg.Domain != "" {
+		m.opt.Domain = cfg.Domain
+	}
+	m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.ScheduleName(), cfg.Preset, cfg.Budget, cfg.MaxRounds
+	m.run.valK = cfg.ValK
+	return fmt.Sprintf("run started: %s, %s, preset %s", cfg.Domain, cfg.ScheduleName(), cfg.Preset)
+}
+
+func (m *Model) phaseStarted(ev engine.Event, d engine.PhaseStartedData) string {
+	r := &m.run
+	if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+		r.segments[n-1].end = ev.Calls
+	}
+	r.segments = append(r.segments, segment{kind: d.Kind, round: d.Round, start: ev.Calls, end: -1})
+	r.phase, r.patience = d.Kind, nil
+	return fmt.Sprintf("round %d: %s phase", d.Round, d.Kind)
+}
+
+func (m *Model) harnessIteration(ev engine.Event, d engine.HarnessIterationData) string {
+	r := &m.run
+	r.board, r.patience, r.phase = d.Board, &d.Patience, engine.PhaseHarness
+	r.knobs, r.frozen = d.Knobs, map[string]bool{}
+	for _, k := range d.Frozen {
+		r.frozen[k] = true
+	}
+	m.boardSel = min(m.boardSel, max(0, len(r.board)-1))
+	line := fmt.Sprintf("iteration %d: %d on the board", ev.Iteration, len(d.Board))
+	if len(d.Board) > 0 {
+		line += fmt.Sprintf(", best %s %.3f", short(d.Board[0].Hash), d.Board[0].Score)
+	}
+	return line
+}
+
+func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
+	r := &m.run
+	if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
+		r.segments[n-1].end = ev.Calls
+		r.segments[n-1].forced = rec.Forced
+		r.segments[n-1].val, r.segments[n-1].hasVal = rec.ValAfter, true
+	}
+	r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: rec.ValAfter})
+	line := fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter)
+	if rec.Forced {
+		line += " (forced)"
+	}
+	return line
+}
+
+func (m *Model) control(d engine.JournaledCommand) string {
+	r := &m.run
+	if d.Error == "" {
+		switch d.Kind {
+		case "pause":
+			r.paused = true
+		case "resume":
+			r.paused = false
+		case "freeze", "unfreeze":
+			if r.frozen == nil {
+				r.frozen = map[string]bool{}
+			}
+			r.frozen[d.Target] = d.Kind == "freeze"
+		}
+	}
+	line := "control: " + d.Kind
+	if d.Target != "" {
+		line += " " + short(d.Target)
+	}
+	if d.Error != "" {
+		line += " refused: " + d.Error
+		m.err = line
+	}
+	return line
+}
