@@ -42,18 +42,6 @@ func BuiltinNames(domain string) []string {
 	return out
 }
 
-// BuiltinDomains lists the domains that have built-in harnesses.
-func BuiltinDomains() []string {
-	entries, _ := fs.ReadDir(lib, "lib")
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	return out
-}
-
 // LoadBuiltin loads and validates a built-in harness of d.
 func LoadBuiltin(d data.Domain, name string) (*Harness, error) {
 	src, err := Builtin(d.Name(), name)

@@ -13,10 +13,6 @@ var useAsm = hasAVX2FMA() && os.Getenv("WHALE_NOASM") != "1"
 // bit of any result.
 var useAVX512 = useAsm && hasAVX512() && os.Getenv("WHALE_NOAVX512") != "1"
 
-// HasAVX2FMA reports whether this CPU (and OS) supports AVX2 and FMA, the
-// features the fast amd64 kernels need. It is false on other architectures.
-func HasAVX2FMA() bool { return hasAVX2FMA() }
-
 // HasAVX512 reports whether this CPU (and OS) supports AVX-512F.
 func HasAVX512() bool { return hasAVX512() }
 

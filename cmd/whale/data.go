@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,7 +66,7 @@ func (s *sourceFlags) open() (data.Domain, []data.BadLine, source, error) {
 		}
 		s.file = s.data
 	}
-	if s.domain != "" && !contains(domains.Names(), s.domain) {
+	if s.domain != "" && !slices.Contains(domains.Names(), s.domain) {
 		return nil, nil, source{}, usageError{fmt.Errorf("unknown --domain %q (want one of %s)", s.domain, strings.Join(domains.Names(), ", "))}
 	}
 	if s.file == "" {
@@ -108,21 +109,12 @@ func (s *sourceFlags) open() (data.Domain, []data.BadLine, source, error) {
 	return d, bad, source{Kind: "file", Path: s.file, Format: s.format, Seed: s.seed}, nil
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // splitNames resolves --split: one split name, or "all".
 func splitNames(split string) ([]string, error) {
 	if split == "all" {
 		return data.Splits, nil
 	}
-	if !contains(data.Splits, split) {
+	if !slices.Contains(data.Splits, split) {
 		return nil, usageError{fmt.Errorf("unknown --split %q (want one of %s, or all)", split, strings.Join(data.Splits, ", "))}
 	}
 	return []string{split}, nil
@@ -347,7 +339,7 @@ func newDataGenerateCmd() *cobra.Command {
 			"before the first file is written. 'data check --file DIR --format splits' reads the result back.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !contains(domains.Names(), domain) {
+			if !slices.Contains(domains.Names(), domain) {
 				return usageError{fmt.Errorf("unknown or missing --domain %q (want one of %s)", domain, strings.Join(domains.Names(), ", "))}
 			}
 			if domain == chess.Name && !cmd.Flags().Changed("seed") {

@@ -349,13 +349,13 @@ func printEvent(w io.Writer, ev engine.Event) {
 		if d.Result.Changed {
 			mark = " (new incumbent)"
 		}
-		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, short12(d.Result.Accepted), mark)
+		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, engine.ShortHash(d.Result.Accepted), mark)
 	case engine.PhaseRecord:
 		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter, d.Calls, d.Rollouts)
 	case engine.JournaledCommand:
 		line := "control: " + d.Kind
 		if d.Target != "" {
-			line += " " + short12(d.Target)
+			line += " " + engine.ShortHash(d.Target)
 		}
 		if d.Error != "" {
 			line += " (refused: " + d.Error + ")"
@@ -366,13 +366,6 @@ func printEvent(w io.Writer, ev engine.Event) {
 	}
 }
 
-func short12(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
 func printSummary(w io.Writer, s engine.Summary) {
 	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d model calls in %d rollouts (+%d calls in %d rollouts of evaluation)\n", s.RunID, s.Domain,
 		engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.ModelCalls, s.Rollouts, s.EvalCalls, s.EvalRollouts)
@@ -381,7 +374,7 @@ func printSummary(w io.Writer, s engine.Summary) {
 		fmt.Fprintf(w, "%-8s %5d %9d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Calls, p.Rollouts, p.ValBefore, p.ValAfter)
 	}
 	fmt.Fprintf(w, "best val mean@8 %.3f; test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.BestValMean8, s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
-	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", short12(s.FinalHarness), s.BestCkpt)
+	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", engine.ShortHash(s.FinalHarness), s.BestCkpt)
 }
 
 func newRunsCmd() *cobra.Command {

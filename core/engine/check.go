@@ -24,7 +24,7 @@ func CheckReferences(rep *store.CheckReport) {
 		}
 		for _, b := range []struct{ what, hash string }{{"weights", st.Weights}, {"optimizer state", st.Optimizer}, {"phase-start weights", st.PhaseWeights}} {
 			if b.hash != "" && !rep.BlobOK(b.hash) {
-				bad("its resume point's %s (blob %s) are missing or damaged", b.what, abbrevHash(b.hash))
+				bad("its resume point's %s (blob %s) are missing or damaged", b.what, ShortHash(b.hash))
 			}
 		}
 		if st.BestCkpt != "" && !rep.HasCheckpoint(st.BestCkpt) {

@@ -117,8 +117,6 @@ type Engine struct {
 // errStopped is returned by Run when stopAfter asked it to stop.
 var errStopped = errors.New("engine: stopped by test hook")
 
-// ErrBudget is not an error of the run: it ends a phase early.
-
 // New starts a run: it checks cfg, records the run in the store before
 // anything else happens, and stores the starting weights.
 func New(cfg Config, env Env, runID string) (*Engine, error) {

@@ -93,10 +93,10 @@ func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error)
 	// Both are content hashes: a mismatch means the round trip through
 	// the model or the harness loader changed what the checkpoint holds.
 	if e.st.Weights != man.Weights {
-		return nil, fmt.Errorf("engine: fork %s: starting weights %s differ from the checkpoint's %s", ckptID, abbrevHash(e.st.Weights), abbrevHash(man.Weights))
+		return nil, fmt.Errorf("engine: fork %s: starting weights %s differ from the checkpoint's %s", ckptID, ShortHash(e.st.Weights), ShortHash(man.Weights))
 	}
 	if inc := e.st.Archive.Incumbent; inc != man.Harness {
-		return nil, fmt.Errorf("engine: fork %s: starting harness %s differs from the checkpoint's %s", ckptID, abbrevHash(inc), abbrevHash(man.Harness))
+		return nil, fmt.Errorf("engine: fork %s: starting harness %s differs from the checkpoint's %s", ckptID, ShortHash(inc), ShortHash(man.Harness))
 	}
 	// The starting weights are the other run's checkpoint blob; when this
 	// run's first resume point moves on, the store refuses to delete it
@@ -138,7 +138,8 @@ func ForkedFrom(db *store.DB, run string) (*ForkOrigin, error) {
 	return o, nil
 }
 
-func abbrevHash(h string) string {
+// ShortHash is the first 12 characters of a hash, as reports print it.
+func ShortHash(h string) string {
 	if len(h) > 12 {
 		return h[:12]
 	}

@@ -165,7 +165,7 @@ func (e *Engine) scorer() search.Scorer {
 // scoreKeyPrefix is the request-key prefix of harness scoring: weights
 // and pass, no harness (see scorer).
 func scoreKeyPrefix(weights string, pass int) string {
-	return fmt.Sprintf("s/%s/p%d/", abbrevHash(weights), pass)
+	return fmt.Sprintf("s/%s/p%d/", ShortHash(weights), pass)
 }
 
 // outcomes lists the trajectories' outcomes in task order (one rollout

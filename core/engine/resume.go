@@ -83,7 +83,7 @@ func (e *Engine) persist() error {
 		return err
 	}
 	if w != e.st.Weights {
-		return fmt.Errorf("engine: the model's weights (%s) are not the state's (%s)", abbrevHash(w), abbrevHash(e.st.Weights))
+		return fmt.Errorf("engine: the model's weights (%s) are not the state's (%s)", ShortHash(w), ShortHash(e.st.Weights))
 	}
 	if e.st.Optimizer, err = e.putOptimizer(); err != nil {
 		return err

@@ -40,7 +40,7 @@ func StartingModel(db *store.DB, s StartModel, be kernels.Backend, moved string)
 			return nil, fmt.Errorf("engine: the run started from the built-in base model, not a file: drop --model")
 		}
 		if s.SHA256 != basemodel.SHA256 {
-			return nil, fmt.Errorf("engine: the run started from a built-in base model with sha256 %s; this whale embeds %s", abbrevHash(s.SHA256), abbrevHash(basemodel.SHA256))
+			return nil, fmt.Errorf("engine: the run started from a built-in base model with sha256 %s; this whale embeds %s", ShortHash(s.SHA256), ShortHash(basemodel.SHA256))
 		}
 		return basemodel.Load(be)
 	case StartFile:
@@ -54,7 +54,7 @@ func StartingModel(db *store.DB, s StartModel, be kernels.Backend, moved string)
 		}
 		sum := sha256.Sum256(b)
 		if h := hex.EncodeToString(sum[:]); h != s.SHA256 {
-			return nil, fmt.Errorf("engine: %s has sha256 %s, but the run started from %s with sha256 %s", path, abbrevHash(h), s.Name, abbrevHash(s.SHA256))
+			return nil, fmt.Errorf("engine: %s has sha256 %s, but the run started from %s with sha256 %s", path, ShortHash(h), s.Name, ShortHash(s.SHA256))
 		}
 		m, _, err := ckpt.DecodeModel(b, path, be)
 		return m, err

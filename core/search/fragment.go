@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -499,7 +500,7 @@ func (p *proposal) crossover(x, y *Entry) map[string]string {
 		if w, ok := vy[d.Knob]; ok && w != v && p.rng.IntN(2) == 1 {
 			v = w
 		}
-		if contains(p.dims[d.Knob].Choices, v) {
+		if slices.Contains(p.dims[d.Knob].Choices, v) {
 			point[d.Knob] = v
 		}
 	}
@@ -599,13 +600,4 @@ func (p *proposal) candidate(parent *Entry, point map[string]string) (Candidate,
 		}
 	}
 	return Candidate{Source: src, Hash: h, Parent: parent.Hash, Mechanism: strings.Join(parts, ","), Proposer: "fragment"}, true, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }

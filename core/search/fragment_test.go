@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -50,7 +51,7 @@ func settings(t *testing.T, a *Archive, c Candidate) map[string]string {
 
 func targets(frags []harnesses.Fragment, set map[string]string, kind string) bool {
 	for k, c := range set {
-		if fr, ok := harnesses.FragmentFor(frags, k, c); ok && contains(fr.Targets, kind) {
+		if fr, ok := harnesses.FragmentFor(frags, k, c); ok && slices.Contains(fr.Targets, kind) {
 			return true
 		}
 	}
