@@ -52,6 +52,9 @@ type RolloutFigures struct {
 	EvaluationS float64 `json:"evaluation_s"`
 	StoreS      float64 `json:"store_s"`
 	StoreShare  float64 `json:"store_share"`
+	// PeakRSSBytes is the process's peak resident memory so far (Linux;
+	// 0 elsewhere): with one domain per process, that run's peak.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	// TestMean8 is the run's result, to show that builds compared did
 	// the same work.
 	TestMean8 float64 `json:"test_mean_at_8"`
@@ -83,7 +86,7 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir str
 	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
 		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
 		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
-		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8}
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: peakRSS()}
 	f.EpisodesPS = float64(f.Episodes) / f.Seconds
 	f.CallsPS = float64(f.ModelCalls) / f.Seconds
 	f.TokensPS = float64(f.Tokens) / f.Seconds

@@ -75,11 +75,11 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 }
 
 func printRolloutBench(w io.Writer, fs []experiments.RolloutFigures) {
-	fmt.Fprintf(w, "%-9s %8s %8s %8s %7s %9s %10s %6s %8s %8s %8s %8s %6s\n", "domain", "episodes", "calls", "seconds",
-		"ep/s", "calls/s", "tokens/s", "cores", "sample", "train", "eval", "store", "store%")
+	fmt.Fprintf(w, "%-9s %8s %8s %8s %7s %9s %10s %6s %8s %8s %8s %8s %6s %8s\n", "domain", "episodes", "calls", "seconds",
+		"ep/s", "calls/s", "tokens/s", "cores", "sample", "train", "eval", "store", "store%", "peak RSS")
 	for _, f := range fs {
-		fmt.Fprintf(w, "%-9s %8d %8d %8.1f %7.2f %9.2f %10.0f %6.2f %7.1fs %7.1fs %7.1fs %7.2fs %5.1f%%\n", f.Domain, f.Episodes,
+		fmt.Fprintf(w, "%-9s %8d %8d %8.1f %7.2f %9.2f %10.0f %6.2f %7.1fs %7.1fs %7.1fs %7.2fs %5.1f%% %6dMB\n", f.Domain, f.Episodes,
 			f.ModelCalls, f.Seconds, f.EpisodesPS, f.CallsPS, f.TokensPS, f.CoresBusy, f.SamplingS, f.TrainingS,
-			f.EvaluationS, f.StoreS, 100*f.StoreShare)
+			f.EvaluationS, f.StoreS, 100*f.StoreShare, f.PeakRSSBytes>>20)
 	}
 }
