@@ -13,7 +13,9 @@ func TestProcessReportsCPUTimeAndPeakMemory(t *testing.T) {
 	for i := 0; i < 50_000_000; i++ {
 		x += i ^ (x >> 3)
 	}
-	if cpuTime() <= before && x != 0 {
+	if after := cpuTime(); before == 0 && after == 0 {
+		t.Log("CPU time is not measured on this platform")
+	} else if after <= before && x != 0 {
 		t.Fatalf("cpu time %v did not grow over a busy loop", cpuTime())
 	}
 	if _, err := os.Stat("/proc/self/status"); err == nil {
