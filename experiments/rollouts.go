@@ -61,8 +61,9 @@ type RolloutFigures struct {
 }
 
 // BenchRollouts runs the workload once in dom with model m (trained in
-// place: pass a fresh copy) on a new store in dir, and measures it.
-func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir string) (RolloutFigures, error) {
+// place: pass a fresh copy) on a new store in dir, writing resume points
+// as engine.Env.ResumeEvery says, and measures it.
+func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir string, resumeEvery time.Duration) (RolloutFigures, error) {
 	cfg, err := RolloutWorkload(dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
@@ -73,7 +74,7 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir str
 	}
 	defer db.Close()
 	start, cpu0 := time.Now(), cpuTime()
-	eng, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}, "bench-rollouts-"+dom.Name())
+	eng, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery}, "bench-rollouts-"+dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
 	}

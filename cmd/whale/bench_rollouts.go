@@ -19,6 +19,7 @@ func newBenchRolloutsCmd() *cobra.Command {
 	var domain string
 	var asJSON bool
 	var threads int
+	var resumeEvery resumeEveryFlag
 	c := &cobra.Command{
 		Use:   "rollouts",
 		Short: "Episodes, model calls and tokens per second of a fixed run workload per domain, and where its time goes",
@@ -55,7 +56,7 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench rollouts: %s\n", name)
-				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir)
+				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir, resumeEvery.env())
 				if err != nil {
 					return err
 				}
@@ -71,6 +72,7 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 	c.Flags().StringVar(&domain, "domain", "all", "math, searchqa, chess or all")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON array, a row per domain")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	resumeEvery.register(c.Flags())
 	return c
 }
 
