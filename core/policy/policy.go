@@ -12,6 +12,13 @@ import (
 	"errors"
 )
 
+// Message is one chat message.
+type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
 // FinishReason says why a completion ended.
 type FinishReason string
 
