@@ -97,9 +97,9 @@ var ErrOverBudget = errors.New("chat: prompt over its context budget")
 
 // Fit renders msgs in at most budget tokens (budget ≤ 0: no bound), by the
 // rule harnesses promise for CONTEXT_TOKENS (harnesses/lib/README.md):
-// whole messages after the first user message are dropped oldest first —
-// the head (system prompt and the first user message: the task) and the
-// newest message always stay —; if that is not enough, the longest
+// whole messages after the first user message are dropped oldest first
+// (the head — system prompt and first user message, the task — and the
+// newest message always stay); if that is not enough, the longest
 // message is shortened from its end and marked " …", until the prompt
 // fits. msgs itself is never changed.
 func (t *Template) Fit(msgs []policy.Message, budget int) (Prompt, error) {
