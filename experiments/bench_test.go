@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/store"
@@ -35,7 +36,11 @@ func testEnv(t *testing.T, path string) Env {
 		Domain: func(name string) (data.Domain, error) { return domains.Open(name, 1) },
 		Model:  func() (*model.Model, error) { return model.New(testModel, kernels.NewCPU(), 5) },
 		Policy: func(d data.Domain) policy.Policy {
-			return harnesses.NewMixed(d, tokenizer.Bytes{}, 3)
+			tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return chat.Tokenize(harnesses.NewMixed(d, 3), tmpl)
 		}}
 }
 

@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"whale/core/policy"
-	"whale/core/tokenizer"
 )
 
 // instant answers every request at once: a tool call on an episode's first
 // call, the answer after, so that a benchmark measures the runtime alone.
 type instant struct {
-	tok     tokenizer.Tokenizer
 	answers map[string]string
 	calls   int
 }
@@ -25,7 +23,7 @@ func (p *instant) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 		if r.Key[len(r.Key)-2:] != "/0" {
 			text = "The sum is <answer>" + p.answers[r.Key[:len(r.Key)-4]] + "</answer>"
 		}
-		out[i] = encodeReply(p.tok, text, 0)
+		out[i] = policy.Completion{Text: text, Finish: policy.FinishStop}
 	}
 	return out, nil
 }
@@ -38,7 +36,6 @@ func (p *instant) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 func BenchmarkRunOverhead(b *testing.B) {
 	d := &fakeDomain{name: "math", turns: 3}
 	h := loadBuiltin(b, d)
-	tok := tokenizer.Bytes{}
 	tasks := d.make(64)
 	answers := map[string]string{}
 	for _, t := range tasks {
@@ -48,8 +45,8 @@ func BenchmarkRunOverhead(b *testing.B) {
 	start := time.Now()
 	calls := 0
 	for i := 0; i < b.N; i++ {
-		pol := &instant{tok: tok, answers: answers}
-		ts, err := Run(context.Background(), h, d, tasks, pol, tok, RunOptions{Seed: uint64(i)})
+		pol := &instant{answers: answers}
+		ts, err := Run(context.Background(), h, d, tasks, tokens(pol), RunOptions{Seed: uint64(i)})
 		if err != nil {
 			b.Fatal(err)
 		}

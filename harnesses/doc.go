@@ -6,7 +6,11 @@
 // the anti-cheat lint, the step-wise runtime that drives many episodes
 // through one batched Policy, the identity (sha256 of normalised source),
 // diff and mutation of harness sources, checking policies (oracle, random,
-// scripted) and the built-in library under lib/.
+// null) and the built-in library under lib/.
+//
+// The runtime hands a policy chat messages and reads back text; it never
+// renders, counts or decodes a token (it imports no tokenizer): token ids
+// reach a trajectory only as the policy's completion reports them.
 //
 // A harness presents and validates; it must never solve. The package must
 // never let Starlark code reach files, the network, the clock or a chess

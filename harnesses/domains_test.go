@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 )
@@ -13,7 +12,6 @@ import (
 // The built-in h0 of each real domain, driven by the oracle, scores 1.0 on
 // 200 validation tasks, and the random policy scores near 0.
 func TestBuiltinsOnRealDomains(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, name := range domains.Names() {
 		t.Run(name, func(t *testing.T) {
 			d, err := domains.Open(name, 1)
@@ -31,7 +29,7 @@ func TestBuiltinsOnRealDomains(t *testing.T) {
 			if len(tasks) < 200 {
 				t.Logf("%s has only %d val tasks", name, len(tasks))
 			}
-			ts, err := Run(context.Background(), h, d, tasks, NewOracle(d, tok), tok, RunOptions{Seed: 1, MaxNewTokens: 256})
+			ts, err := Run(context.Background(), h, d, tasks, tokens(NewOracle(d)), RunOptions{Seed: 1, MaxNewTokens: 256})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +42,7 @@ func TestBuiltinsOnRealDomains(t *testing.T) {
 				}
 				t.Fatalf("oracle mean reward %v on %d tasks, want 1; failures %v", got, len(ts), failures(ts))
 			}
-			rs, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 1, MaxNewTokens: 128})
+			rs, err := Run(context.Background(), h, d, tasks, tokens(NewRandom()), RunOptions{Seed: 1, MaxNewTokens: 128})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +63,6 @@ func TestBuiltinsOnRealDomains(t *testing.T) {
 // oracle still scores 1.0 through it. This exercises every fragment of the
 // library on the real domains.
 func TestEveryFragmentWorksWithOracle(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, name := range domains.Names() {
 		d, err := domains.Open(name, 1)
 		if err != nil {
@@ -84,7 +81,7 @@ func TestEveryFragmentWorksWithOracle(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s=%s: %v", name, dim.Knob, c, err)
 				}
-				ts, err := Run(context.Background(), m, d, tasks, NewOracle(d, tok), tok, RunOptions{Seed: 2})
+				ts, err := Run(context.Background(), m, d, tasks, tokens(NewOracle(d)), RunOptions{Seed: 2})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +95,6 @@ func TestEveryFragmentWorksWithOracle(t *testing.T) {
 
 // Results do not depend on how requests are batched.
 func TestBatchingDoesNotChangeResults(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	d, err := domains.Open("chess", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +102,11 @@ func TestBatchingDoesNotChangeResults(t *testing.T) {
 	h := loadBuiltin(t, d)
 	tasks, _ := d.Tasks(data.SplitVal)
 	tasks = tasks[:30]
-	a, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 5, K: 2, MaxNewTokens: 64})
+	a, err := Run(context.Background(), h, d, tasks, tokens(NewRandom()), RunOptions{Seed: 5, K: 2, MaxNewTokens: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 5, K: 2, MaxNewTokens: 64, BatchSize: 7})
+	b, err := Run(context.Background(), h, d, tasks, tokens(NewRandom()), RunOptions{Seed: 5, K: 2, MaxNewTokens: 64, BatchSize: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +120,6 @@ func TestMixedPolicyIsPartlyRightAndDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	h := loadBuiltin(t, d)
 	tasks, err := d.Tasks(data.SplitVal)
 	if err != nil {
@@ -132,7 +127,7 @@ func TestMixedPolicyIsPartlyRightAndDeterministic(t *testing.T) {
 	}
 	tasks = tasks[:60]
 	run := func() float64 {
-		ts, err := Run(context.Background(), h, d, tasks, NewMixed(d, tok, 3), tok, RunOptions{Seed: 1, MaxNewTokens: 64})
+		ts, err := Run(context.Background(), h, d, tasks, tokens(NewMixed(d, 3)), RunOptions{Seed: 1, MaxNewTokens: 64})
 		if err != nil {
 			t.Fatal(err)
 		}

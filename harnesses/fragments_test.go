@@ -8,7 +8,6 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 )
@@ -59,7 +58,6 @@ func TestBuiltinsDeclareTheirFragments(t *testing.T) {
 // 1.0 through it on the real domains, the random policy stays near 0 and
 // never trips a harness error.
 func TestEveryFragmentWithItsRequires(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, name := range domains.Names() {
 		d, err := domains.Open(name, 1)
 		if err != nil {
@@ -83,14 +81,14 @@ func TestEveryFragmentWithItsRequires(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %v: %v", name, set, err)
 			}
-			ts, err := Run(context.Background(), m, d, tasks[:12], NewOracle(d, tok), tok, RunOptions{Seed: 2})
+			ts, err := Run(context.Background(), m, d, tasks[:12], tokens(NewOracle(d)), RunOptions{Seed: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := meanReward(ts); got != 1 {
 				t.Fatalf("%s %v: oracle mean %v, failures %v, first error %q", name, set, got, failures(ts), ts[0].Error)
 			}
-			rs, err := Run(context.Background(), m, d, tasks[:40], NewRandom(tok), tok, RunOptions{Seed: 2, MaxNewTokens: 64})
+			rs, err := Run(context.Background(), m, d, tasks[:40], tokens(NewRandom()), RunOptions{Seed: 2, MaxNewTokens: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +245,6 @@ func TestSearchQABridgeRetrievesTheSecondHop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	all, _ := d.Tasks(data.SplitVal)
 	var two []data.Task
 	for _, tk := range all {
@@ -264,8 +261,8 @@ func TestSearchQABridgeRetrievesTheSecondHop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol := &Scripted{Tok: tok, Default: func(string) Reply { return Reply{Text: "<answer>unknown</answer>"} }}
-		ts, err := Run(context.Background(), h, d, two, pol, tok, RunOptions{Seed: 1})
+		pol := &Scripted{Default: func(string) Reply { return Reply{Text: "<answer>unknown</answer>"} }}
+		ts, err := Run(context.Background(), h, d, two, tokens(pol), RunOptions{Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
@@ -141,7 +140,6 @@ func TestHostileInCalls(t *testing.T) {
 		{"runtime error", strings.Replace(minimal, "    return obs[\"text\"]", "    return obs[\"nope\"]  # HERE", 1), "format_observation"},
 		{"harness answers", strings.Replace(minimal, "def is_valid_action", "def next_step(state):\n    return {\"kind\": \"tool\", \"tool\": \"calc\", \"args\": \"1+1\"} if False else {\"kind\": \"answer\", \"text\": \"13\"}\n\ndef is_valid_action", 1), "only tool calls"},
 	}
-	tok := tokenizer.Bytes{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h, err := Load("test.star", c.src, EnvOf(d))
@@ -149,9 +147,9 @@ func TestHostileInCalls(t *testing.T) {
 				t.Fatalf("should load: %v", err)
 			}
 			task := d.make(2)[1]
-			pol := &Scripted{Tok: tok, Default: func(string) Reply { return Reply{Text: "<answer>13</answer>"} }}
+			pol := &Scripted{Default: func(string) Reply { return Reply{Text: "<answer>13</answer>"} }}
 			var ts []Trajectory
-			guard(t, func() { ts, err = Run(context.Background(), h, d, []data.Task{task}, pol, tok, RunOptions{}) })
+			guard(t, func() { ts, err = Run(context.Background(), h, d, []data.Task{task}, tokens(pol), RunOptions{}) })
 			if err != nil {
 				t.Fatal(err)
 			}

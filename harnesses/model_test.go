@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"whale/core/basemodel"
+	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/data"
@@ -20,8 +21,19 @@ import (
 	"whale/kernels"
 )
 
-// rounds hides the Sampler's streaming, so Run drives it round by round.
+// rounds hides the local policy's streaming, so Run drives it round by
+// round.
 type rounds struct{ policy.Policy }
+
+// local is the base model's chat policy on a sampler with opts.
+func local(t testing.TB, m *model.Model, opts model.SamplerOptions) *chat.Local {
+	t.Helper()
+	l, err := chat.NewLocal(m, basemodel.Tokenizer(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 func baseModel(t testing.TB) *model.Model {
 	t.Helper()
@@ -59,7 +71,6 @@ func h0With(t testing.TB, d data.Domain, knobs map[string]string) *harnesses.Har
 // after its own search. Under -short (the race pass) only searchqa runs.
 func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 	m := baseModel(t)
-	tok := basemodel.Tokenizer()
 	n, names := 4, domains.Names()
 	if testing.Short() {
 		// The race pass: one domain, multi-turn and voting.
@@ -88,8 +99,8 @@ func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 			}
 			tasks = tasks[:n]
 			opts := harnesses.RunOptions{Seed: 11, K: 2, Temperature: 1, MaxNewTokens: 40, KeyPrefix: "val/"}
-			warm := model.NewSampler(m, model.SamplerOptions{})
-			want, err := harnesses.Run(context.Background(), h, d, tasks, rounds{warm}, tok, opts)
+			warm := local(t, m, model.SamplerOptions{})
+			want, err := harnesses.Run(context.Background(), h, d, tasks, rounds{warm}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,14 +111,14 @@ func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 			}
 			for _, c := range []struct {
 				name  string
-				s     *model.Sampler
+				s     *chat.Local
 				batch int
-			}{{"fresh sampler, all in flight", model.NewSampler(m, model.SamplerOptions{}), 0},
+			}{{"fresh sampler, all in flight", local(t, m, model.SamplerOptions{}), 0},
 				{"warm prefix cache, 5 in flight", warm, 5},
-				{"3 decoding at once", model.NewSampler(m, model.SamplerOptions{MaxBatch: 3}), 0}} {
+				{"3 decoding at once", local(t, m, model.SamplerOptions{MaxBatch: 3}), 0}} {
 				o := opts
 				o.BatchSize = c.batch
-				got, err := harnesses.Run(context.Background(), h, d, tasks, c.s, tok, o)
+				got, err := harnesses.Run(context.Background(), h, d, tasks, c.s, o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +140,6 @@ func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 // is episodes/s; calls/episode says how multi-turn the workload was.
 func BenchmarkContinuousBatching(b *testing.B) {
 	m := baseModel(b)
-	tok := basemodel.Tokenizer()
 	d, err := domains.Open("searchqa", 1)
 	if err != nil {
 		b.Fatal(err)
@@ -152,17 +162,17 @@ func BenchmarkContinuousBatching(b *testing.B) {
 				start := time.Now()
 				for i := 0; i < b.N; i++ {
 					// A fresh sampler each time: no prefix cache carried over.
-					s := model.NewSampler(m, model.SamplerOptions{})
+					s := local(b, m, model.SamplerOptions{})
 					var pol policy.Policy = s
 					if mode == "rounds" {
 						pol = rounds{s}
 					}
-					ts, err := harnesses.Run(context.Background(), h, d, tasks, pol, tok, opts)
+					ts, err := harnesses.Run(context.Background(), h, d, tasks, pol, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
 					episodes += len(ts)
-					prefilled += s.Stats().PrefillTokens
+					prefilled += s.Sampler().Stats().PrefillTokens
 					for _, tr := range ts {
 						calls += tr.ModelCalls()
 						for _, c := range tr.Calls {

@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"whale/core/policy"
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
 // Null is a content-blind scripted policy for the anti-cheat audit: it
 // answers without reading the problem's meaning, by a random pick from
-// what the harness shows it (the user and tool messages of its prompt).
+// what the harness shows it (the user and tool messages of its chat, as
+// fitted to CONTEXT_TOKENS when chat.Tokenize fits it as the model's
+// would be).
 // Per domain: searchqa — a random span of one to four words (shorter ones
 // likelier: see spanWords) of the shown
 // text; math — a random number from the shown text; chess — a random move
@@ -25,19 +26,18 @@ import (
 // harness may not do. Picks depend only on each request's Seed and Key.
 type Null struct {
 	dom string
-	tok tokenizer.Tokenizer
 
 	infos map[string]RequestInfo
 }
 
 // NewNull returns the null policy of a domain.
-func NewNull(dom data.Domain, tok tokenizer.Tokenizer) (*Null, error) {
+func NewNull(dom data.Domain) (*Null, error) {
 	switch dom.Name() {
 	case "searchqa", "math", "chess":
 	default:
 		return nil, fmt.Errorf("harnesses: no null policy for domain %q (have searchqa, math, chess)", dom.Name())
 	}
-	return &Null{dom: dom.Name(), tok: tok, infos: map[string]RequestInfo{}}, nil
+	return &Null{dom: dom.Name(), infos: map[string]RequestInfo{}}, nil
 }
 
 // ObserveRequest keeps the episode's legal moves for chess's fallback.
@@ -60,7 +60,7 @@ func (p *Null) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Co
 		h := fnv.New64a()
 		fmt.Fprintf(h, "null/%d/%s", r.Seed, r.Key)
 		rng := rand.New(rand.NewPCG(r.Seed, h.Sum64()))
-		shown := p.shown(r.Prompt)
+		shown := shown(r.Messages)
 		var reply string
 		switch p.dom {
 		case "searchqa":
@@ -84,40 +84,22 @@ func (p *Null) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Co
 			}
 		}
 		delete(p.infos, r.Key)
-		out[i] = encodeReply(p.tok, reply, r.MaxNewTokens)
+		out[i] = policy.Completion{Text: reply, Finish: policy.FinishStop}
 	}
 	return out, nil
 }
 
-// shown decodes the user and tool messages of a ChatML prompt: what the
-// harness showed, without its system prompt (instructions and examples)
-// and without the policy's own earlier replies.
-func (p *Null) shown(prompt []int32) string {
-	start, _ := p.tok.Special(tokenizer.ImStart)
-	end, _ := p.tok.Special(tokenizer.ImEnd)
+// shown is the user and tool messages of a chat, each ended by a
+// newline: what the harness showed, without its system prompt
+// (instructions and examples) and without the policy's own earlier
+// replies.
+func shown(msgs []policy.Message) string {
 	var b strings.Builder
-	var seg []int32
-	flush := func() {
-		if len(seg) > 0 {
-			text := p.tok.Decode(seg)
-			role, body, _ := strings.Cut(text, "\n")
-			if role == "user" || role == "tool" {
-				b.WriteString(body)
-				b.WriteString("\n")
-			}
-		}
-		seg = seg[:0]
-	}
-	for _, t := range prompt {
-		switch t {
-		case start:
-			flush()
-		case end:
-			flush()
-		default:
-			seg = append(seg, t)
+	for _, m := range msgs {
+		if m.Role == "user" || m.Role == "tool" {
+			b.WriteString(m.Content)
+			b.WriteString("\n")
 		}
 	}
-	flush()
 	return b.String()
 }

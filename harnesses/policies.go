@@ -9,13 +9,15 @@ import (
 	"sync"
 
 	"whale/core/policy"
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
 // Policies for checking harnesses and environments: an oracle that knows
-// the gold action, a random babbler, and a scripted policy for tests. They
-// implement policy.Policy like the model does.
+// the gold action, a random babbler, and a mix of the two. They implement
+// policy.Policy like the model does, but reply with text alone: the
+// harness runtime needs nothing else. Where their replies are trained on,
+// chat.Tokenize gives them the tokens the model would have seen and
+// written.
 
 // FormatAction renders an action in the format the built-in harnesses
 // parse (see lib/README.md): <answer>…</answer>, <move>…</move> or
@@ -32,35 +34,20 @@ func FormatAction(a data.Action) string {
 	return ""
 }
 
-// encodeReply turns text into completion tokens ending in the stop token,
-// or cut at maxNew tokens without it.
-func encodeReply(tok tokenizer.Tokenizer, text string, maxNew int) policy.Completion {
-	ids := tok.Encode(text)
-	if maxNew > 0 && len(ids) >= maxNew {
-		ids = ids[:maxNew]
-		return policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishLength}
-	}
-	if end, ok := tok.Special(tokenizer.ImEnd); ok {
-		ids = append(ids, end)
-	}
-	return policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishStop}
-}
-
 // Oracle answers every request with the domain's gold action for the
 // episode behind it, in the built-in format. It needs the runtime's
 // request hook (it implements RequestObserver), so it only works under
 // Run.
 type Oracle struct {
 	dom data.Domain
-	tok tokenizer.Tokenizer
 
 	mu    sync.Mutex
 	infos map[string]RequestInfo
 }
 
 // NewOracle returns an oracle policy for dom.
-func NewOracle(dom data.Domain, tok tokenizer.Tokenizer) *Oracle {
-	return &Oracle{dom: dom, tok: tok, infos: map[string]RequestInfo{}}
+func NewOracle(dom data.Domain) *Oracle {
+	return &Oracle{dom: dom, infos: map[string]RequestInfo{}}
 }
 
 // ObserveRequest records the episode behind a request key.
@@ -97,20 +84,19 @@ func (o *Oracle) Generate(ctx context.Context, reqs []policy.Request) ([]policy.
 				return nil, fmt.Errorf("harnesses: oracle: gold action of task %s: %w", info.Task.ID, err)
 			}
 		}
-		out[i] = encodeReply(o.tok, FormatAction(act), r.MaxNewTokens)
+		out[i] = policy.Completion{Text: FormatAction(act), Finish: policy.FinishStop}
 	}
 	return out, nil
 }
 
 // Random emits random text mixing letters, digits, punctuation and the
-// tags the built-in harnesses parse. Each request's text depends only on
-// its Seed and Key.
-type Random struct {
-	tok tokenizer.Tokenizer
-}
+// tags the built-in harnesses parse, of 1 to about MaxNewTokens + 16 bytes
+// (so that some replies are cut at MaxNewTokens once tokenized). Each
+// request's text depends only on its Seed and Key.
+type Random struct{}
 
 // NewRandom returns a random policy.
-func NewRandom(tok tokenizer.Tokenizer) *Random { return &Random{tok: tok} }
+func NewRandom() *Random { return &Random{} }
 
 var randomPieces = []string{"<answer>", "</answer>", "<move>", "</move>", "<tool>", "</tool>", "search:", "calc:", "[", "]", "\n", " ", " ", " ", ".", ",", "?", "!", ":", "-", "+", "=", "(", ")"}
 
@@ -137,73 +123,7 @@ func (p *Random) Generate(ctx context.Context, reqs []policy.Request) ([]policy.
 				}
 			}
 		}
-		out[i] = encodeReply(p.tok, b.String(), r.MaxNewTokens)
-	}
-	return out, nil
-}
-
-// Reply is one scripted completion.
-type Reply struct {
-	Text string
-	// Length marks a completion cut off by MaxNewTokens (no stop token).
-	Length bool
-	// LogProb is the log-probability reported for each of its tokens.
-	LogProb float32
-}
-
-// Scripted replies from per-episode scripts, for tests. Replies are keyed
-// by the episode part of the request key ("taskID#sample", with any key
-// prefix); the n-th request of an episode gets the n-th reply (the
-// SAMPLES requests of a voting call are consecutive). It records every
-// request it sees.
-type Scripted struct {
-	Tok     tokenizer.Tokenizer
-	Replies map[string][]Reply
-	// Default, if set, answers episodes without a script.
-	Default func(key string) Reply
-
-	mu       sync.Mutex
-	next     map[string]int
-	Requests []policy.Request
-}
-
-// Generate returns the next scripted reply of each request's episode.
-func (s *Scripted) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next == nil {
-		s.next = map[string]int{}
-	}
-	out := make([]policy.Completion, len(reqs))
-	for i, r := range reqs {
-		s.Requests = append(s.Requests, r)
-		ep := r.Key
-		if j := strings.LastIndex(ep, "/v"); j >= 0 && j > strings.LastIndexByte(ep, '#') {
-			ep = ep[:j] // a voting sample's suffix
-		}
-		if j := strings.LastIndexByte(ep, '/'); j >= 0 {
-			ep = ep[:j]
-		}
-		script, ok := s.Replies[ep]
-		var rep Reply
-		switch n := s.next[ep]; {
-		case ok && n < len(script):
-			rep = script[n]
-		case s.Default != nil:
-			rep = s.Default(r.Key)
-		default:
-			return nil, fmt.Errorf("harnesses: scripted policy: no reply %d for episode %q", n, ep)
-		}
-		s.next[ep]++
-		if rep.Length {
-			ids := s.Tok.Encode(rep.Text)
-			out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishLength}
-			continue
-		}
-		out[i] = encodeReply(s.Tok, rep.Text, 0)
-		for j := range out[i].LogProbs {
-			out[i].LogProbs[j] = rep.LogProb
-		}
+		out[i] = policy.Completion{Text: b.String(), Finish: policy.FinishStop}
 	}
 	return out, nil
 }
@@ -220,8 +140,8 @@ type Mixed struct {
 
 // NewMixed returns a policy that acts as the oracle for about one in
 // every request keys (every ≥ 1).
-func NewMixed(dom data.Domain, tok tokenizer.Tokenizer, every int) *Mixed {
-	return &Mixed{oracle: NewOracle(dom, tok), random: NewRandom(tok), every: uint32(max(1, every))}
+func NewMixed(dom data.Domain, every int) *Mixed {
+	return &Mixed{oracle: NewOracle(dom), random: NewRandom(), every: uint32(max(1, every))}
 }
 
 func (p *Mixed) ObserveRequest(info RequestInfo) { p.oracle.ObserveRequest(info) }

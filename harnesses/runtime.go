@@ -8,7 +8,6 @@ import (
 	"go.starlark.net/starlark"
 
 	"whale/core/policy"
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
@@ -37,8 +36,9 @@ type RunOptions struct {
 	// (the policy then bounds what it decodes together).
 	BatchSize int
 	// EpisodeTokens, if positive, bounds the completion tokens of one
-	// rollout over all its calls; a rollout that reaches it before it is
-	// done ends as truncated.
+	// rollout over all its calls (as the policy reports them: a policy
+	// that reports none is not bounded); a rollout that reaches it before
+	// it is done ends as truncated.
 	EpisodeTokens int
 	// KeyPrefix is prepended to request keys (e.g. "val/") so that keys
 	// stay unique across splits and phases.
@@ -65,19 +65,38 @@ type RequestInfo struct {
 }
 
 // RequestObserver is implemented by policies that need the episode behind
-// each request (the oracle). Run calls ObserveRequest before Generate.
+// each request (the oracle). Run calls ObserveRequest before the request
+// goes to the policy. A policy that wraps another (chat.Tokenized, a
+// test's recorder) says so with a method Unwrap() policy.Policy, and Run
+// looks through such wrappers for the observer, so that no wrapper has to
+// forward ObserveRequest.
 type RequestObserver interface {
 	ObserveRequest(RequestInfo)
 }
 
-// Message is one chat message of a rollout's transcript.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// observerOf finds the RequestObserver of pol or of a policy it wraps.
+func observerOf(pol policy.Policy) RequestObserver {
+	for pol != nil {
+		if o, ok := pol.(RequestObserver); ok {
+			return o
+		}
+		u, ok := pol.(interface{ Unwrap() policy.Policy })
+		if !ok {
+			return nil
+		}
+		pol = u.Unwrap()
+	}
+	return nil
 }
 
+// Message is one chat message of a rollout's transcript: what the policy
+// is handed.
+type Message = policy.Message
+
 // Call is one policy call of a rollout: exactly the tokens the model saw
-// and produced, for the weight phase, and the decoded text, for people.
+// and produced, for the weight phase, and the text, for people. The
+// tokens come from the completion; a policy that sees only text (a
+// server, a scripted policy not given a tokenizer) leaves them empty.
 type Call struct {
 	Key        string              `json:"key"`
 	Prompt     []int32             `json:"prompt"`
@@ -90,8 +109,9 @@ type Call struct {
 	// Outcome says what the runtime did with the completion: "tool",
 	// "move", "answer", "format_retry", "invalid_retry", or a failure kind.
 	Outcome string `json:"outcome"`
-	// Dropped counts history messages left out to fit CONTEXT_TOKENS;
-	// Cut is set when a message had to be shortened as well.
+	// Dropped counts history messages the policy left out to fit
+	// CONTEXT_TOKENS; Cut is set when a message had to be shortened as
+	// well.
 	Dropped int  `json:"dropped,omitempty"`
 	Cut     bool `json:"cut,omitempty"`
 	// Sample is the completion's index among a voting call's SAMPLES.
@@ -177,8 +197,10 @@ type rollout struct {
 	// tokens counts completion tokens over all calls.
 	tokens int
 	done   bool
-	// pending is the prompt waiting for the policy.
+	// pending is the call waiting for the policy, ask the chat it hands
+	// the policy (the transcript, or compact_history's version of it).
 	pending *Call
+	ask     []Message
 	system  string
 	// last is the text of the last completion the episode went on from.
 	last string
@@ -196,16 +218,16 @@ type rollout struct {
 // completion depends only on its request. Harness errors end only their
 // own rollout (as FailHarness with the harness line); policy errors end
 // the run.
-func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, pol policy.Policy, tok tokenizer.Tokenizer, opts RunOptions) ([]Trajectory, error) {
+//
+// The policy is handed chats and fits them to the harness's
+// CONTEXT_TOKENS itself: token ids exist only in its completions, which
+// the calls record for the weight phase.
+func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, pol policy.Policy, opts RunOptions) ([]Trajectory, error) {
 	if opts.K <= 0 {
 		opts.K = 1
 	}
 	if opts.MaxNewTokens <= 0 {
 		opts.MaxNewTokens = 256
-	}
-	stop, ok := tok.Special(tokenizer.ImEnd)
-	if !ok {
-		return nil, fmt.Errorf("harnesses: run: tokenizer has no %s token", tokenizer.ImEnd)
 	}
 	system := h.systemPrompt()
 	rs := make([]*rollout, 0, len(tasks)*opts.K)
@@ -225,7 +247,7 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 			rs = append(rs, r)
 		}
 	}
-	rt := &runner{h: h, tok: tok, opts: opts, stop: stop}
+	rt := &runner{h: h, opts: opts}
 	var err error
 	if st, ok := pol.(policy.Streamer); ok {
 		err = rt.runStream(ctx, st, rs)
@@ -286,9 +308,7 @@ func (rt *runner) runRounds(ctx context.Context, pol policy.Policy, rs []*rollou
 
 type runner struct {
 	h    *Harness
-	tok  tokenizer.Tokenizer
 	opts RunOptions
-	stop int32
 }
 
 func (h *Harness) systemPrompt() string {
@@ -520,13 +540,8 @@ func (rt *runner) prepare(r *rollout) {
 			return
 		}
 	}
-	prompt, dropped, cut, err := fitContext(rt.tok, msgs, rt.h.ContextTokens)
-	if err != nil {
-		r.harnessError(err)
-		return
-	}
 	key := fmt.Sprintf("%s%s#%d/%d", rt.opts.KeyPrefix, r.task.ID, r.sample, len(r.traj.Calls))
-	r.pending = &Call{Key: key, Prompt: prompt, Dropped: dropped, Cut: cut}
+	r.pending, r.ask = &Call{Key: key}, msgs
 }
 
 func toMessages(file string, v starlark.Value) ([]Message, error) {
@@ -560,70 +575,6 @@ func toMessages(file string, v starlark.Value) ([]Message, error) {
 	return out, nil
 }
 
-// fitContext renders msgs as a ChatML prompt of at most budget tokens:
-// whole messages after the first user message are dropped oldest first;
-// if that is not enough, the longest message is shortened from its end.
-func fitContext(tok tokenizer.Tokenizer, msgs []Message, budget int) ([]int32, int, bool, error) {
-	render := func(ms []Message) ([]int32, error) {
-		tm := make([]tokenizer.Message, len(ms))
-		for i, m := range ms {
-			tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
-		}
-		return tokenizer.EncodeChat(tok, tm, true)
-	}
-	ids, err := render(msgs)
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("harnesses: render prompt: %w", err)
-	}
-	if len(ids) <= budget {
-		return ids, 0, false, nil
-	}
-	ms := append([]Message(nil), msgs...)
-	// Keep the head (system and the first user message: the task) and
-	// the newest message; drop from just after the head.
-	head := 0
-	for i, m := range ms {
-		if m.Role == "user" {
-			head = i + 1
-			break
-		}
-	}
-	dropped := 0
-	for len(ids) > budget && len(ms) > head+1 {
-		ms = append(ms[:head], ms[head+1:]...)
-		dropped++
-		if ids, err = render(ms); err != nil {
-			return nil, 0, false, err
-		}
-	}
-	cut := false
-	for tries := 0; len(ids) > budget && tries < 2*len(ms)+2; tries++ {
-		longest := 0
-		for i, m := range ms {
-			if len(m.Content) > len(ms[longest].Content) {
-				longest = i
-			}
-		}
-		content := tok.Encode(ms[longest].Content)
-		if len(content) == 0 {
-			break
-		}
-		keep := max(len(content)-(len(ids)-budget)-4, 0)
-		ms[longest].Content = tok.Decode(content[:keep]) + " …"
-		if keep == 0 {
-			ms[longest].Content = ""
-		}
-		cut = true
-		if ids, err = render(ms); err != nil {
-			return nil, 0, false, err
-		}
-	}
-	if len(ids) > budget {
-		return nil, 0, false, fmt.Errorf("harnesses: CONTEXT_TOKENS=%d cannot hold even the chat markup of %d messages", budget, len(ms))
-	}
-	return ids, dropped, cut, nil
-}
-
 // sampleKey is the request key of sample j of a call: the call's own key
 // for the first, so that a harness that votes and one that does not draw
 // the same first completion (paired comparisons stay paired).
@@ -639,7 +590,7 @@ func sampleKey(key string, j int) string {
 func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*rollout) error {
 	n := max(1, rt.h.Samples)
 	reqs := make([]policy.Request, 0, len(chunk)*n)
-	obs, _ := pol.(RequestObserver)
+	obs := observerOf(pol)
 	for _, r := range chunk {
 		reqs = append(reqs, rt.requests(r, obs)...)
 	}
@@ -663,8 +614,8 @@ func (rt *runner) requests(r *rollout, obs RequestObserver) []policy.Request {
 	reqs := make([]policy.Request, n)
 	for j := range reqs {
 		key := sampleKey(r.pending.Key, j)
-		reqs[j] = policy.Request{Key: key, Prompt: r.pending.Prompt, MaxNewTokens: rt.opts.MaxNewTokens,
-			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Stop: []int32{rt.stop}, Seed: rt.opts.Seed}
+		reqs[j] = policy.Request{Key: key, Messages: r.ask, ContextTokens: rt.h.ContextTokens, MaxNewTokens: rt.opts.MaxNewTokens,
+			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Seed: rt.opts.Seed}
 		if obs != nil || rt.opts.OnRequest != nil {
 			info := RequestInfo{Key: key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
 			if obs != nil {
@@ -679,22 +630,22 @@ func (rt *runner) requests(r *rollout, obs RequestObserver) []policy.Request {
 }
 
 // deliver hands r the completions of its pending call: the only one, or
-// the SAMPLES to vote on.
+// the SAMPLES to vote on. A chat the policy could not fit to
+// CONTEXT_TOKENS at all ends the rollout as the harness's error, with no
+// call recorded: nothing was generated.
 func (rt *runner) deliver(r *rollout, comps []policy.Completion) {
+	r.ask = nil
+	for _, c := range comps {
+		if c.Finish == policy.FinishPrompt {
+			r.harnessError(fmt.Errorf("harnesses: CONTEXT_TOKENS=%d is too small for this chat: %s", rt.h.ContextTokens, c.Error))
+			return
+		}
+	}
 	if len(comps) == 1 {
 		rt.complete(r, comps[0])
 		return
 	}
 	rt.vote(r, comps)
-}
-
-// text decodes a completion without its stop token.
-func (rt *runner) text(c policy.Completion) string {
-	toks := c.Tokens
-	if n := len(toks); n > 0 && toks[n-1] == rt.stop {
-		toks = toks[:n-1]
-	}
-	return rt.tok.Decode(toks)
 }
 
 // vote turns the SAMPLES completions of one call into candidates, lets
@@ -707,7 +658,7 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 	cands := make([]starlark.Value, len(comps))
 	texts := make([]string, len(comps))
 	for j, c := range comps {
-		texts[j] = rt.text(c)
+		texts[j] = c.Text
 		d, err := rt.candidate(r, j, c, texts[j])
 		if err != nil {
 			r.traj.Calls = append(r.traj.Calls, sampleCall(call, j, c, texts[j], string(FailHarness)))
@@ -757,7 +708,7 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 
 // sampleCall records completion j of a voting call.
 func sampleCall(call *Call, j int, c policy.Completion, text, outcome string) Call {
-	return Call{Key: sampleKey(call.Key, j), Prompt: call.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
+	return Call{Key: sampleKey(call.Key, j), Prompt: c.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
 		Finish: c.Finish, Text: text, Outcome: outcome, Sample: j}
 }
 
@@ -821,10 +772,11 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 	h := rt.h
 	call := r.pending
 	r.pending = nil
+	call.Prompt, call.Dropped, call.Cut = c.Prompt, c.Dropped, c.Cut
 	call.Completion = c.Tokens
 	call.LogProbs = c.LogProbs
 	call.Finish = c.Finish
-	call.Text = rt.text(c)
+	call.Text = c.Text
 	r.last = call.Text
 	r.traj.Calls = append(r.traj.Calls, *call)
 	rec := &r.traj.Calls[len(r.traj.Calls)-1]

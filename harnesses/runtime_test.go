@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
@@ -37,12 +36,11 @@ func failures(ts []Trajectory) map[data.FailureKind]int {
 }
 
 func TestOracleScoresOneOnFakeDomains(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, d := range fakeDomains() {
 		t.Run(d.name, func(t *testing.T) {
 			h := loadBuiltin(t, d)
 			tasks, _ := d.Tasks(data.SplitVal)
-			ts, err := Run(context.Background(), h, d, tasks, NewOracle(d, tok), tok, RunOptions{Seed: 1, BatchSize: 64})
+			ts, err := Run(context.Background(), h, d, tasks, tokens(NewOracle(d)), RunOptions{Seed: 1, BatchSize: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,12 +52,11 @@ func TestOracleScoresOneOnFakeDomains(t *testing.T) {
 }
 
 func TestRandomScoresNearZeroOnFakeDomains(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, d := range fakeDomains() {
 		t.Run(d.name, func(t *testing.T) {
 			h := loadBuiltin(t, d)
 			tasks, _ := d.Tasks(data.SplitVal)
-			ts, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 7, MaxNewTokens: 64})
+			ts, err := Run(context.Background(), h, d, tasks, tokens(NewRandom()), RunOptions{Seed: 7, MaxNewTokens: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +69,7 @@ func TestRandomScoresNearZeroOnFakeDomains(t *testing.T) {
 				}
 			}
 			// Same seed, same trajectories.
-			again, err := Run(context.Background(), h, d, tasks, NewRandom(tok), tok, RunOptions{Seed: 7, MaxNewTokens: 64})
+			again, err := Run(context.Background(), h, d, tasks, tokens(NewRandom()), RunOptions{Seed: 7, MaxNewTokens: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,10 +87,9 @@ func runScripted(t *testing.T, d *fakeDomain, src string, replies []Reply) (Traj
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	task := d.make(3)[1]
-	pol := &Scripted{Tok: tok, Replies: map[string][]Reply{task.ID + "#0": replies}}
-	ts, err := Run(context.Background(), h, d, []data.Task{task}, pol, tok, RunOptions{Seed: 3})
+	pol := &Scripted{Replies: map[string][]Reply{task.ID + "#0": replies}}
+	ts, err := Run(context.Background(), h, d, []data.Task{task}, tokens(pol), RunOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,17 +172,16 @@ func TestScriptedMultiMoveLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	task := d.make(3)[2] // c2c4 c7c5 c1c3
-	pol := &Scripted{Tok: tok, Replies: map[string][]Reply{task.ID + "#0": {{Text: "<move>c2c4</move>"}, {Text: "Then <move>c1c3</move>"}}}}
-	ts, err := Run(context.Background(), h, d, []data.Task{task}, pol, tok, RunOptions{})
+	pol := &Scripted{Replies: map[string][]Reply{task.ID + "#0": {{Text: "<move>c2c4</move>"}, {Text: "Then <move>c1c3</move>"}}}}
+	ts, err := Run(context.Background(), h, d, []data.Task{task}, tokens(pol), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ts[0].Reward != 1 || ts[0].Turns != 2 {
 		t.Fatalf("reward %v turns %d failure %q", ts[0].Reward, ts[0].Turns, ts[0].Failure)
 	}
-	if p := tok.Decode(pol.Requests[1].Prompt); !strings.Contains(p, "The opponent replied c7c5.") {
+	if p := bytesTok.Decode(pol.Requests[1].Prompt); !strings.Contains(p, "The opponent replied c7c5.") {
 		t.Fatalf("second prompt lacks the defender's reply:\n%s", p)
 	}
 }
@@ -273,18 +268,15 @@ func TestTrajectoryRecordsTokens(t *testing.T) {
 	}
 }
 
-var bytesTok tokenizer.Bytes
-
 func TestEpisodeTokenBudget(t *testing.T) {
 	d := &fakeDomain{name: "math", turns: 3}
 	h, err := Load("h0.star", builtinSrc(t, "math"), EnvOf(d))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	task := d.make(2)[1]
-	pol := &Scripted{Tok: tok, Replies: map[string][]Reply{task.ID + "#0": {{Text: "<tool>calc: 4 + 9</tool> and some more words"}, {Text: "<answer>13</answer>"}}}}
-	ts, err := Run(context.Background(), h, d, []data.Task{task}, pol, tok, RunOptions{EpisodeTokens: 30})
+	pol := &Scripted{Replies: map[string][]Reply{task.ID + "#0": {{Text: "<tool>calc: 4 + 9</tool> and some more words"}, {Text: "<answer>13</answer>"}}}}
+	ts, err := Run(context.Background(), h, d, []data.Task{task}, tokens(pol), RunOptions{EpisodeTokens: 30})
 	if err != nil {
 		t.Fatal(err)
 	}

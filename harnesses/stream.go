@@ -33,7 +33,7 @@ func (rt *runner) runStream(ctx context.Context, pol policy.Streamer, rs []*roll
 		slots = len(rs) * n
 	}
 	slots = max(slots, n)
-	obs, _ := pol.(RequestObserver)
+	obs := observerOf(pol)
 	got := make([][]policy.Completion, len(rs)) // completions of each rollout's pending call
 	arrived := make([]int, len(rs))
 	waiting := make([]bool, len(rs)*n) // by request id

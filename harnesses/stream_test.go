@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"whale/core/policy"
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 )
@@ -37,13 +36,9 @@ func (p *shuffled) Generate(ctx context.Context, reqs []policy.Request) ([]polic
 	return p.pol.Generate(ctx, reqs)
 }
 
-// ObserveRequest passes the episode behind a request on (the oracle half
-// of Mixed needs it).
-func (p *shuffled) ObserveRequest(info RequestInfo) {
-	if o, ok := p.pol.(RequestObserver); ok {
-		o.ObserveRequest(info)
-	}
-}
+// Unwrap lets Run find the oracle half of Mixed behind it, which needs
+// the episode behind each request.
+func (p *shuffled) Unwrap() policy.Policy { return p.pol }
 
 func (p *shuffled) OpenStream() (policy.Stream, error) {
 	p.opened++
@@ -115,7 +110,6 @@ func withSamples(t *testing.T, d data.Domain, samples int) *Harness {
 // any bound on the requests in flight; the bound holds, Progress sees
 // every rollout finish and OnRequest sees the same requests.
 func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	for _, name := range domains.Names() {
 		t.Run(name, func(t *testing.T) {
 			d, err := domains.Open(name, 1)
@@ -127,7 +121,7 @@ func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
 			tasks = tasks[:12]
 			var keys []string
 			opts := RunOptions{Seed: 3, K: 2, MaxNewTokens: 48, OnRequest: func(i RequestInfo) { keys = append(keys, i.Key) }}
-			want, err := Run(context.Background(), h, d, tasks, NewMixed(d, tok, 3), tok, opts)
+			want, err := Run(context.Background(), h, d, tasks, tokens(NewMixed(d, 3)), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,8 +132,8 @@ func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
 				o := opts
 				o.BatchSize = batch
 				o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
-				pol := &shuffled{pol: NewMixed(d, tok, 3), seed: uint64(batch)}
-				got, err := Run(context.Background(), h, d, tasks, pol, tok, o)
+				pol := &shuffled{pol: tokens(NewMixed(d, 3)), seed: uint64(batch)}
+				got, err := Run(context.Background(), h, d, tasks, pol, o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,7 +159,6 @@ func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
 // A stream's failures end the run with the policy's error (naming the
 // refused key), and the stream is closed whatever happened.
 func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
-	tok := tokenizer.Bytes{}
 	d, err := domains.Open("math", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +176,8 @@ func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
 		{"next", &shuffled{failNext: 3}, "harnesses: run: policy: shuffled: decoder broke"},
 		{"unknown id", &shuffled{badID: true}, "which is not in flight"},
 	} {
-		c.pol.pol = NewRandom(tok)
-		_, err := Run(context.Background(), h, d, tasks, c.pol, tok, opts)
+		c.pol.pol = tokens(NewRandom())
+		_, err := Run(context.Background(), h, d, tasks, c.pol, opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v; want %q", c.name, err, c.want)
 		}
@@ -199,8 +192,8 @@ func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
 			cancel()
 		}
 	}
-	pol := &shuffled{pol: NewRandom(tok)}
-	if _, err := Run(ctx, h, d, tasks, pol, tok, o); !errors.Is(err, context.Canceled) || pol.closed != 1 {
+	pol := &shuffled{pol: tokens(NewRandom())}
+	if _, err := Run(ctx, h, d, tasks, pol, o); !errors.Is(err, context.Canceled) || pol.closed != 1 {
 		t.Fatalf("cancelled run: error %v, stream closed %d times; want context.Canceled and closed", err, pol.closed)
 	}
 }

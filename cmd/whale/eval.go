@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"whale/core/basemodel"
+	"whale/core/chat"
 	"whale/core/ckpt"
 	"whale/core/eval"
 	"whale/core/model"
@@ -117,7 +118,7 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 		return evalReport{}, err
 	}
 	t0 := time.Now()
-	ts, err := harnesses.Run(ctx, h, st.dom, st.tasks, st.pol, tokenizer.Bytes{}, st.opts)
+	ts, err := harnesses.Run(ctx, h, st.dom, st.tasks, st.pol, st.opts)
 	if err != nil {
 		return evalReport{}, err
 	}
@@ -218,13 +219,13 @@ func newEvalCmd() *cobra.Command {
 				return err
 			}
 			st.dom = d
-			switch pol {
-			case "model":
-				st.pol = model.NewSampler(m, model.SamplerOptions{Exact: exact})
-			case "oracle":
-				st.pol = harnesses.NewOracle(d, tokenizer.Bytes{})
-			case "random":
-				st.pol = harnesses.NewRandom(tokenizer.Bytes{})
+			if pol == "model" {
+				st.pol, err = chat.NewLocal(m, tokenizer.Bytes{}, model.SamplerOptions{Exact: exact})
+			} else {
+				st.pol, err = scriptedPolicy(pol, d)
+			}
+			if err != nil {
+				return err
 			}
 			if st.tasks, err = d.Tasks(split); err != nil {
 				return err

@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"whale/core/basemodel"
+	"whale/core/chat"
 	"whale/core/policy"
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
@@ -224,15 +225,12 @@ func newHarnessRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tok := tokenizer.Bytes{}
-			var p policy.Policy
-			switch pol {
-			case "oracle":
-				p = harnesses.NewOracle(d, tok)
-			case "random":
-				p = harnesses.NewRandom(tok)
-			default:
+			if pol != "oracle" && pol != "random" {
 				return usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
+			}
+			p, err := scriptedPolicy(pol, d)
+			if err != nil {
+				return err
 			}
 			name, src, err := readHarnessSource(args[0], domain)
 			if err != nil {
@@ -249,7 +247,7 @@ func newHarnessRunCmd() *cobra.Command {
 			if len(tasks) > n {
 				tasks = tasks[:n]
 			}
-			ts, err := harnesses.Run(context.Background(), h, d, tasks, p, tok, harnesses.RunOptions{Seed: seed, K: k, MaxNewTokens: maxNew, KeyPrefix: split + "/"})
+			ts, err := harnesses.Run(context.Background(), h, d, tasks, p, harnesses.RunOptions{Seed: seed, K: k, MaxNewTokens: maxNew, KeyPrefix: split + "/"})
 			if err != nil {
 				return err
 			}
@@ -318,4 +316,18 @@ func newHarnessDiffCmd() *cobra.Command {
 	c.Flags().StringVar(&domain, "domain", "", "domain of built-in harnesses named instead of files (h0)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
+}
+
+// scriptedPolicy is the oracle or the random policy ("oracle", "random")
+// of d, in the embedded model's tokens, so that what a report counts in
+// tokens is counted as for the model.
+func scriptedPolicy(name string, d data.Domain) (policy.Policy, error) {
+	tmpl, err := chat.NewTemplate(basemodel.Tokenizer())
+	if err != nil {
+		return nil, err
+	}
+	if name == "oracle" {
+		return chat.Tokenize(harnesses.NewOracle(d), tmpl), nil
+	}
+	return chat.Tokenize(harnesses.NewRandom(), tmpl), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/chat"
 	"whale/core/engine"
 	"whale/core/model"
 	"whale/core/store"
@@ -52,8 +53,12 @@ func TestRunFromCheckpoint(t *testing.T) {
 	}
 	cfg.MaxRounds, cfg.MaxNewTokens = 1, 8
 	tok := tokenizer.Bytes{}
+	tmpl, err := chat.NewTemplate(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
 	src, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
-		Policy: harnesses.NewOracle(dom, tok)}, "src")
+		Policy: chat.Tokenize(harnesses.NewOracle(dom), tmpl)}, "src")
 	if err != nil {
 		t.Fatal(err)
 	}

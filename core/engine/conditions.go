@@ -98,7 +98,7 @@ func (e *Engine) runAssigned(ctx context.Context, tasks []data.Task, assigned []
 		if len(order) > 1 {
 			p = fmt.Sprintf("%s%s/", prefix, hash[:12])
 		}
-		ts, err := harnesses.Run(ctx, h, e.env.Domain, sub, e.pol, e.env.Tokenizer, e.runOpts(p, k))
+		ts, err := harnesses.Run(ctx, h, e.env.Domain, sub, e.pol, e.runOpts(p, k))
 		if err != nil {
 			return nil, nil, err
 		}

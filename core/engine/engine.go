@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/search"
@@ -23,12 +24,15 @@ import (
 
 // Env is what a run runs on; cmd wires it.
 type Env struct {
-	Domain    data.Domain
-	Model     *model.Model
+	Domain data.Domain
+	Model  *model.Model
+	// Tokenizer is Model's: the local policy renders rollouts' chats with
+	// it, and the null audit fits its chats with it as the model's are.
 	Tokenizer tokenizer.Tokenizer
 	Store     *store.DB
-	// Policy samples rollouts; nil means a model.Sampler over Model (the
-	// normal case: rollouts come from the weights being trained).
+	// Policy samples rollouts; nil means the chat policy of Model and
+	// Tokenizer (chat.NewLocal: the normal case, rollouts come from the
+	// weights being trained).
 	Policy policy.Policy
 	// ResumeEvery is how often the run writes a resume point between
 	// phase boundaries: 0 means DefaultResumeEvery, negative after every
@@ -65,6 +69,8 @@ type Engine struct {
 	Cfg   Config
 	env   Env
 	pol   policy.Policy
+	// tmpl is the chat template of Env.Tokenizer.
+	tmpl *chat.Template
 
 	trainer *model.Trainer
 	op      weights.Optimizer
@@ -79,7 +85,7 @@ type Engine struct {
 	harnessCache map[string]*harnesses.Harness
 	// The null-policy audit's policy, tasks and h0 score (null.go),
 	// set on first use.
-	nullPol   *harnesses.Null
+	nullPol   policy.Policy
 	nullAudit []data.Task
 	nullBase  *float64
 	// saved are the weights, optimizer and phase-start blobs of the last
@@ -284,13 +290,18 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	if e.resumeEvery == 0 {
 		e.resumeEvery = DefaultResumeEvery
 	}
+	var err error
+	if e.tmpl, err = chat.NewTemplate(env.Tokenizer); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e.pol = env.Policy
 	if e.pol == nil {
-		e.pol = model.NewSampler(env.Model, model.SamplerOptions{})
+		if e.pol, err = chat.NewLocal(env.Model, env.Tokenizer, model.SamplerOptions{}); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule = model.ConstantLR(cfg.LR)
-	var err error
 	if e.trainer, err = model.NewTrainer(env.Model, tc); err != nil {
 		return nil, err
 	}

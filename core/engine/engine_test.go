@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"whale/core/chat"
 	"whale/core/ckpt"
 
 	"whale/core/model"
+	"whale/core/policy"
 	"whale/core/store"
 	"whale/core/tokenizer"
 	"whale/data"
@@ -38,7 +40,18 @@ func testEnv(t *testing.T, db *store.DB) Env {
 	// A resume point after every step: the tests of resume stop at a
 	// given save (TestSparseResumePointsResumeExactly covers the default).
 	return Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
-		Policy: harnesses.NewMixed(dom, tok, 2), ResumeEvery: -1}
+		Policy: mixed(t, dom), ResumeEvery: -1}
+}
+
+// mixed is harnesses.Mixed in the byte model's tokens, which the weight
+// phase trains on.
+func mixed(t *testing.T, dom data.Domain) policy.Policy {
+	t.Helper()
+	tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chat.Tokenize(harnesses.NewMixed(dom, 2), tmpl)
 }
 
 func openDB(t *testing.T) *store.DB {

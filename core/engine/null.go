@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"whale/core/chat"
+	"whale/core/policy"
 	"whale/core/search"
 	"whale/data"
 	"whale/harnesses"
@@ -38,10 +40,13 @@ func (e *Engine) admit(ctx context.Context, ent *search.Entry) (bool, error) {
 // is false where the domain has no null policy.
 func (e *Engine) nullLift(ctx context.Context, src string) (float64, bool, error) {
 	if e.nullBase == nil {
-		pol, err := harnesses.NewNull(e.env.Domain, e.env.Tokenizer)
+		null, err := harnesses.NewNull(e.env.Domain)
 		if err != nil {
 			return 0, false, nil // a domain without a null policy: no audit
 		}
+		// The null policy reads the chat as the model would see it,
+		// fitted to CONTEXT_TOKENS in the model's tokens.
+		pol := chat.Tokenize(null, e.tmpl)
 		tasks, err := e.env.Domain.Tasks(data.SplitAudit)
 		if err != nil {
 			return 0, false, err
@@ -68,12 +73,12 @@ func (e *Engine) nullLift(ctx context.Context, src string) (float64, bool, error
 	return got - *e.nullBase, true, nil
 }
 
-func (e *Engine) nullScore(ctx context.Context, pol *harnesses.Null, h *harnesses.Harness) (float64, error) {
+func (e *Engine) nullScore(ctx context.Context, pol policy.Policy, h *harnesses.Harness) (float64, error) {
 	if len(e.nullAudit) == 0 {
 		return 0, nil
 	}
 	opts := e.runOpts("null/", nullK)
-	ts, err := harnesses.Run(ctx, h, e.env.Domain, e.nullAudit, pol, e.env.Tokenizer, opts)
+	ts, err := harnesses.Run(ctx, h, e.env.Domain, e.nullAudit, pol, opts)
 	if err != nil {
 		return 0, err
 	}

@@ -17,11 +17,8 @@ type keyRecorder struct {
 	keys  []string
 }
 
-func (k *keyRecorder) ObserveRequest(info harnesses.RequestInfo) {
-	if o, ok := k.inner.(harnesses.RequestObserver); ok {
-		o.ObserveRequest(info)
-	}
-}
+// Unwrap lets the runtime find the oracle behind the recorder.
+func (k *keyRecorder) Unwrap() policy.Policy { return k.inner }
 
 func (k *keyRecorder) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
 	for _, r := range reqs {
@@ -78,7 +75,7 @@ func TestNullAuditRefusesAHarnessThatNarrowsTheAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Domain, env.Policy = dom, harnesses.NewMixed(dom, env.Tokenizer, 2)
+	env.Domain, env.Policy = dom, mixed(t, dom)
 	cfg, err := Preset("tiny", "searchqa")
 	if err != nil {
 		t.Fatal(err)

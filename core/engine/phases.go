@@ -147,7 +147,7 @@ func (e *Engine) scorer() search.Scorer {
 			return nil, err
 		}
 		stop := e.timeInto(&e.times.Sampling)
-		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
+		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
 		stop()
 		if err != nil {
 			return nil, err
@@ -264,7 +264,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	}
 	prefix := fmt.Sprintf("%s/r%d/%s/", name, e.st.Round, e.st.Phase)
 	stop := e.timeInto(&e.times.Evaluation)
-	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.env.Tokenizer, e.runOpts(prefix, k))
+	ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.runOpts(prefix, k))
 	stop()
 	if err != nil {
 		return eval.Report{}, err

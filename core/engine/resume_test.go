@@ -11,7 +11,6 @@ import (
 
 	"whale/core/policy"
 	"whale/core/store"
-	"whale/harnesses"
 )
 
 // sparseEnv writes resume points only where a run must (phase boundaries,
@@ -89,11 +88,8 @@ type cancelOnCall struct {
 	cancel context.CancelFunc
 }
 
-func (c *cancelOnCall) ObserveRequest(info harnesses.RequestInfo) {
-	if o, ok := c.Policy.(harnesses.RequestObserver); ok {
-		o.ObserveRequest(info)
-	}
-}
+// Unwrap lets the runtime find the oracle behind the wrapper.
+func (c *cancelOnCall) Unwrap() policy.Policy { return c.Policy }
 
 func (c *cancelOnCall) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
 	if c.n--; c.n == 0 {

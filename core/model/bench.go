@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"whale/core/policy"
 	"whale/kernels"
 )
 
@@ -97,16 +96,16 @@ func BenchSample(cfg Config, batch, prompt, gen int, bf16 bool) (tokensPerS floa
 	}
 	s := NewSampler(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1})
 	rng := rand.New(rand.NewPCG(3, 4))
-	reqs := make([]policy.Request, batch)
+	reqs := make([]Request, batch)
 	for i := range reqs {
 		p := make([]int32, prompt)
 		for j := range p {
 			p[j] = int32(rng.IntN(cfg.VocabSize))
 		}
-		reqs[i] = policy.Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: gen, Temperature: 1, Seed: 1}
+		reqs[i] = Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: gen, Temperature: 1, Seed: 1}
 	}
 	// Warm-up: one short generation sizes the scratch and the bf16 copy.
-	warm := make([]policy.Request, len(reqs))
+	warm := make([]Request, len(reqs))
 	for i, r := range reqs {
 		r.MaxNewTokens = 2
 		warm[i] = r

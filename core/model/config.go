@@ -2,7 +2,8 @@
 // configuration (HF config.json field names), its parameters in one arena
 // with HF tensor names, the forward and backward passes, the trainer
 // (AdamW, gradient accumulation, clipping, non-finite refusal) and the
-// KV-cache sampler with prefix reuse that implements policy.Policy.
+// KV-cache sampler with prefix reuse and continuous batching over token
+// prompts (core/chat renders chats for it and makes it a policy.Policy).
 //
 // The model builds the computation and a kernels.Backend runs it: the
 // package never touches a backend tensor's elements except through the

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 
-	"whale/core/policy"
 	"whale/kernels"
 )
 
@@ -55,8 +54,9 @@ type SamplerOptions struct {
 }
 
 // Sampler generates completions from a Model with a KV cache per sequence,
-// batched decoding and prefix reuse. It implements policy.Policy and
-// policy.Streamer (continuous batching, stream.go). It is not safe for
+// batched decoding and prefix reuse, from token prompts (core/chat's
+// Local makes it a chat policy), in one batch (Generate) or continuously
+// (OpenStream, stream.go). It is not safe for
 // concurrent use: one stream, or one Generate call, at a time. The Model
 // must not be trained while a Generate call runs or a stream is open
 // (between them is fine: caches follow the weights).
@@ -102,8 +102,6 @@ func (s *Sampler) Stats() SamplerStats {
 	return st
 }
 
-var _ policy.Policy = (*Sampler)(nil)
-
 // NewSampler returns a sampler over m.
 func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	budget := opts.PrefixCacheBytes
@@ -119,7 +117,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 // seqState is one sequence being generated.
 type seqState struct {
 	id  int // the caller's id (Stream.Submit; the index in Generate)
-	req *policy.Request
+	req *Request
 	kv  kernels.Tensor // [layer][K|V][KVH][cap][hd]
 	cap int            // rows of the cache
 	n   int            // tokens whose K and V are in the cache
@@ -130,7 +128,7 @@ type seqState struct {
 	toks   []int32   // prompt then completion
 	logits []float32 // next-token logits after toks[:n]
 	rng    *rand.Rand
-	out    policy.Completion
+	out    Completion
 	done   bool
 }
 
@@ -335,7 +333,7 @@ func (s *Sampler) refresh() {
 
 // checkRequest refuses a request the sampler cannot serve, naming the
 // caller's id for it (the index in Generate) and its key.
-func (s *Sampler) checkRequest(id int, r *policy.Request) error {
+func (s *Sampler) checkRequest(id int, r *Request) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("model: request %d (key %q): %s", id, r.Key, fmt.Sprintf(format, args...))
 	}
@@ -359,18 +357,18 @@ func (s *Sampler) checkRequest(id int, r *policy.Request) error {
 	return nil
 }
 
-// Generate implements policy.Policy over a stream (stream.go): every
+// Generate samples a batch over a stream (stream.go): every
 // request is submitted at once, in order, and the completions are put back
 // in request order; the sampler admits them into free slots as earlier
 // ones finish.
-func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+func (s *Sampler) Generate(ctx context.Context, reqs []Request) ([]Completion, error) {
 	// Refuse a bad batch before any work is done.
 	for i := range reqs {
 		if err := s.checkRequest(i, &reqs[i]); err != nil {
 			return nil, err
 		}
 	}
-	st, err := s.openStream()
+	st, err := s.OpenStream()
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +376,7 @@ func (s *Sampler) Generate(ctx context.Context, reqs []policy.Request) ([]policy
 	for i := range reqs {
 		st.submit(i, &reqs[i])
 	}
-	out := make([]policy.Completion, len(reqs))
+	out := make([]Completion, len(reqs))
 	for range reqs {
 		res, err := st.Next(ctx)
 		if err != nil {
@@ -534,7 +532,7 @@ type sampleScratch struct {
 // sampleToken draws the next token from logits under the request's
 // temperature, top-k and top-p, and returns it with its log-probability
 // under the unmodified distribution softmax(logits).
-func sampleToken(logits []float32, r *policy.Request, rng *rand.Rand, sc *sampleScratch) (int32, float32) {
+func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch) (int32, float32) {
 	mx := logits[0]
 	arg := 0
 	for i, v := range logits {

@@ -30,7 +30,7 @@ func randPrompt(rng *rand.Rand, n, V int) []int32 {
 	return p
 }
 
-func generate(t *testing.T, s *Sampler, reqs ...policy.Request) []policy.Completion {
+func generate(t *testing.T, s *Sampler, reqs ...Request) []Completion {
 	t.Helper()
 	out, err := s.Generate(context.Background(), reqs)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestGreedyIsArgmax(t *testing.T) {
 	m := sampleModel(t)
 	s := NewSampler(m, SamplerOptions{})
 	prompt := randPrompt(rand.New(rand.NewPCG(2, 2)), 7, m.d.V)
-	c := generate(t, s, policy.Request{Key: "g", Prompt: prompt, MaxNewTokens: 12})[0]
+	c := generate(t, s, Request{Key: "g", Prompt: prompt, MaxNewTokens: 12})[0]
 	if c.Finish != policy.FinishLength || len(c.Tokens) != 12 || len(c.LogProbs) != 12 {
 		t.Fatalf("got %d tokens, finish %s; want 12, length", len(c.Tokens), c.Finish)
 	}
@@ -153,7 +153,7 @@ func TestGreedyIsArgmax(t *testing.T) {
 		}
 	}
 	// Top-k 1 at any temperature is greedy too.
-	k1 := generate(t, s, policy.Request{Key: "k", Prompt: prompt, MaxNewTokens: 12, Temperature: 1.3, TopK: 1})[0]
+	k1 := generate(t, s, Request{Key: "k", Prompt: prompt, MaxNewTokens: 12, Temperature: 1.3, TopK: 1})[0]
 	if !slices.Equal(k1.Tokens, c.Tokens) || !slices.Equal(k1.LogProbs, c.LogProbs) {
 		t.Fatalf("top-k 1 gave %v, greedy %v", k1.Tokens, c.Tokens)
 	}
@@ -167,14 +167,14 @@ func TestFinishReasons(t *testing.T) {
 	for i := range all {
 		all[i] = int32(i)
 	}
-	greedy := generate(t, s, policy.Request{Prompt: prompt, MaxNewTokens: 5})[0]
+	greedy := generate(t, s, Request{Prompt: prompt, MaxNewTokens: 5})[0]
 	maxPos := m.Config.MaxPositionEmbeddings
 	got := generate(t, s,
-		policy.Request{Key: "stop-any", Prompt: prompt, MaxNewTokens: 5, Temperature: 1, Stop: all},
-		policy.Request{Key: "stop-third", Prompt: prompt, MaxNewTokens: 5, Stop: []int32{greedy.Tokens[2]}},
-		policy.Request{Key: "len", Prompt: prompt, MaxNewTokens: 4, Temperature: 1},
-		policy.Request{Key: "ctx", Prompt: make([]int32, maxPos-3), MaxNewTokens: 10, Temperature: 1},
-		policy.Request{Key: "full", Prompt: make([]int32, maxPos+1), MaxNewTokens: 10},
+		Request{Key: "stop-any", Prompt: prompt, MaxNewTokens: 5, Temperature: 1, Stop: all},
+		Request{Key: "stop-third", Prompt: prompt, MaxNewTokens: 5, Stop: []int32{greedy.Tokens[2]}},
+		Request{Key: "len", Prompt: prompt, MaxNewTokens: 4, Temperature: 1},
+		Request{Key: "ctx", Prompt: make([]int32, maxPos-3), MaxNewTokens: 10, Temperature: 1},
+		Request{Key: "full", Prompt: make([]int32, maxPos+1), MaxNewTokens: 10},
 	)
 	idx := slices.Index(greedy.Tokens, greedy.Tokens[2]) + 1 // stops at the first occurrence
 	for i, w := range []struct {
@@ -185,15 +185,15 @@ func TestFinishReasons(t *testing.T) {
 			t.Errorf("request %d: %d tokens, finish %q; want %d, %q", i, len(got[i].Tokens), got[i].Finish, w.n, w.finish)
 		}
 	}
-	for _, bad := range []policy.Request{{Prompt: nil, MaxNewTokens: 1}, {Prompt: prompt}, {Prompt: []int32{99}, MaxNewTokens: 1},
+	for _, bad := range []Request{{Prompt: nil, MaxNewTokens: 1}, {Prompt: prompt}, {Prompt: []int32{99}, MaxNewTokens: 1},
 		{Prompt: prompt, MaxNewTokens: 1, TopP: 2}, {Prompt: prompt, MaxNewTokens: 1, Temperature: -1}} {
-		if _, err := s.Generate(context.Background(), []policy.Request{bad}); err == nil {
+		if _, err := s.Generate(context.Background(), []Request{bad}); err == nil {
 			t.Errorf("request %+v accepted", bad)
 		}
 	}
 }
 
-func sameCompletion(a, b policy.Completion) bool {
+func sameCompletion(a, b Completion) bool {
 	if a.Finish != b.Finish || !slices.Equal(a.Tokens, b.Tokens) || len(a.LogProbs) != len(b.LogProbs) {
 		return false
 	}
@@ -205,11 +205,11 @@ func sameCompletion(a, b policy.Completion) bool {
 	return true
 }
 
-func mixedRequests(V int) []policy.Request {
+func mixedRequests(V int) []Request {
 	rng := rand.New(rand.NewPCG(3, 3))
-	var rs []policy.Request
+	var rs []Request
 	for i := 0; i < 30; i++ {
-		rs = append(rs, policy.Request{Key: fmt.Sprintf("r%d", i), Prompt: randPrompt(rng, 1+rng.IntN(30), V),
+		rs = append(rs, Request{Key: fmt.Sprintf("r%d", i), Prompt: randPrompt(rng, 1+rng.IntN(30), V),
 			MaxNewTokens: 1 + rng.IntN(20), Temperature: float32(rng.IntN(3)) * 0.6, TopK: rng.IntN(4) * 3,
 			TopP: []float32{0, 0.9, 1}[rng.IntN(3)], Stop: []int32{int32(rng.IntN(V))}, Seed: 42})
 	}
@@ -234,7 +234,7 @@ func testIndependentOfBatch(t *testing.T, m *Model) {
 	reqs := mixedRequests(m.d.V)
 	exact := SamplerOptions{PrefixCacheBytes: -1, Exact: true}
 	kernels.SetThreads(1)
-	alone := make([]policy.Completion, len(reqs))
+	alone := make([]Completion, len(reqs))
 	for i, r := range reqs {
 		alone[i] = generate(t, NewSampler(m, exact), r)[0]
 	}
@@ -293,11 +293,11 @@ func TestPrefixReuseIsExact(t *testing.T) {
 func testPrefixReuse(t *testing.T, m *Model, exact bool) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	system := randPrompt(rng, 20, m.d.V)
-	var turn1 []policy.Request
+	var turn1 []Request
 	for i := 0; i < 3; i++ {
 		p := append(slices.Clone(system), randPrompt(rng, 3+i, m.d.V)...)
 		for g := 0; g < 10; g++ {
-			turn1 = append(turn1, policy.Request{Key: fmt.Sprintf("p%d#%d", i, g), Prompt: p, MaxNewTokens: 8, Temperature: 1, Seed: 7})
+			turn1 = append(turn1, Request{Key: fmt.Sprintf("p%d#%d", i, g), Prompt: p, MaxNewTokens: 8, Temperature: 1, Seed: 7})
 		}
 	}
 	reuse := NewSampler(m, SamplerOptions{Exact: exact})
@@ -306,7 +306,7 @@ func testPrefixReuse(t *testing.T, m *Model, exact bool) {
 	if st.ReusedTokens < st.PromptTokens*9/10 {
 		t.Errorf("turn 1 reused %d of %d prompt tokens", st.ReusedTokens, st.PromptTokens)
 	}
-	var turn2 []policy.Request
+	var turn2 []Request
 	for i, c := range got1 {
 		r := turn1[i]
 		r.Prompt = append(append(slices.Clone(r.Prompt), c.Tokens...), randPrompt(rng, 2, m.d.V)...)
@@ -374,9 +374,9 @@ func TestSamplingDistribution(t *testing.T) {
 		return p
 	}
 	p := probs(temp)
-	var reqs []policy.Request
+	var reqs []Request
 	for i := 0; i < n; i++ {
-		reqs = append(reqs, policy.Request{Key: fmt.Sprint(i), Prompt: prompt, MaxNewTokens: 1, Temperature: temp, Seed: 1})
+		reqs = append(reqs, Request{Key: fmt.Sprint(i), Prompt: prompt, MaxNewTokens: 1, Temperature: temp, Seed: 1})
 	}
 	count := make([]float64, m.d.V)
 	for _, c := range generate(t, s, reqs...) {
@@ -428,7 +428,7 @@ func TestSamplingDistribution(t *testing.T) {
 func TestBF16Sampling(t *testing.T) {
 	m := sampleModel(t)
 	prompt := []int32{2, 7, 1, 8}
-	bf := generate(t, NewSampler(m, SamplerOptions{BF16: true}), policy.Request{Prompt: prompt, MaxNewTokens: 6})[0]
+	bf := generate(t, NewSampler(m, SamplerOptions{BF16: true}), Request{Prompt: prompt, MaxNewTokens: 6})[0]
 	seq := append(slices.Clone(prompt), bf.Tokens...)
 	full, _ := m.Logits(seq[:len(seq)-1])
 	for i, tok := range bf.Tokens {
@@ -467,12 +467,12 @@ func TestSamplingIndependentOfBatchMedium(t *testing.T) {
 // and reuse of what remains stays exact.
 func TestPrefixCacheEvictsLRU(t *testing.T) {
 	m := sampleModel(t)
-	req := func(p []int32) policy.Request {
-		return policy.Request{Key: "k", Prompt: p, MaxNewTokens: 4, Temperature: 1, Seed: 3}
+	req := func(p []int32) Request {
+		return Request{Key: "k", Prompt: p, MaxNewTokens: 4, Temperature: 1, Seed: 3}
 	}
 	a, b, c := []int32{1, 2, 3, 4, 5, 6}, []int32{2, 2, 3, 4, 5, 6}, []int32{3, 2, 3, 4, 5, 6}
 	s := NewSampler(m, SamplerOptions{PrefixCacheBytes: int64(2*m.kvLen(len(a)+8)*4 + 1)})
-	turn := func(p []int32, c policy.Completion) []int32 { return append(append(slices.Clone(p), c.Tokens...), 7) }
+	turn := func(p []int32, c Completion) []int32 { return append(append(slices.Clone(p), c.Tokens...), 7) }
 	ca := generate(t, s, req(a))[0]
 	generate(t, s, req(b))
 	a2 := turn(a, ca)
@@ -529,7 +529,7 @@ func TestTrainThenSample(t *testing.T) {
 	}
 	s := NewSampler(m, SamplerOptions{})
 	for i, p := range prompts {
-		c := generate(t, s, policy.Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: 10, Stop: []int32{stop}})[0]
+		c := generate(t, s, Request{Key: fmt.Sprint(i), Prompt: p, MaxNewTokens: 10, Stop: []int32{stop}})[0]
 		if !slices.Equal(c.Tokens, completions[i]) || c.Finish != policy.FinishStop {
 			t.Fatalf("prompt %d: sampled %v (%s), want %v", i, c.Tokens, c.Finish, completions[i])
 		}

@@ -25,11 +25,10 @@ import (
 // logits is row-invariant (see rowChunk), so which sequences share a step
 // does not reach its tokens or log-probabilities.
 
-var _ policy.Streamer = (*Sampler)(nil)
-
-// stream is the Sampler's policy.Stream. The Sampler runs it on the
-// caller's goroutine, inside Next.
-type stream struct {
+// Stream is an open continuous batch of token requests, with the
+// guarantees of policy.Stream (core/chat's Local serves chats over it).
+// The Sampler runs it on the caller's goroutine, inside Next.
+type Stream struct {
 	s        *Sampler
 	version  uint64 // Model.Version the stream was opened at
 	maxBatch int
@@ -41,19 +40,16 @@ type stream struct {
 	closed   bool
 }
 
-// OpenStream implements policy.Streamer. The stream holds the sampler
-// until it is closed: a second OpenStream or a Generate call fails.
-func (s *Sampler) OpenStream() (policy.Stream, error) {
-	return s.openStream()
-}
-
-func (s *Sampler) openStream() (*stream, error) {
+// OpenStream starts a stream, as policy.Streamer's does. The stream holds
+// the sampler until it is closed: a second OpenStream or a Generate call
+// fails.
+func (s *Sampler) OpenStream() (*Stream, error) {
 	if s.open {
 		return nil, errors.New("model: sampler already has an open stream (a Sampler serves one caller at a time); close it first")
 	}
 	s.refresh()
 	s.open = true
-	st := &stream{s: s, version: s.version, maxBatch: s.opts.MaxBatch, maxKV: s.opts.MaxKVBytes}
+	st := &Stream{s: s, version: s.version, maxBatch: s.opts.MaxBatch, maxKV: s.opts.MaxKVBytes}
 	if st.maxBatch <= 0 {
 		st.maxBatch = 64
 	}
@@ -64,15 +60,19 @@ func (s *Sampler) openStream() (*stream, error) {
 }
 
 // usable is the error every call on a spent or closed stream returns.
-func (st *stream) usable() error {
+func (st *Stream) usable() error {
 	if st.closed {
 		return errors.New("model: stream is closed")
 	}
 	return st.err
 }
 
-// Submit implements policy.Stream.
-func (st *stream) Submit(id int, req policy.Request) error {
+// Submit queues req under the caller's id, as policy.Stream's Submit
+// does: a request the sampler cannot serve (an empty prompt, a token
+// outside the vocabulary) is refused with an error naming the id and key.
+// The stream reads req.Prompt and req.Stop until their completion is
+// returned.
+func (st *Stream) Submit(id int, req Request) error {
 	if err := st.usable(); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (st *stream) Submit(id int, req policy.Request) error {
 
 // submit queues a checked request. A prompt that already fills the
 // context window is finished without a slot.
-func (st *stream) submit(id int, r *policy.Request) {
+func (st *Stream) submit(id int, r *Request) {
 	h := fnv.New64a()
 	h.Write([]byte(r.Key))
 	q := &seqState{id: id, req: r, toks: slices.Clip(append([]int32(nil), r.Prompt...)), rng: rand.New(rand.NewPCG(r.Seed, h.Sum64()))}
@@ -98,39 +98,41 @@ func (st *stream) submit(id int, r *policy.Request) {
 	st.pending = append(st.pending, q)
 }
 
-// Next implements policy.Stream: it runs decoding steps until a sequence
-// finishes. Sequences that finish in the same step are handed back one
+// Next hands back the next finished request, as policy.Stream's Next
+// does (policy.ErrStreamIdle with none in flight): it runs decoding steps
+// until a sequence finishes. Sequences that finish in the same step are handed back one
 // call at a time, without further steps, so that requests the caller
 // submits in between join the next step together.
-func (st *stream) Next(ctx context.Context) (policy.Result, error) {
+func (st *Stream) Next(ctx context.Context) (Result, error) {
 	if err := st.usable(); err != nil {
-		return policy.Result{}, err
+		return Result{}, err
 	}
 	for len(st.ready) == 0 {
 		if len(st.pending) == 0 && len(st.live) == 0 {
-			return policy.Result{}, policy.ErrStreamIdle
+			return Result{}, policy.ErrStreamIdle
 		}
 		if err := ctx.Err(); err != nil {
 			st.err = fmt.Errorf("model: generate: %w", err)
-			return policy.Result{}, st.err
+			return Result{}, st.err
 		}
 		if v := st.s.m.Version(); v != st.version {
 			st.err = fmt.Errorf("model: the model's weights changed (version %d to %d) while a stream was open", st.version, v)
-			return policy.Result{}, st.err
+			return Result{}, st.err
 		}
 		if err := st.step(ctx); err != nil {
 			st.err = err
-			return policy.Result{}, err
+			return Result{}, err
 		}
 	}
 	q := st.ready[0]
 	st.ready[0] = nil
 	st.ready = st.ready[1:]
-	return policy.Result{ID: q.id, Completion: q.out}, nil
+	return Result{ID: q.id, Completion: q.out}, nil
 }
 
-// Close implements policy.Stream.
-func (st *stream) Close() error {
+// Close drops every request still in flight and frees their caches; it
+// may be called more than once.
+func (st *Stream) Close() error {
 	if st.closed {
 		return nil
 	}
@@ -147,7 +149,7 @@ func (st *stream) Close() error {
 // admissible counts the waiting requests, from the front, that fit now.
 // Admission stops at MaxBatch sequences or MaxKVBytes of caches (counted
 // at 4 bytes per element), but always admits one.
-func (st *stream) admissible() int {
+func (st *Stream) admissible() int {
 	liveBytes := int64(0)
 	for _, q := range st.live {
 		liveBytes += int64(st.s.m.kvLen(q.cap)) * 4
@@ -167,7 +169,7 @@ func (st *stream) admissible() int {
 // step admits what fits, samples one token for every running sequence,
 // moves the finished ones to ready (their caches to the prefix cache) and
 // feeds the rest one position forward.
-func (st *stream) step(ctx context.Context) error {
+func (st *Stream) step(ctx context.Context) error {
 	s := st.s
 	if n := st.admissible(); n > 0 {
 		adm := slices.Clone(st.pending[:n])

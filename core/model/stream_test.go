@@ -13,32 +13,32 @@ import (
 
 // aloneCompletions samples each request by itself on a fresh sampler: the
 // reference every streamed completion must match bit for bit.
-func aloneCompletions(t *testing.T, m *Model, reqs []policy.Request) []policy.Completion {
+func aloneCompletions(t *testing.T, m *Model, reqs []Request) []Completion {
 	t.Helper()
-	out := make([]policy.Completion, len(reqs))
+	out := make([]Completion, len(reqs))
 	for i, r := range reqs {
 		out[i] = generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]
 	}
 	return out
 }
 
-func openStream(t *testing.T, s *Sampler) *stream {
+func openStream(t *testing.T, s *Sampler) *Stream {
 	t.Helper()
-	ps, err := s.OpenStream()
+	st, err := s.OpenStream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ps.(*stream)
+	return st
 }
 
-func submit(t *testing.T, st policy.Stream, id int, r policy.Request) {
+func submit(t *testing.T, st *Stream, id int, r Request) {
 	t.Helper()
 	if err := st.Submit(id, r); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func next(t *testing.T, st policy.Stream) policy.Result {
+func next(t *testing.T, st *Stream) Result {
 	t.Helper()
 	res, err := st.Next(context.Background())
 	if err != nil {
@@ -95,15 +95,15 @@ func testStreamedAlone(t *testing.T, m *Model) {
 // decoding; one submitted then joins the running batch and overtakes it.
 func TestStreamHandsBackAShortRequestWhileALongOneDecodes(t *testing.T) {
 	m := sampleModel(t)
-	long := policy.Request{Key: "long", Prompt: []int32{1, 2, 3, 4}, MaxNewTokens: 30, Temperature: 1, Seed: 7}
-	short := policy.Request{Key: "short", Prompt: []int32{5, 6}, MaxNewTokens: 2, Temperature: 1, Seed: 7}
-	late := policy.Request{Key: "late", Prompt: []int32{1, 2, 3, 9}, MaxNewTokens: 3, Temperature: 1, Seed: 7}
-	want := aloneCompletions(t, m, []policy.Request{long, short, late})
+	long := Request{Key: "long", Prompt: []int32{1, 2, 3, 4}, MaxNewTokens: 30, Temperature: 1, Seed: 7}
+	short := Request{Key: "short", Prompt: []int32{5, 6}, MaxNewTokens: 2, Temperature: 1, Seed: 7}
+	late := Request{Key: "late", Prompt: []int32{1, 2, 3, 9}, MaxNewTokens: 3, Temperature: 1, Seed: 7}
+	want := aloneCompletions(t, m, []Request{long, short, late})
 	st := openStream(t, NewSampler(m, SamplerOptions{}))
 	defer st.Close()
 	submit(t, st, 0, long)
 	submit(t, st, 1, short)
-	var got []policy.Result
+	var got []Result
 	got = append(got, next(t, st))
 	if got[0].ID != 1 || len(st.live) != 1 || len(st.live[0].out.Tokens) >= long.MaxNewTokens {
 		t.Fatalf("first result id %d with %d sequences running; want the short one (1) while the long one decodes", got[0].ID, len(st.live))
@@ -162,9 +162,9 @@ func TestStreamRefusesABadRequestNamingItsKey(t *testing.T) {
 	m := sampleModel(t)
 	st := openStream(t, NewSampler(m, SamplerOptions{}))
 	defer st.Close()
-	good := policy.Request{Key: "good", Prompt: []int32{1, 2}, MaxNewTokens: 3}
+	good := Request{Key: "good", Prompt: []int32{1, 2}, MaxNewTokens: 3}
 	submit(t, st, 0, good)
-	for _, bad := range []policy.Request{
+	for _, bad := range []Request{
 		{Key: "train/t3#1/0", MaxNewTokens: 3},
 		{Key: "train/t3#1/0", Prompt: []int32{1, int32(m.d.V)}, MaxNewTokens: 3},
 		{Key: "train/t3#1/0", Prompt: []int32{1}, MaxNewTokens: 0},
@@ -174,7 +174,7 @@ func TestStreamRefusesABadRequestNamingItsKey(t *testing.T) {
 			t.Fatalf("bad request %+v: error %v; want one naming request 5 and its key", bad, err)
 		}
 	}
-	if res := next(t, st); res.ID != 0 || !sameCompletion(res.Completion, aloneCompletions(t, m, []policy.Request{good})[0]) {
+	if res := next(t, st); res.ID != 0 || !sameCompletion(res.Completion, aloneCompletions(t, m, []Request{good})[0]) {
 		t.Fatalf("after refusals got id %d %v", res.ID, res.Completion.Tokens)
 	}
 	if _, err := st.Next(context.Background()); !errors.Is(err, policy.ErrStreamIdle) {
@@ -189,12 +189,12 @@ func TestSamplerServesOneStreamAtATime(t *testing.T) {
 	m := sampleModel(t)
 	s := NewSampler(m, SamplerOptions{})
 	st := openStream(t, s)
-	req := policy.Request{Key: "k", Prompt: []int32{1, 2}, MaxNewTokens: 4, Temperature: 1}
+	req := Request{Key: "k", Prompt: []int32{1, 2}, MaxNewTokens: 4, Temperature: 1}
 	submit(t, st, 0, req)
 	if _, err := s.OpenStream(); err == nil {
 		t.Fatal("a second stream opened while one is open")
 	}
-	if _, err := s.Generate(context.Background(), []policy.Request{req}); err == nil {
+	if _, err := s.Generate(context.Background(), []Request{req}); err == nil {
 		t.Fatal("Generate ran while a stream is open")
 	}
 	if err := st.Close(); err != nil {
@@ -218,7 +218,7 @@ func TestStreamRefusesWeightsChangedWhileOpen(t *testing.T) {
 	m := sampleModel(t)
 	st := openStream(t, NewSampler(m, SamplerOptions{}))
 	defer st.Close()
-	submit(t, st, 0, policy.Request{Key: "k", Prompt: []int32{1, 2}, MaxNewTokens: 4})
+	submit(t, st, 0, Request{Key: "k", Prompt: []int32{1, 2}, MaxNewTokens: 4})
 	if err := m.SetParamValues(m.ParamValues()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 // Package policy defines what a model looks like to the rest of whale: a
-// batch of token prompts in, a batch of sampled completions out, or, for a
-// policy that batches continuously, a stream that takes requests at any
-// time and hands back each completion as it finishes. It holds the
-// interfaces and their request and completion types and nothing else, so
-// that harnesses, search and the engine can drive the local model, a
-// scripted test policy or a remote endpoint alike.
+// batch of chats in, a batch of sampled replies out, or, for a policy that
+// batches continuously, a stream that takes requests at any time and hands
+// back each reply as it finishes. A policy renders the chat with its own
+// template and tokenizer, so a caller never builds token ids: the local
+// model, a scripted test policy and a remote OpenAI-compatible server are
+// driven alike. The package holds the interfaces and their request and
+// completion types and nothing else.
 package policy
 
 import (
@@ -12,28 +13,57 @@ import (
 	"errors"
 )
 
+// Message is one chat message.
+type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
 // FinishReason says why a completion ended.
 type FinishReason string
 
 const (
-	// FinishStop: a stop token was sampled (it is included in Tokens).
+	// FinishStop: the model ended its turn (the end-of-turn token, which
+	// is included in Tokens but not in Text).
 	FinishStop FinishReason = "stop"
-	// FinishLength: MaxNewTokens were generated without a stop token.
+	// FinishLength: MaxNewTokens were generated without the end of the
+	// turn.
 	FinishLength FinishReason = "length"
 	// FinishContext: the prompt plus completion reached the model's context
 	// window before either of the above.
 	FinishContext FinishReason = "context"
+	// FinishPrompt: the messages could not be fitted to ContextTokens at
+	// all (their markup alone is longer); nothing was generated and
+	// Completion.Error says why. It ends this request alone: the fault is
+	// the caller's chat, not the policy's.
+	FinishPrompt FinishReason = "prompt"
 )
 
-// Request asks for one sampled completion of a prompt.
+// Request asks for one sampled reply to a chat. A reply ends at the end of
+// the assistant's turn, as a chat server's does; there are no other stop
+// sequences.
 type Request struct {
 	// Key identifies the sequence (for example "train/17#3/call2"). The local
 	// model derives the sequence's RNG stream from Seed and Key, so a request
 	// samples the same tokens whatever else shares its batch. Scripted and
 	// oracle policies use it to know which episode is asking.
 	Key string
-	// Prompt is the full prompt, special tokens included.
-	Prompt []int32
+	// Messages is the whole chat so far; the reply is the assistant's
+	// next message.
+	Messages []Message
+	// ContextTokens, if positive, bounds the prompt in the policy's own
+	// tokens. The policy fits the chat to it, since only the policy can
+	// count its tokens: whole messages after the first user message are
+	// dropped oldest first (the system prompt, the task and the newest
+	// message always stay), then the longest message is cut from its end,
+	// and the completion reports what was dropped and cut. Fitting lives
+	// here rather than behind a token-counting method the caller would
+	// drive, so that a wrapper passes requests on unchanged (nothing to
+	// forward, nothing to forget), the prompt is rendered once, and a server
+	// that cannot count exactly fits by its own means. A policy that cannot
+	// count at all sends the whole chat and reports nothing dropped.
+	ContextTokens int
 	// MaxNewTokens bounds the completion length (> 0).
 	MaxNewTokens int
 	// Temperature 0 means greedy decoding.
@@ -41,22 +71,32 @@ type Request struct {
 	// TopK 0 means no top-k filter; TopP 0 or 1 means no nucleus filter.
 	TopK int
 	TopP float32
-	// Stop lists token ids that end the completion.
-	Stop []int32
 	// Seed is the run seed; see Key.
 	Seed uint64
 }
 
 // Completion is the answer to one Request.
 type Completion struct {
-	// Tokens are the generated tokens, the stop token included when
-	// Finish is FinishStop.
+	// Text is the reply, without the end-of-turn marker.
+	Text string
+	// Prompt and Tokens are the token ids the model saw (the chat as
+	// fitted and rendered) and produced, the end-of-turn token included
+	// when Finish is FinishStop. The local model always fills them; a
+	// policy that sees only text (a server) may leave them empty, and
+	// nothing can then be trained on the completion.
+	Prompt []int32
 	Tokens []int32
 	// LogProbs[i] is log p(Tokens[i]) under the distribution the token was
 	// sampled from, before temperature, top-k and top-p were applied, so that
 	// weight-phase operators see the model's own probabilities.
 	LogProbs []float32
 	Finish   FinishReason
+	// Dropped counts the messages left out to fit ContextTokens; Cut is
+	// set when a message had to be shortened as well.
+	Dropped int
+	Cut     bool
+	// Error says why, when Finish is FinishPrompt.
+	Error string
 }
 
 // Policy generates completions for a batch of requests. Completions are
@@ -85,10 +125,10 @@ type Streamer interface {
 type Stream interface {
 	// Submit queues req under the caller's id, which Next hands back with
 	// its completion. It does not wait for generation. A request the
-	// policy cannot serve (an empty prompt, a token outside the
-	// vocabulary) is refused with an error naming the id and key, and the
+	// policy cannot serve (no messages, an unknown role, bad sampling
+	// options) is refused with an error naming the id and key, and the
 	// stream goes on as if it had not been submitted. The stream may read
-	// req.Prompt and req.Stop until their completion is returned.
+	// req.Messages until its completion is returned.
 	Submit(id int, req Request) error
 	// Next waits for the next completion to finish, in finishing order
 	// (not submission order), or for ctx to end. With no request in

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/tokenizer"
 	"whale/data"
@@ -139,7 +140,11 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 	if len(names) == 0 {
 		names = domains.Names()
 	}
-	tok := tokenizer.Bytes{}
+	// The corpus is in the built-in byte model's tokens and template.
+	tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: corpus: %w", err)
+	}
 	c := &Corpus{Stats: map[string]DomainStats{}}
 	for di, name := range names {
 		dom, err := domains.Open(name, opts.DataSeed)
@@ -180,8 +185,8 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 					return nil, fmt.Errorf("pretrain: corpus: %s variant: %w", name, err)
 				}
 				variants[h.Hash] = true
-				demo := newDemonstrator(dom, opts.Seed, opts.Mix)
-				ts, err := harnesses.Run(ctx, h, dom, group, demo, tok, harnesses.RunOptions{
+				demo := chat.Tokenize(newDemonstrator(dom, tmpl, opts.Seed, opts.Mix), tmpl)
+				ts, err := harnesses.Run(ctx, h, dom, group, demo, harnesses.RunOptions{
 					Seed: opts.Seed, K: 1, MaxNewTokens: 256, KeyPrefix: fmt.Sprintf("pretrain/%d/", rep)})
 				if err != nil {
 					return nil, fmt.Errorf("pretrain: corpus: %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"whale/core/chat"
 	"whale/core/policy"
 	"whale/core/tokenizer"
 	"whale/data"
@@ -24,10 +25,12 @@ import (
 // steps, searches for the bridge entity of a two-hop question), and it is
 // deliberately imperfect in realistic ways (arithmetic slips, wrong moves,
 // format slips followed by a repair), drawn from a stream per request key
-// so that the corpus is a function of the seed only.
+// so that the corpus is a function of the seed only. It writes text, which
+// chat.Tokenize turns into the model's tokens; it reads its prompt as the
+// model does, the fitted chat rendered by tmpl and decoded.
 type demonstrator struct {
 	dom  data.Domain
-	tok  tokenizer.Tokenizer
+	tmpl *chat.Template
 	seed uint64
 	mix  Mix
 	docs map[string]searchqa.Doc
@@ -36,8 +39,8 @@ type demonstrator struct {
 	infos map[string]harnesses.RequestInfo
 }
 
-func newDemonstrator(dom data.Domain, seed uint64, mix Mix) *demonstrator {
-	d := &demonstrator{dom: dom, tok: tokenizer.Bytes{}, seed: seed, mix: mix, infos: map[string]harnesses.RequestInfo{}}
+func newDemonstrator(dom data.Domain, tmpl *chat.Template, seed uint64, mix Mix) *demonstrator {
+	d := &demonstrator{dom: dom, tmpl: tmpl, seed: seed, mix: mix, infos: map[string]harnesses.RequestInfo{}}
 	if sq, ok := dom.(*searchqa.Domain); ok {
 		d.docs = map[string]searchqa.Doc{}
 		for _, doc := range sq.Corpus() {
@@ -57,7 +60,6 @@ func (d *demonstrator) ObserveRequest(info harnesses.RequestInfo) {
 // Generate writes one demonstration completion per request.
 func (d *demonstrator) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
 	out := make([]policy.Completion, len(reqs))
-	end, _ := d.tok.Special(tokenizer.ImEnd)
 	for i, r := range reqs {
 		d.mu.Lock()
 		info, ok := d.infos[r.Key]
@@ -69,19 +71,15 @@ func (d *demonstrator) Generate(ctx context.Context, reqs []policy.Request) ([]p
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s", d.seed, r.Key)
 		rng := rand.New(rand.NewPCG(d.seed, h.Sum64()))
-		prompt := d.tok.Decode(r.Prompt)
-		text, err := d.reply(rng, info, prompt)
+		ids, err := d.tmpl.Render(r.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: demonstrator: %w", err)
+		}
+		text, err := d.reply(rng, info, d.tmpl.Tokenizer().Decode(ids))
 		if err != nil {
 			return nil, err
 		}
-		ids := d.tok.Encode(text)
-		if len(ids) >= r.MaxNewTokens {
-			ids = ids[:r.MaxNewTokens]
-			out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishLength}
-			continue
-		}
-		ids = append(ids, end)
-		out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids)), Finish: policy.FinishStop}
+		out[i] = policy.Completion{Text: text, Finish: policy.FinishStop}
 	}
 	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"whale/core/model"
-	"whale/core/policy"
 	"whale/core/tokenizer"
 	"whale/kernels"
 )
@@ -83,9 +82,9 @@ func TestRawWordCopies(t *testing.T) {
 // "Repeat exactly: ", the value of the fact the question asks about.
 type copier struct{ lookupsRight bool }
 
-func (c copier) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+func (c copier) Generate(ctx context.Context, reqs []model.Request) ([]model.Completion, error) {
 	tok := tokenizer.Bytes{}
-	out := make([]policy.Completion, len(reqs))
+	out := make([]model.Completion, len(reqs))
 	for i, r := range reqs {
 		text := tok.Decode(r.Prompt)
 		var reply string
@@ -114,7 +113,7 @@ func (c copier) Generate(ctx context.Context, reqs []policy.Request) ([]policy.C
 		if len(ids) > r.MaxNewTokens {
 			ids = ids[:r.MaxNewTokens]
 		}
-		out[i] = policy.Completion{Tokens: ids, LogProbs: make([]float32, len(ids))}
+		out[i] = model.Completion{Tokens: ids, LogProbs: make([]float32, len(ids))}
 	}
 	return out, nil
 }

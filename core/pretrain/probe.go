@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"whale/core/policy"
+	"whale/core/model"
 	"whale/core/tokenizer"
 )
 
@@ -29,13 +29,20 @@ func (r ProbeResult) String() string {
 	return fmt.Sprintf("copy letters %.2f, words %.2f, lookups %.2f (n %d each, greedy)", r.Letters, r.Words, r.Lookup, r.N)
 }
 
-// Probe runs n probes of each kind, drawn from seed, through pol (a
+// Generator samples token prompts: a model.Sampler. The probes ask for
+// tokens, not chats, since the letter probe is a bare run of bytes, no
+// chat at all, and they are the byte model's only.
+type Generator interface {
+	Generate(ctx context.Context, reqs []model.Request) ([]model.Completion, error)
+}
+
+// Probe runs n probes of each kind, drawn from seed, through g (a
 // model.Sampler for a model; requests are greedy). The probes use made-up
 // strings only, like the drills, never task data.
-func Probe(ctx context.Context, pol policy.Policy, n int, seed uint64) (ProbeResult, error) {
+func Probe(ctx context.Context, g Generator, n int, seed uint64) (ProbeResult, error) {
 	tok := tokenizer.Bytes{}
 	rng := rand.New(rand.NewPCG(seed, 0x9b0be))
-	var reqs []policy.Request
+	var reqs []model.Request
 	var want []string
 	for kind := 0; kind < 3; kind++ {
 		for i := 0; i < n; i++ {
@@ -59,12 +66,12 @@ func Probe(ctx context.Context, pol policy.Policy, n int, seed uint64) (ProbeRes
 				}
 				prompt = ids
 			}
-			reqs = append(reqs, policy.Request{Key: fmt.Sprintf("probe/%d/%d", kind, i), Prompt: prompt,
+			reqs = append(reqs, model.Request{Key: fmt.Sprintf("probe/%d/%d", kind, i), Prompt: prompt,
 				MaxNewTokens: len(tok.Encode(answer)) + 2, Stop: []int32{tokenizer.BytesImEnd}})
 			want = append(want, answer)
 		}
 	}
-	cs, err := pol.Generate(ctx, reqs)
+	cs, err := g.Generate(ctx, reqs)
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("pretrain: probe: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/chat"
 	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/model"
@@ -69,9 +70,12 @@ func newFaultRun(t *testing.T) faultRun {
 func (fr faultRun) env(t *testing.T, db *store.DB, withModel bool) engine.Env {
 	t.Helper()
 	dom := fr.dom
-	env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db, Policy: harnesses.NewMixed(dom, tokenizer.Bytes{}, 2)}
+	tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db, Policy: chat.Tokenize(harnesses.NewMixed(dom, 2), tmpl)}
 	if withModel {
-		var err error
 		if env.Model, _, err = ckpt.LoadModel(fr.file, kernels.NewCPU()); err != nil {
 			t.Fatal(err)
 		}
