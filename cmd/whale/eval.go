@@ -169,6 +169,12 @@ func newEvalCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if probe {
+				if !cmd.Flags().Changed("n") {
+					n = probeN // --n's default means "the whole split", which a probe has not
+				}
+				if n < 1 || n > maxProbeN {
+					return usageError{fmt.Errorf("--n %d: a probe runs 1 to %d probes of each kind", n, maxProbeN)}
+				}
 				m, name, _, _, err := loadEvalModel(modelPath)
 				if err != nil {
 					return err
@@ -293,7 +299,7 @@ func newEvalCmd() *cobra.Command {
 	f.BoolVar(&exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
 	f.StringVar(&gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
 	f.StringVar(&tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
-	f.BoolVar(&probe, "probe", false, "only run the copy probe on the model (--n probes of each kind)")
+	f.BoolVar(&probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }
@@ -413,3 +419,8 @@ func printFailures(w io.Writer, byKind map[string]int, harnessErrors []string) {
 		fmt.Fprintf(w, "harness error: %s\n", e)
 	}
 }
+
+// probeN is how many probes of each kind `eval --probe` runs by default
+// (pretraining logs the same 16); maxProbeN bounds --n, since every probe
+// of a batch holds its own cache.
+const probeN, maxProbeN = 16, 4096

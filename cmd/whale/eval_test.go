@@ -123,3 +123,20 @@ func TestEvalProbe(t *testing.T) {
 		t.Fatalf("probe JSON: %s", out)
 	}
 }
+
+// --probe without --n runs the default probes (--n's own default, the whole
+// split, once asked a billion of each kind and ran out of memory).
+func TestEvalProbeDefaultsToSixteenAndRefusesBadN(t *testing.T) {
+	out, err := runWhale(t, "eval", "--probe", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ N int }
+	lastJSONLine(t, out, &r)
+	if r.N != 16 {
+		t.Fatalf("probe ran %d of each kind, want 16", r.N)
+	}
+	if _, err := runWhale(t, "eval", "--probe", "--n", "0"); !isUsage(err) {
+		t.Fatalf("--probe --n 0: %v, want a usage error", err)
+	}
+}
