@@ -32,7 +32,7 @@ const Name = "embedded:base.safetensors"
 
 // SHA256 is the recorded hash of base.safetensors. Load refuses a file that
 // does not match, so a model replaced without updating this line is caught.
-const SHA256 = "8bf72a8e42f15005876b97f7b7a3806263f6d62154f37e6e30f544e9043ba5d2"
+const SHA256 = "cd3f147b12fa8f57e356430a3bba7b2bf7df5e3759905cf093ab2e5ae600dded"
 
 // Bytes returns the embedded model file (safetensors, bf16).
 func Bytes() []byte { return raw }
