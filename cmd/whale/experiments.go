@@ -198,7 +198,7 @@ func newBenchConditionsCmd() *cobra.Command {
 func benchNotes(name, sum string, p experiments.Plan, took time.Duration) []string {
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),
-		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = mutation search over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, p.E, p.I),
+		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, p.E, p.I),
 		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).", took.Round(time.Second)),
 	}
 }
