@@ -417,12 +417,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return Summary{}, e.interrupted(err)
 			}
 		}
-		if e.saveDue(end) {
+		if e.saveDue(end) { // always at a boundary, which moved the state on
 			if err := e.saveResume(); err != nil {
 				return Summary{}, err
 			}
-		} else {
-			e.markConsistent()
 		}
 		if e.stopAfter != nil && e.stopAfter(e.st) {
 			return Summary{}, errStopped
@@ -436,7 +434,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 // point at the last completed step, so the interruption loses only the
 // step in flight; other errors leave the last resume point as it is.
 func (e *Engine) interrupted(err error) error {
-	if ctx := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded); !ctx {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if serr := e.saveOnCancel(); serr != nil {

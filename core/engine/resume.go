@@ -119,11 +119,11 @@ func (e *Engine) saveResume() error {
 		now := time.Now()
 		spent, e.clock = max(0, now.Sub(e.clock)), now
 	}
-	if err := e.env.Store.SetResumePoint(e.RunID, status, mustJSON(e.st), pins, spent); err != nil {
+	cursor := mustJSON(e.st)
+	if err := e.env.Store.SetResumePoint(e.RunID, status, cursor, pins, spent); err != nil {
 		return err
 	}
-	e.lastSave = time.Now()
-	e.markConsistent()
+	e.lastSave, e.snap = time.Now(), cursor // the cursor is also the last consistent state
 	old := e.saved
 	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
 	for _, h := range old {
