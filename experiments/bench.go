@@ -260,16 +260,20 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 	r.Phases = len(st.Phases)
 	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.EvalCalls
 	r.Episodes, r.EvalEpisodes = st.Ledger.Episodes(), st.Ledger.Eval
+	// pass@k ≥ mean@k, so a stored pass@k of 0 beside a mean above 0 is
+	// a record from before whale measured it (with both 0 the spread is 0
+	// either way).
 	start := report.Point{Phase: "start", Round: 0}
 	if len(st.Phases) > 0 {
-		start.Val = st.Phases[0].ValBefore
+		start.Val, start.ValPass, start.HasPass = st.Phases[0].ValBefore, st.Phases[0].ValPassBefore, st.Phases[0].ValPassBefore > 0 || st.Phases[0].ValBefore == 0
 	}
 	if st.TestStart != nil {
 		start.Test, start.HasTest = *st.TestStart, true
 	}
 	r.Curve = append(r.Curve, start)
 	for _, p := range st.Phases {
-		pt := report.Point{Rollouts: p.Start + p.Calls, PhaseStart: p.Start, Phase: string(p.Kind), Round: p.Round, Val: p.ValAfter}
+		pt := report.Point{Rollouts: p.Start + p.Calls, PhaseStart: p.Start, Phase: string(p.Kind), Round: p.Round, Val: p.ValAfter,
+			ValPass: p.ValPassAfter, HasPass: p.ValPassAfter > 0 || p.ValAfter == 0}
 		if p.TestAfter != nil {
 			pt.Test, pt.HasTest = *p.TestAfter, true
 		}
@@ -277,7 +281,10 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 	}
 	if st.Done && st.Summary != nil {
 		r.Done = true
-		r.BestTestMean8, r.TestCI95 = st.Summary.TestMean8, st.Summary.TestCI95
+		r.BestTestMean8, r.TestCI95, r.BestTestPass8 = st.Summary.TestMean8, st.Summary.TestCI95, st.Summary.TestPass8
+		if e := st.Summary.Entropy; e != nil {
+			r.Entropy, r.HasEntropy = *e, true
+		}
 	}
 	return r, nil
 }

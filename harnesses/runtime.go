@@ -98,12 +98,15 @@ type Message = policy.Message
 // tokens come from the completion; a policy that sees only text (a
 // server, a scripted policy not given a tokenizer) leaves them empty.
 type Call struct {
-	Key        string              `json:"key"`
-	Prompt     []int32             `json:"prompt"`
-	Completion []int32             `json:"completion"`
-	LogProbs   []float32           `json:"logprobs"`
-	Finish     policy.FinishReason `json:"finish"`
-	Text       string              `json:"text"`
+	Key        string    `json:"key"`
+	Prompt     []int32   `json:"prompt"`
+	Completion []int32   `json:"completion"`
+	LogProbs   []float32 `json:"logprobs"`
+	// Entropy is the policy's mean token entropy over Completion (nats;
+	// 0 where the policy does not report it).
+	Entropy float32             `json:"entropy,omitempty"`
+	Finish  policy.FinishReason `json:"finish"`
+	Text    string              `json:"text"`
 	// Action is what parse_action made of Text, if anything.
 	Action *data.Action `json:"action,omitempty"`
 	// Outcome says what the runtime did with the completion: "tool",
@@ -709,7 +712,7 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 // sampleCall records completion j of a voting call.
 func sampleCall(call *Call, j int, c policy.Completion, text, outcome string) Call {
 	return Call{Key: sampleKey(call.Key, j), Prompt: c.Prompt, Completion: c.Tokens, LogProbs: c.LogProbs,
-		Finish: c.Finish, Text: text, Outcome: outcome, Sample: j}
+		Entropy: c.Entropy, Finish: c.Finish, Text: text, Outcome: outcome, Sample: j}
 }
 
 // chosenIndex finds got among the candidates: the same value, or one
@@ -775,6 +778,7 @@ func (rt *runner) complete(r *rollout, c policy.Completion) {
 	call.Prompt, call.Dropped, call.Cut = c.Prompt, c.Dropped, c.Cut
 	call.Completion = c.Tokens
 	call.LogProbs = c.LogProbs
+	call.Entropy = c.Entropy
 	call.Finish = c.Finish
 	call.Text = c.Text
 	r.last = call.Text

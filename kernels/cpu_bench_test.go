@@ -40,3 +40,9 @@ func BenchmarkCPUAttentionKVDecodeBaseB1(b *testing.B) {
 func BenchmarkCPUAttentionKVDecode110MB1(b *testing.B) {
 	benchAttentionKVHeads(b, 1, 200, 12, 12, 64)
 }
+
+// The base model's heads for a full decoding batch of harness prompts:
+// the shape that dominates sampling for the engine's rollouts.
+func BenchmarkCPUAttentionKVDecodeBaseB64(b *testing.B) {
+	benchAttentionKVHeads(b, 64, 500, 8, 4, 32)
+}

@@ -43,7 +43,8 @@ func (m *Model) apply(ev engine.Event) {
 	case engine.WeightStepData:
 		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Calls, mean: d.RewardMean})
 		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
-		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss)
+		r.entropies = append(r.entropies, d.Entropy)
+		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f, entropy %.3f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Entropy)
 		if d.Skipped != "" {
 			line += " (skipped: " + d.Skipped + ")"
 		}
@@ -119,7 +120,14 @@ func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
 		r.segments[n-1].val, r.segments[n-1].hasVal = rec.ValAfter, true
 	}
 	r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: rec.ValAfter})
-	line := fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter)
+	if len(r.spreads) == 0 {
+		r.spreads = append(r.spreads, rec.ValPassBefore-rec.ValBefore)
+	}
+	r.spreads = append(r.spreads, rec.ValPassAfter-rec.ValAfter)
+	line := fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f, pass−mean %+.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter, rec.ValPassAfter-rec.ValAfter)
+	if rec.Entropy != nil && rec.KeptFraction != nil {
+		line += fmt.Sprintf(", entropy %.3f, kept %.0f%%", *rec.Entropy, 100**rec.KeptFraction)
+	}
 	if rec.Forced {
 		line += " (forced)"
 	}

@@ -112,14 +112,18 @@ type Model struct {
 // runView is what the events have told: the latest-value snapshot the
 // panes draw.
 type runView struct {
-	segments    []segment
-	rollouts    int // budget spent (model calls)
-	episodes    int // rollouts (episodes) of training and scoring
-	round       int
-	phase       engine.Phase
-	step, iter  int
-	rewards     []rewardPoint
-	vals        []valPoint
+	segments   []segment
+	rollouts   int // budget spent (model calls)
+	episodes   int // rollouts (episodes) of training and scoring
+	round      int
+	phase      engine.Phase
+	step, iter int
+	rewards    []rewardPoint
+	vals       []valPoint
+	// entropies are the weight steps' mean token entropies; spreads val
+	// pass@k − mean@k at the start and at each phase boundary.
+	entropies   []float64
+	spreads     []float64
 	patience    *engine.Patience
 	stats       *weights.Stats
 	board       []BoardRow

@@ -83,14 +83,16 @@ func script(t *testing.T) []engine.Event {
 	ph := func(done, since int) engine.Patience {
 		return engine.Patience{Phase: engine.PhaseHarness, Done: done, Min: 1, Max: 4, Since: since, Limit: 2, Best: 0.42, Current: 0.40}
 	}
+	phaseEntropy, phaseKept := (1.42+1.18+0.97)/3, 18.0/48
 	return []engine.Event{
 		ev(t, 1, engine.EvRunStarted, 0, 0, 0, 0, engine.Config{Domain: "math", Schedule: "adaptive", Preset: "tiny", Budget: 200, MaxRounds: 2, ValK: 8}),
 		ev(t, 2, engine.EvEval, 0, 0, 0, 0, map[string]any{"split": "val", "report": eval.Report{K: 8, MeanAtK: 0.30}}),
 		ev(t, 3, engine.EvPhaseStarted, 1, 0, 0, 0, map[string]any{"kind": engine.PhaseWeights, "round": 1}),
-		ev(t, 4, engine.EvWeightStep, 1, 1, 0, 16, map[string]any{"stats": stats(5), "reward_mean": 0.31, "patience": pw(1, 0, 0.31, 0.31)}),
-		ev(t, 5, engine.EvWeightStep, 1, 2, 0, 32, map[string]any{"stats": stats(7), "reward_mean": 0.44, "patience": pw(2, 0, 0.38, 0.38)}),
-		ev(t, 6, engine.EvWeightStep, 1, 3, 0, 48, map[string]any{"stats": stats(6), "reward_mean": 0.39, "patience": pw(3, 1, 0.38, 0.36)}),
-		ev(t, 7, engine.EvPhaseEnded, 1, 3, 0, 48, engine.PhaseRecord{Kind: engine.PhaseWeights, Round: 1, Rollouts: 48, Steps: 3, ValBefore: 0.30, ValAfter: 0.36}),
+		ev(t, 4, engine.EvWeightStep, 1, 1, 0, 16, map[string]any{"stats": stats(5), "reward_mean": 0.31, "entropy": 1.42, "kept_fraction": 5.0 / 16, "patience": pw(1, 0, 0.31, 0.31)}),
+		ev(t, 5, engine.EvWeightStep, 1, 2, 0, 32, map[string]any{"stats": stats(7), "reward_mean": 0.44, "entropy": 1.18, "kept_fraction": 7.0 / 16, "patience": pw(2, 0, 0.38, 0.38)}),
+		ev(t, 6, engine.EvWeightStep, 1, 3, 0, 48, map[string]any{"stats": stats(6), "reward_mean": 0.39, "entropy": 0.97, "kept_fraction": 6.0 / 16, "patience": pw(3, 1, 0.38, 0.36)}),
+		ev(t, 7, engine.EvPhaseEnded, 1, 3, 0, 48, engine.PhaseRecord{Kind: engine.PhaseWeights, Round: 1, Rollouts: 48, Steps: 3, ValBefore: 0.30, ValAfter: 0.36,
+			ValPassBefore: 0.55, ValPassAfter: 0.47, Entropy: &phaseEntropy, KeptFraction: &phaseKept}),
 		ev(t, 8, engine.EvCheckpoint, 1, 3, 0, 48, map[string]any{"id": "r1-weights-s3", "weights": "wwwwwwww9999", "harness": "aaaaaaaa1111"}),
 		ev(t, 9, engine.EvPhaseStarted, 1, 3, 0, 48, map[string]any{"kind": engine.PhaseHarness, "round": 1}),
 		ev(t, 10, engine.EvHarnessIteration, 1, 3, 1, 80, map[string]any{"patience": ph(1, 0), "board": board[:2]}),
@@ -494,7 +496,7 @@ func TestChartsShadePhases(t *testing.T) {
 	m := newTest(t, &fakeControl{})
 	// End the harness phase and start the next weight phase, so the val
 	// chart has a level over a harness phase too.
-	m.apply(ev(t, 13, engine.EvPhaseEnded, 1, 3, 2, 112, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 1, Rollouts: 64, ValBefore: 0.36, ValAfter: 0.41}))
+	m.apply(ev(t, 13, engine.EvPhaseEnded, 1, 3, 2, 112, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 1, Rollouts: 64, ValBefore: 0.36, ValAfter: 0.41, ValPassBefore: 0.47, ValPassAfter: 0.52}))
 	m.apply(ev(t, 14, engine.EvPhaseStarted, 2, 3, 2, 112, map[string]any{"kind": engine.PhaseWeights, "round": 2}))
 	m.apply(ev(t, 15, engine.EvWeightStep, 2, 4, 2, 128, map[string]any{"reward_mean": 0.5, "patience": engine.Patience{Phase: engine.PhaseWeights}}))
 	a := m.axis(78)

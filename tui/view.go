@@ -139,6 +139,9 @@ func (m *Model) viewRun(w, h int) []string {
 			fmt.Sprintf("step: kept %d/%d · trained %d · loss %.4f · grad %.3f · lr %.2g", s.Kept, s.Rollouts, s.Trained, s.Loss, s.GradNorm, s.LR),
 			"rejected: "+strings.Join(rej, ", "))
 	}
+	if l := m.healthLine(); l != "" {
+		bottom = append(bottom, l)
+	}
 	if r.dropped > 0 {
 		bottom = append(bottom, stMuted.Render(fmt.Sprintf("(%d events skipped while the screen caught up; all are stored)", r.dropped)))
 	}
@@ -151,6 +154,24 @@ func (m *Model) viewRun(w, h int) []string {
 }
 
 const chartMaxRows = 10
+
+// healthLine is the weight phases' health: the last step's token entropy
+// against the first's, and val pass@k − mean@k now against the start (both
+// fall when training collapses the policy onto one answer).
+func (m *Model) healthLine() string {
+	r := &m.run
+	var parts []string
+	if e := r.entropies; len(e) > 0 {
+		parts = append(parts, fmt.Sprintf("entropy %.2f nats (first step %.2f)", e[len(e)-1], e[0]))
+	}
+	if sp := r.spreads; len(sp) > 0 {
+		parts = append(parts, fmt.Sprintf("val pass−mean %+.2f (start %+.2f)", sp[len(sp)-1], sp[0]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "health: " + strings.Join(parts, " · ")
+}
 
 // axis maps budgeted rollouts to the columns of the timeline and of the
 // charts under it, so a column means the same stretch of the run in all

@@ -24,7 +24,11 @@ var commands []func() *cobra.Command
 
 func register(f func() *cobra.Command) { commands = append(commands, f) }
 
-func newRoot() *cobra.Command {
+func newRoot() *cobra.Command { return newRootProfiled(new(profiles)) }
+
+// newRootProfiled is newRoot with its --cpuprofile/--memprofile in prof,
+// which main ends even when the command fails.
+func newRootProfiled(prof *profiles) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "whale",
 		Short:         "Weight-Harness Alternating LEarning workbench",
@@ -36,6 +40,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
 	})
+	prof.flags(root)
 	for _, f := range commands {
 		c := f()
 		wrapArgs(c)
@@ -70,7 +75,11 @@ func runDefault(cmd *cobra.Command, args []string) error {
 }
 
 func main() {
-	err := newRoot().Execute()
+	var prof profiles
+	err := newRootProfiled(&prof).Execute()
+	if perr := prof.stop(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		return
 	}

@@ -343,7 +343,7 @@ func printEvent(w io.Writer, ev engine.Event) {
 	case engine.PhaseStartedData:
 		fmt.Fprintf(w, "round %d: %s phase starts (%d model calls, %d rollouts so far)\n", ev.Round, ev.Phase, ev.Calls, ev.Rollouts)
 	case engine.WeightStepData:
-		fmt.Fprintf(w, "  step %d: reward %.3f, kept %d/%d, loss %.4f (phase %d/%d)\n", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Patience.Done, max(d.Patience.Min, d.Patience.Max))
+		fmt.Fprintf(w, "  step %d: reward %.3f, kept %d/%d, loss %.4f, entropy %.3f (phase %d/%d)\n", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Entropy, d.Patience.Done, max(d.Patience.Min, d.Patience.Max))
 	case engine.HarnessIterationData:
 		mark := ""
 		if d.Result.Changed {
@@ -351,7 +351,8 @@ func printEvent(w io.Writer, ev engine.Event) {
 		}
 		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, engine.ShortHash(d.Result.Accepted), mark)
 	case engine.PhaseRecord:
-		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter, d.Calls, d.Rollouts)
+		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, pass-mean %+.3f -> %+.3f%s, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter,
+			d.ValPassBefore-d.ValBefore, d.ValPassAfter-d.ValAfter, healthText(d), d.Calls, d.Rollouts)
 	case engine.JournaledCommand:
 		line := "control: " + d.Kind
 		if d.Target != "" {
@@ -369,9 +370,13 @@ func printEvent(w io.Writer, ev engine.Event) {
 func printSummary(w io.Writer, s engine.Summary) {
 	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d model calls in %d rollouts (+%d calls in %d rollouts of evaluation)\n", s.RunID, s.Domain,
 		engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.ModelCalls, s.Rollouts, s.EvalCalls, s.EvalRollouts)
-	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s %9s\n", "phase", "round", "calls", "rollouts", "val from", "val to")
+	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s %9s %10s %8s %6s\n", "phase", "round", "calls", "rollouts", "val from", "val to", "pass-mean", "entropy", "kept")
 	for _, p := range s.Phases {
-		fmt.Fprintf(w, "%-8s %5d %9d %9d %9.3f %9.3f\n", p.Kind, p.Round, p.Calls, p.Rollouts, p.ValBefore, p.ValAfter)
+		ent, kept := "-", "-"
+		if p.Entropy != nil && p.KeptFraction != nil {
+			ent, kept = fmt.Sprintf("%.3f", *p.Entropy), fmt.Sprintf("%.0f%%", 100**p.KeptFraction)
+		}
+		fmt.Fprintf(w, "%-8s %5d %9d %9d %9.3f %9.3f %+10.3f %8s %6s\n", p.Kind, p.Round, p.Calls, p.Rollouts, p.ValBefore, p.ValAfter, p.ValPassAfter-p.ValAfter, ent, kept)
 	}
 	fmt.Fprintf(w, "best val mean@8 %.3f; test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.BestValMean8, s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
 	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", engine.ShortHash(s.FinalHarness), s.BestCkpt)
@@ -566,4 +571,13 @@ func progressBar(ended, phases int, ev engine.Event) string {
 		where += fmt.Sprintf(" iteration %d", ev.Iteration)
 	}
 	return fmt.Sprintf("%s%s  %d model calls, %d rollouts", bar, where, ev.Calls, ev.Rollouts)
+}
+
+// healthText is a weight phase's entropy and kept fraction for one line
+// (", entropy 1.234, kept 12%"), empty for other phases.
+func healthText(p engine.PhaseRecord) string {
+	if p.Entropy == nil || p.KeptFraction == nil {
+		return ""
+	}
+	return fmt.Sprintf(", entropy %.3f, kept %.0f%%", *p.Entropy, 100**p.KeptFraction)
 }

@@ -153,7 +153,7 @@ func (s *localStream) Next(ctx context.Context) (policy.Result, error) {
 	delete(s.prompts, res.ID)
 	c := res.Completion
 	return policy.Result{ID: res.ID, Completion: policy.Completion{Text: s.l.t.Text(c.Tokens), Prompt: p.IDs, Tokens: c.Tokens,
-		LogProbs: c.LogProbs, Finish: c.Finish, Dropped: p.Dropped, Cut: p.Cut}}, nil
+		LogProbs: c.LogProbs, Entropy: c.Entropy, Finish: c.Finish, Dropped: p.Dropped, Cut: p.Cut}}, nil
 }
 
 // Close implements policy.Stream.

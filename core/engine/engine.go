@@ -363,11 +363,11 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if err := e.emit(EvRunStarted, mustJSON(e.Cfg)); err != nil {
 			return Summary{}, err
 		}
-		v, err := e.evalVal(ctx)
+		v, pass, err := e.evalVal(ctx)
 		if err != nil {
 			return Summary{}, err
 		}
-		e.st.ValBefore = v
+		e.st.ValBefore, e.st.ValPassBefore = v, pass
 		if e.Cfg.CurveTest {
 			t, err := e.evalTest(ctx, e.st.Archive.Incumbent)
 			if err != nil {

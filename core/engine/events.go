@@ -129,11 +129,17 @@ type WeightStepData struct {
 	// Replayed counts samples of earlier steps trained on again, and
 	// ReplayDropped those dropped because the current harness reads a
 	// different action from their completion.
-	Replayed      int      `json:"replayed,omitempty"`
-	ReplayDropped int      `json:"replay_dropped,omitempty"`
-	RewardMean    float64  `json:"reward_mean"`
-	Patience      Patience `json:"patience"`
-	Skipped       string   `json:"skipped,omitempty"`
+	Replayed      int     `json:"replayed,omitempty"`
+	ReplayDropped int     `json:"replay_dropped,omitempty"`
+	RewardMean    float64 `json:"reward_mean"`
+	// Entropy is the mean token entropy (nats) of the step's sampled
+	// completions and KeptFraction the share of its fresh rollouts kept
+	// (reward ≥ the threshold): the weight phase's health, which falls
+	// when training collapses the policy onto one answer.
+	Entropy      float64  `json:"entropy"`
+	KeptFraction float64  `json:"kept_fraction"`
+	Patience     Patience `json:"patience"`
+	Skipped      string   `json:"skipped,omitempty"`
 }
 
 // HarnessIterationData is the payload of EvHarnessIteration.

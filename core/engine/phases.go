@@ -48,7 +48,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		mean += t.Reward
 	}
 	mean /= float64(len(ts))
-	d := WeightStepData{RewardMean: mean}
+	d := WeightStepData{RewardMean: mean, Entropy: meanEntropy(ts)}
 	fresh := samples
 	if e.Cfg.Replay > 0 {
 		var old []weights.Sample
@@ -74,6 +74,14 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	if e.Cfg.Replay > 0 {
 		e.remember(ts, fresh)
 	}
+	kept := 0
+	for _, s := range fresh {
+		if s.Reward >= e.Cfg.Threshold {
+			kept++
+		}
+	}
+	d.KeptFraction = float64(kept) / float64(len(fresh))
+	e.st.Health.add(d.Entropy, kept, len(fresh))
 	e.st.Step++
 	e.st.PhaseSteps++
 	end := e.st.schedule().WeightStep(mean)
@@ -85,6 +93,23 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	// weights, at the next resume point or kept checkpoint.
 	e.dirty = true
 	return end, e.emit(EvWeightStep, mustJSON(d))
+}
+
+// meanEntropy is the token-weighted mean entropy of every completion in
+// ts (0 when the policy reports none).
+func meanEntropy(ts []harnesses.Trajectory) float64 {
+	var sum float64
+	n := 0
+	for _, t := range ts {
+		for _, c := range t.Calls {
+			sum += float64(c.Entropy) * float64(len(c.Completion))
+			n += len(c.Completion)
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // SampleRecord is how a rollout is stored: the trajectory plus why it was
@@ -310,9 +335,10 @@ func (e *Engine) testReport(ctx context.Context, weights, hash string) (eval.Rep
 	return rep, nil
 }
 
-func (e *Engine) evalVal(ctx context.Context) (float64, error) {
+// evalVal measures the incumbent's val mean@ValK and pass@ValK.
+func (e *Engine) evalVal(ctx context.Context) (mean, pass float64, err error) {
 	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
-	return rep.MeanAtK, err
+	return rep.MeanAtK, rep.PassAtK, err
 }
 
 // beginPhase starts phase p under the schedule.
@@ -320,6 +346,7 @@ func (e *Engine) beginPhase(p Phase) error {
 	e.st.Phase, e.st.PhaseSteps, e.st.Force = p, 0, false
 	e.st.PhaseStart, e.st.PhaseEpisodes = e.st.Ledger.Budgeted(), e.st.Ledger.Episodes()
 	e.st.PhaseWeights = e.st.Weights
+	e.st.Health = Health{}
 	e.st.schedule().Begin(p)
 	if err := e.prepareReference(); err != nil {
 		return err
@@ -360,13 +387,15 @@ func (e *Engine) prepareReference() error {
 // starts the next phase or finishes the run.
 func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	a := e.st.Archive
-	val, err := e.evalVal(ctx)
+	val, pass, err := e.evalVal(ctx)
 	if err != nil {
 		return err
 	}
 	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Episodes() - e.st.PhaseEpisodes,
 		Calls: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
-		ValBefore: e.st.ValBefore, ValAfter: val, Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart}
+		ValBefore: e.st.ValBefore, ValAfter: val, ValPassBefore: e.st.ValPassBefore, ValPassAfter: pass,
+		Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart}
+	rec.Entropy, rec.KeptFraction = e.st.Health.means()
 	if e.Cfg.CurveTest {
 		t, err := e.evalTest(ctx, a.Incumbent)
 		if err != nil {
@@ -389,7 +418,7 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	if err := e.emit(EvPhaseEnded, mustJSON(rec)); err != nil {
 		return err
 	}
-	e.st.ValBefore = val
+	e.st.ValBefore, e.st.ValPassBefore = val, pass
 	next, newRound := e.nextPhase()
 	round := e.st.Round
 	if newRound {
@@ -471,7 +500,8 @@ func (e *Engine) finish(ctx context.Context) error {
 		Rollouts: e.st.Ledger.Episodes(), EvalRollouts: e.st.Ledger.Eval, ModelCalls: e.st.Ledger.Budgeted(), EvalCalls: e.st.Ledger.EvalCalls,
 		Phases:      e.st.Phases,
 		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
-		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt}
+		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt,
+		Entropy: runEntropy(e.st.Phases)}
 	e.st.Summary, e.st.Done = sum, true
 	return e.emit(EvRunFinished, mustJSON(sum))
 }
@@ -568,4 +598,21 @@ func (e *Engine) callsPerEpisode() int {
 		return max(1, (inc.Calls+inc.Scored-1)/inc.Scored)
 	}
 	return 1
+}
+
+// runEntropy is the mean step entropy over every weight step of phases.
+func runEntropy(phases []PhaseRecord) *float64 {
+	var sum float64
+	n := 0
+	for _, p := range phases {
+		if p.Entropy != nil && p.Steps > 0 {
+			sum += *p.Entropy * float64(p.Steps)
+			n += p.Steps
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	m := sum / float64(n)
+	return &m
 }

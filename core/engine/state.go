@@ -44,9 +44,18 @@ type PhaseRecord struct {
 	Steps     int     `json:"steps"`
 	ValBefore float64 `json:"val_before"`
 	ValAfter  float64 `json:"val_after"`
-	Harness   string  `json:"harness"`
-	Weights   string  `json:"weights"`
-	Forced    bool    `json:"forced,omitempty"`
+	// ValPassBefore and ValPassAfter are val pass@k at the same two
+	// boundaries: pass@k − mean@k is how much the k samples of a task still
+	// disagree, which a weight phase that collapses the policy drives to 0.
+	ValPassBefore float64 `json:"val_pass_before"`
+	ValPassAfter  float64 `json:"val_pass_after"`
+	// Entropy and KeptFraction are a weight phase's health over its steps
+	// (Health; nil for harness phases and phases without steps).
+	Entropy      *float64 `json:"entropy,omitempty"`
+	KeptFraction *float64 `json:"kept_fraction,omitempty"`
+	Harness      string   `json:"harness"`
+	Weights      string   `json:"weights"`
+	Forced       bool     `json:"forced,omitempty"`
 	// AuditGap is val − audit of the accepted harness (harness phases).
 	AuditGap *float64 `json:"audit_gap,omitempty"`
 	// Start is the budget spent (model calls) when the phase began.
@@ -91,7 +100,10 @@ type State struct {
 	EventsSeq  uint64 `json:"events_seq"`
 	SamplesSeq uint64 `json:"samples_seq"`
 
-	ValBefore float64 `json:"val_before"`
+	ValBefore     float64 `json:"val_before"`
+	ValPassBefore float64 `json:"val_pass_before"`
+	// Health accumulates the running weight phase's health.
+	Health Health `json:"health"`
 	// BestVal is the best val mean@k at a phase boundary and BestCkpt the
 	// kept checkpoint it was measured on.
 	BestVal  float64 `json:"best_val"`
@@ -127,6 +139,34 @@ type State struct {
 	Summary        *Summary `json:"summary,omitempty"`
 }
 
+// Health sums a weight phase's per-step figures: the mean token entropy of
+// each step's sampled completions (WeightStepData.Entropy) and the samples
+// kept of those rolled out.
+type Health struct {
+	Steps    int     `json:"steps"`
+	Entropy  float64 `json:"entropy"` // sum over steps
+	Kept     int     `json:"kept"`
+	Rollouts int     `json:"rollouts"`
+}
+
+// add counts one weight step.
+func (h *Health) add(entropy float64, kept, rollouts int) {
+	h.Steps++
+	h.Entropy += entropy
+	h.Kept += kept
+	h.Rollouts += rollouts
+}
+
+// means returns the mean step entropy and the kept fraction, nil without
+// steps.
+func (h Health) means() (entropy, kept *float64) {
+	if h.Steps == 0 {
+		return nil, nil
+	}
+	e, k := h.Entropy/float64(h.Steps), float64(h.Kept)/float64(max(1, h.Rollouts))
+	return &e, &k
+}
+
 func (s *State) schedule() Schedule {
 	if s.Fixed != nil {
 		return s.Fixed
@@ -159,6 +199,9 @@ type Summary struct {
 	BestCkpt     string        `json:"best_checkpoint"`
 	// TestStart is test mean@8 before any phase (Config.CurveTest).
 	TestStart *float64 `json:"test_start,omitempty"`
+	// Entropy is the mean token entropy of the weight steps' sampled
+	// completions over the whole run (nil without weight steps).
+	Entropy *float64 `json:"entropy,omitempty"`
 }
 
 func mustJSON(v any) json.RawMessage {

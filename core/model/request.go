@@ -37,7 +37,11 @@ type Completion struct {
 	// LogProbs[i] is log p(Tokens[i]) under the distribution the token was
 	// sampled from, before temperature, top-k and top-p were applied.
 	LogProbs []float32
-	Finish   policy.FinishReason
+	// Entropy is the mean over Tokens of the entropy (nats) of
+	// softmax(logits), the distribution before temperature, top-k and
+	// top-p, each token was drawn from: how much the model still explores.
+	Entropy float32
+	Finish  policy.FinishReason
 }
 
 // Result is one finished request of a Stream.

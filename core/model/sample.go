@@ -130,6 +130,9 @@ type seqState struct {
 	rng    *rand.Rand
 	out    Completion
 	done   bool
+	// entropy sums the entropies of the distributions out.Tokens were
+	// drawn from (Completion.Entropy is their mean).
+	entropy float64
 }
 
 // kvLayer returns the cache of layer l, keys (kind 0) or values (kind 1),
@@ -531,8 +534,9 @@ type sampleScratch struct {
 
 // sampleToken draws the next token from logits under the request's
 // temperature, top-k and top-p, and returns it with its log-probability
-// under the unmodified distribution softmax(logits).
-func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch) (int32, float32) {
+// under the unmodified distribution softmax(logits) and that
+// distribution's entropy in nats.
+func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch) (int32, float32, float32) {
 	mx := logits[0]
 	arg := 0
 	for i, v := range logits {
@@ -545,15 +549,20 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 	V := len(logits)
 	e := slices.Grow(sc.w[:0], V)[:V]
 	sc.w = e
-	var z float64
+	// With d_i = logit_i - max, p_i = e_i / z and the entropy is
+	// -Σ p_i log p_i = log z - Σ e_i d_i / z.
+	var z, ed float64
 	for i, v := range logits {
-		e[i] = math.Exp(float64(v - mx))
+		d := float64(v - mx)
+		e[i] = math.Exp(d)
 		z += e[i]
+		ed += e[i] * d
 	}
 	lse := float64(mx) + math.Log(z)
+	ent := float32(max(0, math.Log(z)-ed/z))
 	logp := func(t int) float32 { return float32(float64(logits[t]) - lse) }
 	if r.Temperature == 0 || r.TopK == 1 {
-		return int32(arg), logp(arg)
+		return int32(arg), logp(arg), ent
 	}
 	if r.Temperature != 1 {
 		inv := 1 / float64(r.Temperature)
@@ -576,10 +585,10 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 		for i, w := range e {
 			c += w
 			if u < c {
-				return int32(i), logp(i)
+				return int32(i), logp(i), ent
 			}
 		}
-		return int32(V - 1), logp(V - 1)
+		return int32(V - 1), logp(V - 1), ent
 	}
 	// Filters need the tokens by decreasing logit (ties by id).
 	cand := sc.cand[:0]
@@ -617,9 +626,9 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 	for _, t := range cand {
 		c += e[t]
 		if u < c {
-			return t, logp(int(t))
+			return t, logp(int(t)), ent
 		}
 	}
 	t := cand[len(cand)-1]
-	return t, logp(int(t))
+	return t, logp(int(t)), ent
 }

@@ -48,6 +48,44 @@ func logSoftmax(row []float32, tok int32) float64 {
 	return float64(row[tok]-mx) - math.Log(z)
 }
 
+// TestCompletionEntropy checks Completion.Entropy against the mean of
+// -Σ p log p over the full-forward softmax at each sampled position,
+// computed directly in float64 (a different formula from the sampler's
+// log z - Σ e d / z). The logits of the two passes agree to ~1e-6 (see
+// TestKVDecodeMatchesFullForward) and entropy is 1-Lipschitz in them up to
+// a factor of the logit spread, so 1e-4 nats on values near log V ≈ 4 is
+// far above rounding and far below a wrong position or temperature (which
+// moves it by tenths).
+func TestCompletionEntropy(t *testing.T) {
+	m := sampleModel(t)
+	s := NewSampler(m, SamplerOptions{})
+	prompt := randPrompt(rand.New(rand.NewPCG(5, 5)), 9, m.d.V)
+	c := generate(t, s, Request{Key: "h", Prompt: prompt, MaxNewTokens: 10, Temperature: 1.3, Seed: 3})[0]
+	seq := append(slices.Clone(prompt), c.Tokens...)
+	full, err := m.Logits(seq[:len(seq)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want float64
+	for i := range c.Tokens {
+		row := full[(len(prompt)-1+i)*m.d.V : (len(prompt)+i)*m.d.V]
+		var h float64
+		for tok := range row {
+			lp := logSoftmax(row, int32(tok))
+			h -= math.Exp(lp) * lp
+		}
+		want += h / float64(len(c.Tokens))
+	}
+	if math.Abs(float64(c.Entropy)-want) > 1e-4 || want <= 0 {
+		t.Fatalf("entropy %v, full-forward softmax entropy %v", c.Entropy, want)
+	}
+	// Greedy decoding reports the same model's entropy, not 0.
+	g := generate(t, s, Request{Key: "g", Prompt: prompt, MaxNewTokens: 10})[0]
+	if !(g.Entropy > 0) {
+		t.Fatalf("greedy completion reports entropy %v", g.Entropy)
+	}
+}
+
 // TestKVDecodeMatchesFullForward prefills a prompt longer than one GEMM
 // row chunk, then feeds tokens one at a time, and compares the logits after
 // every position with a full forward pass over the whole sequence. Both

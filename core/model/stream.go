@@ -208,7 +208,8 @@ func (st *Stream) step(ctx context.Context) error {
 // sampleNext samples q's next token and reports whether q goes on. A
 // sequence that stops gives its cache to the prefix cache.
 func (s *Sampler) sampleNext(q *seqState) bool {
-	tok, lp := sampleToken(q.logits, q.req, q.rng, &s.ss)
+	tok, lp, ent := sampleToken(q.logits, q.req, q.rng, &s.ss)
+	q.entropy += float64(ent)
 	s.stats.SampledTokens++
 	q.toks = append(q.toks, tok)
 	q.out.Tokens = append(q.out.Tokens, tok)
@@ -224,6 +225,7 @@ func (s *Sampler) sampleNext(q *seqState) bool {
 		return true
 	}
 	q.done = true
+	q.out.Entropy = float32(q.entropy / float64(len(q.out.Tokens)))
 	// Only canonical rows go to the prefix cache; the logits after them
 	// are known only if every row is.
 	var lg []float32

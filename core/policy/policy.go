@@ -90,7 +90,11 @@ type Completion struct {
 	// sampled from, before temperature, top-k and top-p were applied, so that
 	// weight-phase operators see the model's own probabilities.
 	LogProbs []float32
-	Finish   FinishReason
+	// Entropy is the mean over Tokens of the entropy (nats) of those same
+	// distributions: a weight phase's measure of how much the policy still
+	// explores. 0 where the policy does not report it (a server, a script).
+	Entropy float32
+	Finish  FinishReason
 	// Dropped counts the messages left out to fit ContextTokens; Cut is
 	// set when a message had to be shortened as well.
 	Dropped int

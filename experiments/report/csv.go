@@ -15,6 +15,7 @@ import (
 var CSVHeader = []string{
 	"condition", "domain", "seed", "best_test_mean_at_8", "rollouts",
 	"run_id", "done", "ci_lo", "ci_hi", "eval_rollouts", "phases", "compute_s", "episodes", "eval_episodes",
+	"best_test_pass_at_8", "mean_entropy",
 }
 
 // encodeCSV writes one row per run in the order given (Write sorts first).
@@ -27,17 +28,20 @@ func encodeCSV(runs []Run) ([]byte, error) {
 		return nil, fmt.Errorf("report: encode %s header: %w", ResultsCSV, err)
 	}
 	for _, r := range runs {
-		best, lo, hi, secs := "", "", "", ""
+		best, lo, hi, secs, pass, ent := "", "", "", "", "", ""
 		if r.Compute > 0 {
 			secs = strconv.FormatFloat(r.Compute.Seconds(), 'f', 1, 64)
 		}
 		if r.Done {
-			best, lo, hi = frac(r.BestTestMean8), frac(r.TestCI95[0]), frac(r.TestCI95[1])
+			best, lo, hi, pass = frac(r.BestTestMean8), frac(r.TestCI95[0]), frac(r.TestCI95[1]), frac(r.BestTestPass8)
+		}
+		if r.HasEntropy {
+			ent = frac(r.Entropy)
 		}
 		row := []string{
 			r.Condition, r.Domain, strconv.FormatUint(r.Seed, 10), best, strconv.Itoa(r.Rollouts),
 			r.RunID, strconv.FormatBool(r.Done), lo, hi, strconv.Itoa(r.EvalRollouts), strconv.Itoa(r.Phases), secs,
-			strconv.Itoa(r.Episodes), strconv.Itoa(r.EvalEpisodes),
+			strconv.Itoa(r.Episodes), strconv.Itoa(r.EvalEpisodes), pass, ent,
 		}
 		if err := w.Write(row); err != nil {
 			return nil, fmt.Errorf("report: encode %s row of run %s: %w", ResultsCSV, r.RunID, err)

@@ -84,6 +84,7 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 			reachText(c), c.Phases, count(int(math.Round(c.MeanRollouts))), cellCompute(c))
 	}
 	p("\n")
+	writeHealth(b, runs, domain)
 	writeMissing(b, runs, cells, domain, meta)
 	writeVerdict(b, runs, cells, domain)
 	for _, w := range []string{WhaleFixed, WhaleAdaptive} {
@@ -474,4 +475,51 @@ func joinAnd(parts []string) string {
 		return parts[0]
 	}
 	return strings.Join(parts[:len(parts)-1], "; ") + "; and " + parts[len(parts)-1]
+}
+
+// writeHealth is the domain's weight-phase health table: per condition,
+// means over its finished runs of the weight steps' token entropy, of val
+// pass@k − mean@k at the start and at the last boundary, and of test
+// pass@8 − mean@8 of the best checkpoint. Runs stored before whale measured
+// these are left out of the means that need them; a condition with none
+// left shows a dash.
+func writeHealth(b *bytes.Buffer, runs []Run, domain string) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	var rows []string
+	for _, c := range Conditions {
+		var ent, start, end, test []float64
+		for _, r := range runs {
+			if r.Domain != domain || r.Condition != c || !r.Done {
+				continue
+			}
+			if r.HasEntropy {
+				ent = append(ent, r.Entropy)
+			}
+			if n := len(r.Curve); n > 1 && r.Curve[0].HasPass && r.Curve[n-1].HasPass {
+				start = append(start, r.Curve[0].ValPass-r.Curve[0].Val)
+				end = append(end, r.Curve[n-1].ValPass-r.Curve[n-1].Val)
+			}
+			test = append(test, r.BestTestPass8-r.BestTestMean8)
+		}
+		if len(test) == 0 {
+			continue
+		}
+		e, spread := "—", "—"
+		if len(ent) > 0 {
+			e = fmt.Sprintf("%.3f", mean(ent))
+		}
+		if len(start) > 0 {
+			spread = fmt.Sprintf("%s → %s", signed(mean(start)), signed(mean(end)))
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |\n", c, e, spread, signed(mean(test))))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("Weight-phase health (means over finished seeds): the token entropy of the weight steps' samples, and how far pass@k rises above mean@k — the room a voting harness or the next weight phase has, which a policy collapsed onto one answer per task loses.\n\n")
+	p("| condition | token entropy (nats) | val pass@k − mean@k, start → end (points) | test pass@8 − mean@8 (points) |\n|---|---:|---:|---:|\n")
+	for _, r := range rows {
+		p("%s", r)
+	}
+	p("\n")
 }

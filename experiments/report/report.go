@@ -29,6 +29,11 @@ type Point struct {
 	Val        float64 `json:"val"`  // val mean@k at the boundary (k = ValK of the run)
 	Test       float64 `json:"test"` // test mean@8 at the boundary, if HasTest
 	HasTest    bool    `json:"has_test"`
+	// ValPass is val pass@k at the boundary (ValPass − Val: how much the k
+	// samples of a task still disagree); HasPass is false for runs stored
+	// before whale measured it.
+	ValPass float64 `json:"val_pass"`
+	HasPass bool    `json:"has_pass"`
 }
 
 // Phase names a Point may carry.
@@ -54,8 +59,15 @@ type Run struct {
 	// model calls per episode.
 	Episodes     int
 	EvalEpisodes int
-	Curve        []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
-	Phases       int     // phases run
+	// BestTestPass8 is test pass@8 of the best-val checkpoint (Done runs).
+	BestTestPass8 float64
+	// Entropy is the mean token entropy (nats) of the run's weight steps'
+	// completions; HasEntropy is false without weight steps (harness-only)
+	// and for runs stored before whale measured it.
+	Entropy    float64
+	HasEntropy bool
+	Curve      []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
+	Phases     int     // phases run
 	// Compute is the time the run's stored work took, over every process
 	// that ran it; 0 when the store holds no record (runs created before
 	// whale kept one).

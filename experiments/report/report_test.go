@@ -556,3 +556,41 @@ func TestSameDifferenceOnEverySeedIsNotBeats(t *testing.T) {
 		t.Fatalf("RESULTS text for a constant difference:\n%s", s)
 	}
 }
+
+// TestHealthTable checks the weight-phase health table: means over
+// finished seeds only, runs without the figures left out of the means
+// that need them, and no row for a condition without finished runs.
+func TestHealthTable(t *testing.T) {
+	mk := func(cond string, seed uint64, done bool, ent float64, hasEnt bool, start, end float64) Run {
+		r := Run{Condition: cond, Domain: "math", Seed: seed, Done: done, RunID: fmt.Sprintf("%s-%d", cond, seed),
+			BestTestMean8: 0.2, BestTestPass8: 0.2 + 0.1*float64(seed), Entropy: ent, HasEntropy: hasEnt,
+			Curve: []Point{{Phase: PhaseStart, Val: 0.1, ValPass: 0.1 + start, HasPass: true},
+				{Phase: PhaseWeights, Rollouts: 10, Val: 0.2, ValPass: 0.2 + end, HasPass: true}}}
+		return r
+	}
+	runs := []Run{
+		mk(WeightOnly, 1, true, 1.0, true, 0.20, 0.02),
+		mk(WeightOnly, 2, true, 2.0, true, 0.10, 0.04),
+		mk(WeightOnly, 3, false, 9.0, true, 0.9, 0.9), // unfinished: never averaged
+		mk(HarnessOnly, 1, true, 0, false, 0.10, 0.10),
+	}
+	var b bytes.Buffer
+	writeHealth(&b, runs, "math")
+	got := b.String()
+	for _, want := range []string{
+		"| weight-only | 1.500 | +15.0 → +3.0 | +15.0 |",
+		"| harness-only | — | +10.0 → +10.0 | +10.0 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("health table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "staged") {
+		t.Fatalf("a condition without finished runs has a row:\n%s", got)
+	}
+	b.Reset()
+	writeHealth(&b, nil, "math")
+	if b.Len() != 0 {
+		t.Fatalf("no runs, yet a table:\n%s", b.String())
+	}
+}
