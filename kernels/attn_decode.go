@@ -25,8 +25,32 @@ func attnScores(rows int, s []float32, lds int, q []float32, hd int, k []float32
 	_ = s[(rows-1)*lds+n-1]
 	_ = q[rows*hd-1]
 	_ = k[(hd-1)*ldk+n-1]
-	if !useAsm || n < 8 {
+	if !useAsm {
 		attnScoresGo(rows, s, lds, q, hd, k, ldk, 0, n)
+		return
+	}
+	if n < 8 {
+		// Too few positions for the kernel: pad them to 8 so that they get
+		// the same FMA chains as positions of a longer run. A row's scores
+		// then do not depend on how its positions are split between caches
+		// (kernels.KVSpan's prefix).
+		var kb [8 * 256]float32
+		var sb [4 * 8]float32
+		kp := kb[:8*hd]
+		if hd > 256 || rows > 4 {
+			kp = make([]float32, 8*hd)
+		}
+		for d := 0; d < hd; d++ {
+			copy(kp[d*8:d*8+n], k[d*ldk:d*ldk+n])
+		}
+		sp := sb[:]
+		if rows > 4 {
+			sp = make([]float32, 8*rows)
+		}
+		attnScoresAsm(rows, sp, 8, q, hd, kp, 8, 0, 8)
+		for i := 0; i < rows; i++ {
+			copy(s[i*lds:i*lds+n], sp[i*8:i*8+n])
+		}
 		return
 	}
 	n8 := n &^ 7

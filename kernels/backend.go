@@ -41,11 +41,24 @@ func (t Tensor) View(off, n int) Tensor {
 // QRow..QRow+Rows-1 of q sit at positions Pos0..Pos0+Rows-1 of the sequence
 // and attend causally to positions 0..Pos0+r of the sequence's key and
 // value caches K and V. A cache of capacity Cap holds KVH·Cap·hd elements
-// in a layout only the backend knows: fill it with CacheWrite, copy a
-// prefix with CacheCopy.
+// in a layout only the backend knows: fill it with CacheWrite, copy
+// positions with CacheCopy.
+//
+// A span may split its positions in two caches: with PN > 0 (a multiple of
+// KVBlock), positions 0..PN-1 are those of the prefix cache PK, PV
+// (capacity PCap ≥ PN: a prompt several sequences share) and position
+// p ≥ PN is row p-PN of K and V; the span's rows must then all sit at
+// positions ≥ PN. A split never changes a result: a row's values are
+// summed per block of KVBlock positions, whichever cache holds the block.
+// KVBlock is the granule of AttentionKV's value sums and of the prefix
+// split of a KVSpan.
+const KVBlock = 128
+
 type KVSpan struct {
 	K, V                  Tensor
 	Cap, QRow, Rows, Pos0 int
+	PK, PV                Tensor
+	PCap, PN              int
 }
 
 // AdamW holds the hyper-parameters of one AdamW update. Step is the 1-based
@@ -149,9 +162,10 @@ type Backend interface {
 	// CacheWrite stores rows (rows, KVH*hd) of keys or values into a cache
 	// of capacity cap (see KVSpan) at positions pos0..pos0+rows-1.
 	CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int)
-	// CacheCopy copies positions 0..n-1 of cache src (capacity srcCap)
-	// into cache dst (capacity dstCap).
-	CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int)
+	// CacheCopy copies positions srcPos..srcPos+n-1 of cache src
+	// (capacity srcCap) to positions dstPos.. of cache dst (capacity
+	// dstCap).
+	CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int)
 
 	// SwiGLU: out = silu(gate)·up elementwise.
 	SwiGLU(out, gate, up Tensor)

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 func checkHeads(H, KVH, hd int) {
@@ -208,9 +207,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // AttentionKV implements Backend, parallel over (span, query row, KV
 // head). A unit scores the group of query heads sharing one KV head and
 // mixes the values as small matrix products over all cached positions, in
-// chunks of 4, 2 and 1 heads (attn_decode.go; the float64 reference does
-// it with axpys over the cache's position vectors and dots along them);
-// nothing in it depends on the other rows, so a row's result does not
+// chunks of 4, 2 and 1 heads, the values per block of KVBlock positions
+// (attn_decode.go; the float64 reference does it with axpys over the
+// cache's position vectors and dots along them); nothing in it depends on
+// the other rows, so a row's result does not
 // depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
@@ -218,44 +218,82 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	grp := H / KVH
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw := H * hd
-	start := make([]int, len(spans)+1) // first unit of each span
+	nu := 0 // units: rows × KV heads
 	ks := make([][]T, len(spans))
 	vs := make([][]T, len(spans))
+	pks := make([][]T, len(spans))
+	pvs := make([][]T, len(spans))
 	maxN := 0
 	for i, sp := range spans {
 		ks[i], vs[i] = c.s(sp.K), c.s(sp.V)
 		n := sp.Pos0 + sp.Rows
-		if n > sp.Cap {
-			panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d", i, n, sp.Cap))
+		if n-sp.PN > sp.Cap {
+			panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d after a prefix of %d", i, n, sp.Cap, sp.PN))
+		}
+		if sp.PN > 0 {
+			if sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%KVBlock != 0 {
+				panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
+			}
+			pks[i], pvs[i] = c.s(sp.PK), c.s(sp.PV)
+			need("AttentionKV PK", len(pks[i]), KVH*sp.PCap*hd)
+			need("AttentionKV PV", len(pvs[i]), KVH*sp.PCap*hd)
 		}
 		need("AttentionKV K", len(ks[i]), KVH*sp.Cap*hd)
 		need("AttentionKV V", len(vs[i]), KVH*sp.Cap*hd)
 		need("AttentionKV q", len(qs), (sp.QRow+sp.Rows)*qw)
 		need("AttentionKV out", len(o), (sp.QRow+sp.Rows)*qw)
 		maxN = max(maxN, n)
-		start[i+1] = start[i] + sp.Rows*KVH
+		nu += sp.Rows * KVH
 	}
 	// A unit is ~4·grp·n·hd flops; forking for less than ~2^18 flops per
 	// goroutine costs more than it saves.
-	Parallel(start[len(spans)], 1+(1<<18)/(1+4*maxN*hd*grp), func(lo, hi int) {
+	units := attnUnits(spans, pks, nu, KVH)
+	Parallel(len(units), 1+(1<<18)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sc := make([]T, grp*maxN)
-		for u := lo; u < hi; u++ {
-			s := sort.SearchInts(start, u+1) - 1
+		tmp := make([]T, grp*hd)
+		for _, un := range units[lo:hi] {
+			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
-			r, kh := (u-start[s])/KVH, (u-start[s])%KVH
-			row, n, cp := sp.QRow+r, sp.Pos0+r+1, sp.Cap
+			row, n, cp, pn, pcp := sp.QRow+r, sp.Pos0+r+1, sp.Cap, sp.PN, sp.PCap
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
+			var pkt, pvt []T
+			if pn > 0 {
+				pkt, pvt = pks[s][kh*hd*pcp:(kh+1)*hd*pcp], pvs[s][kh*hd*pcp:(kh+1)*hd*pcp]
+			}
 			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			if c.scores != nil {
 				for g := 0; g < grp; {
 					rows := decodeChunk(grp - g)
-					pr := sc[g*n : (g+rows)*n]
-					c.scores(rows, pr, n, qg[g*hd:(g+rows)*hd], hd, kt, cp, n)
+					pr, q, out := sc[g*n:(g+rows)*n], qg[g*hd:(g+rows)*hd], og[g*hd:(g+rows)*hd]
+					// Scores and values of the prefix cache's positions,
+					// then of the sequence's own: one softmax over both.
+					if pn > 0 {
+						c.scores(rows, pr, n, q, hd, pkt, pcp, pn)
+					}
+					c.scores(rows, pr[pn:], n, q, hd, kt, cp, n-pn)
 					for i := 0; i < rows; i++ {
 						c.softmax(pr[i*n:i*n+n], scale)
 					}
-					c.mix(rows, og[g*hd:(g+rows)*hd], pr, n, vt, cp, hd, n)
+					// Values per block of KVBlock positions, each summed
+					// alone and added in order, so a row's result is the
+					// same whichever cache holds which block.
+					for b := 0; b < n; b += KVBlock {
+						e, dst := min(n, b+KVBlock), out
+						if b > 0 {
+							dst = tmp[:rows*hd]
+						}
+						if b < pn {
+							c.mix(rows, dst, pr[b:], n, pvt[b:], pcp, hd, e-b)
+						} else {
+							c.mix(rows, dst, pr[b:], n, vt[b-pn:], cp, hd, e-b)
+						}
+						if b > 0 {
+							for i, x := range dst {
+								out[i] += x
+							}
+						}
+					}
 					g += rows
 				}
 				continue
@@ -264,15 +302,62 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				pr, qh, oh := sc[g*n:g*n+n], qg[g*hd:g*hd+hd], og[g*hd:g*hd+hd]
 				clear(pr)
 				for d, x := range qh {
-					c.axpy(x, kt[d*cp:d*cp+n], pr)
+					if pn > 0 {
+						c.axpy(x, pkt[d*pcp:d*pcp+pn], pr[:pn])
+					}
+					c.axpy(x, kt[d*cp:d*cp+n-pn], pr[pn:])
 				}
 				c.softmax(pr, scale)
 				for d := range oh {
-					oh[d] = c.dot(pr, vt[d*cp:d*cp+n])
+					oh[d] = c.dot(pr[pn:], vt[d*cp:d*cp+n-pn])
+					if pn > 0 {
+						oh[d] += c.dot(pr[:pn], pvt[d*pcp:d*pcp+pn])
+					}
 				}
 			}
 		}
 	})
+}
+
+// attnUnit is one unit of AttentionKV's work: a query row of a span
+// against one KV head.
+type attnUnit struct{ span, row, head int32 }
+
+// attnUnits orders AttentionKV's n units: span by span, each row's KV heads
+// together; but a run of adjacent spans reading the same prefix cache (the
+// samples of one prompt) goes head by head, every span of the run in turn,
+// so that a head's share of the prefix (hd·PN keys and values) is read from
+// memory once and then from the core's cache, not once per span. The
+// order changes no result (units are independent), only which thread
+// computes what when.
+func attnUnits[T float32 | float64](spans []KVSpan, pks [][]T, n, KVH int) []attnUnit {
+	units := make([]attnUnit, 0, n)
+	samePrefix := func(i, j int) bool {
+		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
+	}
+	for a := 0; a < len(spans); {
+		b := a + 1
+		for b < len(spans) && samePrefix(a, b) {
+			b++
+		}
+		if b == a+1 {
+			for r := 0; r < spans[a].Rows; r++ {
+				for kh := 0; kh < KVH; kh++ {
+					units = append(units, attnUnit{int32(a), int32(r), int32(kh)})
+				}
+			}
+		} else {
+			for kh := 0; kh < KVH; kh++ {
+				for s := a; s < b; s++ {
+					for r := 0; r < spans[s].Rows; r++ {
+						units = append(units, attnUnit{int32(s), int32(r), int32(kh)})
+					}
+				}
+			}
+		}
+		a = b
+	}
+	return units
 }
 
 // CacheWrite implements Backend.
@@ -291,15 +376,15 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 }
 
 // CacheCopy implements Backend.
-func (c *CPU[T]) CacheCopy(dst, src Tensor, n, KVH, hd, dstCap, srcCap int) {
+func (c *CPU[T]) CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
 	d, s := c.s(dst), c.s(src)
 	need("CacheCopy dst", len(d), KVH*dstCap*hd)
 	need("CacheCopy src", len(s), KVH*srcCap*hd)
-	if n < 0 || n > dstCap || n > srcCap {
-		panic(fmt.Sprintf("kernels: CacheCopy of %d positions between caches of %d and %d", n, dstCap, srcCap))
+	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {
+		panic(fmt.Sprintf("kernels: CacheCopy of positions %d..%d to %d..%d between caches of %d and %d", srcPos, srcPos+n, dstPos, dstPos+n, srcCap, dstCap))
 	}
 	for e := 0; e < KVH*hd; e++ {
-		copy(d[e*dstCap:e*dstCap+n], s[e*srcCap:e*srcCap+n])
+		copy(d[e*dstCap+dstPos:e*dstCap+dstPos+n], s[e*srcCap+srcPos:e*srcCap+srcPos+n])
 	}
 }
 

@@ -46,3 +46,48 @@ func BenchmarkCPUAttentionKVDecode110MB1(b *testing.B) {
 func BenchmarkCPUAttentionKVDecodeBaseB64(b *testing.B) {
 	benchAttentionKVHeads(b, 64, 500, 8, 4, 32)
 }
+
+// One decoding step of the base model's heads for 64 sequences that are
+// 8 samples each of 8 prompts of 4 KVBlocks (the engine's k = 8
+// evaluation), 40 positions past the prompt: "copies" gives every
+// sequence its own cache, "shared" splits each cache after the prompt so
+// that the 8 samples of a prompt read one prefix cache.
+func BenchmarkCPUAttentionKVDecodeShared(b *testing.B) {
+	const prompts, samples, H, KVH, hd = 8, 8, 8, 4, 32
+	pn, extra := 4*KVBlock, 40
+	n := pn + extra
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "copies", true: "shared"}[shared]
+		b.Run(name, func(b *testing.B) {
+			be := NewCPU()
+			e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+			var spans []KVSpan
+			for p := 0; p < prompts; p++ {
+				pk, pv := be.Alloc(KVH*pn*hd), be.Alloc(KVH*pn*hd)
+				be.CacheWrite(pk, e.in(pn*KVH*hd), 0, pn, KVH, hd, pn)
+				be.CacheWrite(pv, e.in(pn*KVH*hd), 0, pn, KVH, hd, pn)
+				for s := 0; s < samples; s++ {
+					row := len(spans)
+					if shared {
+						k, v := be.Alloc(KVH*extra*hd), be.Alloc(KVH*extra*hd)
+						be.CacheWrite(k, e.in(extra*KVH*hd), 0, extra, KVH, hd, extra)
+						be.CacheWrite(v, e.in(extra*KVH*hd), 0, extra, KVH, hd, extra)
+						spans = append(spans, KVSpan{K: k, V: v, Cap: extra, QRow: row, Rows: 1, Pos0: n - 1, PK: pk, PV: pv, PCap: pn, PN: pn})
+						continue
+					}
+					k, v := be.Alloc(KVH*n*hd), be.Alloc(KVH*n*hd)
+					be.CacheCopy(k, pk, 0, 0, pn, KVH, hd, n, pn)
+					be.CacheCopy(v, pv, 0, 0, pn, KVH, hd, n, pn)
+					be.CacheWrite(k, e.in(extra*KVH*hd), pn, extra, KVH, hd, n)
+					be.CacheWrite(v, e.in(extra*KVH*hd), pn, extra, KVH, hd, n)
+					spans = append(spans, KVSpan{K: k, V: v, Cap: n, QRow: row, Rows: 1, Pos0: n - 1})
+				}
+			}
+			q, out := e.in(len(spans)*H*hd), be.Alloc(len(spans)*H*hd)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				be.AttentionKV(out, q, spans, H, KVH, hd)
+			}
+		})
+	}
+}

@@ -193,10 +193,10 @@ func opCases() []opCase {
 			e.be.AttentionKV(out, q, spans, H, KVH, hd)
 			// The same through a copy into a larger cache.
 			big := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(big, spans[0].K, rows+2, KVH, hd, cap+3, cap)
+			e.be.CacheCopy(big, spans[0].K, 0, 0, rows+2, KVH, hd, cap+3, cap)
 			spans[0].K, spans[0].Cap = big, cap+3
 			bigV := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(bigV, spans[0].V, rows+2, KVH, hd, cap+3, cap)
+			e.be.CacheCopy(bigV, spans[0].V, 0, 0, rows+2, KVH, hd, cap+3, cap)
 			spans[0].V = bigV
 			out2 := e.be.Alloc((rows + 1) * H * hd)
 			e.be.AttentionKV(out2, q, spans, H, KVH, hd)
@@ -204,6 +204,22 @@ func opCases() []opCase {
 		})
 	}
 	return cs
+}
+
+// splitSpan returns sp (one sequence whose K and V of capacity cap are k,
+// v) with its first pn positions moved to a prefix cache of capacity pn+1
+// and the rest to a cache of its own, as a sampler sharing a prompt lays
+// them out (pn a multiple of KVBlock).
+func splitSpan(be Backend, sp KVSpan, k, v Tensor, cap, pn, KVH, hd int) KVSpan {
+	n := sp.Pos0 + sp.Rows
+	pk, pv := be.Alloc(KVH*(pn+1)*hd), be.Alloc(KVH*(pn+1)*hd)
+	ok, ov := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+	be.CacheCopy(pk, k, 0, 0, pn, KVH, hd, pn+1, cap)
+	be.CacheCopy(pv, v, 0, 0, pn, KVH, hd, pn+1, cap)
+	be.CacheCopy(ok, k, 0, pn, n-pn, KVH, hd, cap, cap)
+	be.CacheCopy(ov, v, 0, pn, n-pn, KVH, hd, cap, cap)
+	sp.K, sp.V, sp.PK, sp.PV, sp.PCap, sp.PN = ok, ov, pk, pv, pn+1, pn
+	return sp
 }
 
 func runCase(be Backend, c opCase) [][]float64 {

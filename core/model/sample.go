@@ -2,7 +2,9 @@ package model
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -74,8 +76,11 @@ type Sampler struct {
 	// backend cannot pack; it replaces bw.
 	pk    *packedModel
 	cache *prefixCache
-	sc    *inferScratch
-	ss    sampleScratch
+	// prompts holds the filled prompt caches of running sequences by
+	// their tokens' key, for sequences admitted later to share.
+	prompts map[uint64][]*promptKV
+	sc      *inferScratch
+	ss      sampleScratch
 	// decodeHost receives each decoding step's logits.
 	decodeHost []float32
 	stats      SamplerStats
@@ -87,9 +92,12 @@ type Sampler struct {
 
 // SamplerStats counts a Sampler's work since it was made.
 type SamplerStats struct {
-	PromptTokens   int64 // prompt tokens of all requests
-	PrefillTokens  int64 // prompt tokens computed by a forward pass
-	ReusedTokens   int64 // prompt tokens whose K and V were copied instead
+	PromptTokens  int64 // prompt tokens of all requests
+	PrefillTokens int64 // prompt tokens computed by a forward pass
+	ReusedTokens  int64 // prompt tokens whose K and V were copied instead
+	// SharedTokens are prompt positions a sequence read from another's
+	// cache (an identical prompt in the same prefill) instead of a copy.
+	SharedTokens   int64
 	DecodeTokens   int64 // tokens fed during decoding
 	SampledTokens  int64 // tokens returned
 	CachedPrefixes int   // entries now in the prefix cache
@@ -118,9 +126,17 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 type seqState struct {
 	id  int // the caller's id (Stream.Submit; the index in Generate)
 	req *Request
-	kv  kernels.Tensor // [layer][K|V][KVH][cap][hd]
-	cap int            // rows of the cache
-	n   int            // tokens whose K and V are in the cache
+	// The cache is in two parts, split at pn, the prompt's whole
+	// kernels.KVBlocks: prompt holds positions 0..pn-1, shared with every
+	// sequence of the same prefill whose prompt is identical (the k samples
+	// of a task read it from memory once per step, not k times), and kv,
+	// of capacity cap-pn, the positions from pn on. AttentionKV's results do
+	// not depend on the split, so nothing sampled does.
+	prompt *promptKV
+	pn     int
+	kv     kernels.Tensor // [layer][K|V][KVH][cap-pn][hd]
+	cap    int            // positions the sequence may reach
+	n      int            // tokens whose K and V are in the cache
 	// canon counts the leading cache rows computed by the row-invariant
 	// (blocked) GEMM path, like every prompt row: only those may be reused
 	// by a later prompt without changing its completion (see rowChunk).
@@ -146,11 +162,151 @@ func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
 // copyKV copies the first n positions of every layer from src (capacity
 // srcCap) into dst.
 func (m *Model) copyKV(dst kernels.Tensor, dstCap int, src kernels.Tensor, srcCap, n int) {
+	m.copyKVAt(dst, dstCap, 0, src, srcCap, 0, n)
+}
+
+// copyKVAt copies positions srcPos..srcPos+n-1 of every layer from src
+// (capacity srcCap) to positions dstPos.. of dst (capacity dstCap).
+func (m *Model) copyKVAt(dst kernels.Tensor, dstCap, dstPos int, src kernels.Tensor, srcCap, srcPos, n int) {
+	if n <= 0 {
+		return
+	}
 	for l := 0; l < m.d.L; l++ {
 		for kind := 0; kind < 2; kind++ {
-			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), n, m.d.KVH, m.d.hd, dstCap, srcCap)
+			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), dstPos, srcPos, n, m.d.KVH, m.d.hd, dstCap, srcCap)
 		}
 	}
+}
+
+// promptKV is the cache of a prompt's first positions (seqState.pn),
+// shared by every running sequence whose prompt begins with the same
+// tokens; the last to finish frees it.
+type promptKV struct {
+	kv     kernels.Tensor // layout of seqState.kv, capacity len(tokens)
+	tokens []int32
+	refs   int
+	live   bool // filled, and in Sampler.prompts for others to share
+}
+
+// prefixLen is where the cache of a sequence with a prompt of P tokens
+// splits: after the whole KVBlocks before its last token (whose logits the
+// prefill computes in the sequence's own cache).
+func prefixLen(P int) int { return max(0, P-1) / kernels.KVBlock * kernels.KVBlock }
+
+func tokensKey(t []int32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for _, x := range t {
+		binary.LittleEndian.PutUint32(b[:], uint32(x))
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// livePrompt returns the filled prompt cache of a running sequence whose
+// first tokens are tokens, or nil.
+func (s *Sampler) livePrompt(tokens []int32) *promptKV {
+	for _, p := range s.prompts[tokensKey(tokens)] {
+		if slices.Equal(p.tokens, tokens) {
+			return p
+		}
+	}
+	return nil
+}
+
+// publish offers p, now filled, to the sequences admitted later.
+func (s *Sampler) publish(p *promptKV) {
+	if p.live {
+		return
+	}
+	if s.prompts == nil {
+		s.prompts = map[uint64][]*promptKV{}
+	}
+	k := tokensKey(p.tokens)
+	s.prompts[k] = append(s.prompts[k], p)
+	p.live = true
+}
+
+// kvParts is where a cache's positions are: those before pn in pre
+// (capacity pn), position p ≥ pn at p-pn in own (capacity ocap).
+type kvParts struct {
+	pre, own kernels.Tensor
+	pn, ocap int
+}
+
+func (q *seqState) parts() kvParts {
+	p := kvParts{own: q.kv, pn: q.pn, ocap: q.ownCap()}
+	if q.prompt != nil {
+		p.pre = q.prompt.kv
+	}
+	return p
+}
+
+// at returns the tensor holding position p, its capacity and p's index in it.
+func (k kvParts) at(p int) (kernels.Tensor, int, int) {
+	if p < k.pn {
+		return k.pre, k.pn, p
+	}
+	return k.own, k.ocap, p - k.pn
+}
+
+// copyParts copies positions from..n-1 from src to dst, in pieces that
+// each lie in one tensor of both.
+func (m *Model) copyParts(dst, src kvParts, from, n int) {
+	for a := from; a < n; {
+		b := n
+		for _, cut := range []int{dst.pn, src.pn} {
+			if cut > a && cut < b {
+				b = cut
+			}
+		}
+		dt, dc, di := dst.at(a)
+		st, sc, si := src.at(a)
+		m.copyKVAt(dt, dc, di, st, sc, si, b-a)
+		a = b
+	}
+}
+
+// ownCap is the capacity of q's own cache (the positions from pn on).
+func (q *seqState) ownCap() int { return q.cap - q.pn }
+
+// allocOwn gives q its own cache (planPrefill gives it its prompt's).
+func (m *Model) allocOwn(q *seqState) {
+	if c := q.ownCap(); c > 0 {
+		q.kv = m.be.Alloc(m.kvLen(c))
+	}
+}
+
+// freeCaches frees q's own cache and drops its share of the prompt cache.
+func (s *Sampler) freeCaches(q *seqState) {
+	if !q.kv.IsZero() {
+		s.m.be.Free(q.kv)
+		q.kv = kernels.Tensor{}
+	}
+	p := q.prompt
+	if p == nil {
+		return
+	}
+	q.prompt = nil
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	if p.live {
+		k := tokensKey(p.tokens)
+		s.prompts[k] = slices.DeleteFunc(s.prompts[k], func(x *promptKV) bool { return x == p })
+		if len(s.prompts[k]) == 0 {
+			delete(s.prompts, k)
+		}
+	}
+	s.m.be.Free(p.kv)
+}
+
+// joinedKV copies q's first n positions into one new cache of capacity n,
+// for the prefix cache.
+func (m *Model) joinedKV(q *seqState, n int) kernels.Tensor {
+	kv := m.be.Alloc(m.kvLen(n))
+	m.copyParts(kvParts{own: kv, ocap: n}, q.parts(), 0, n)
+	return kv
 }
 
 // inferScratch holds one inference forward pass's activations for R rows
@@ -255,11 +411,25 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		m.attnProject(&sc.a, w, bw, pw, sc.x, pos, R)
 		r := 0
 		for i, it := range items {
-			n := it.to - it.from
-			kc, vc := m.kvLayer(it.s.kv, it.s.cap, l, 0), m.kvLayer(it.s.kv, it.s.cap, l, 1)
-			be.CacheWrite(kc, sc.a.kr.View(r*d.Hk, n*d.Hk), it.from, n, d.KVH, d.hd, it.s.cap)
-			be.CacheWrite(vc, sc.a.v.View(r*d.Hk, n*d.Hk), it.from, n, d.KVH, d.hd, it.s.cap)
-			spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: it.s.cap, QRow: r, Rows: n, Pos0: it.from}
+			n, q, pn := it.to-it.from, it.s, it.s.pn
+			kr, vr := sc.a.kr.View(r*d.Hk, n*d.Hk), sc.a.v.View(r*d.Hk, n*d.Hk)
+			var pk, pv kernels.Tensor
+			if pn > 0 {
+				pk, pv = m.kvLayer(q.prompt.kv, pn, l, 0), m.kvLayer(q.prompt.kv, pn, l, 1)
+			}
+			if it.to <= pn {
+				// Rows of the shared part of the prompt: into its cache.
+				be.CacheWrite(pk, kr, it.from, n, d.KVH, d.hd, pn)
+				be.CacheWrite(pv, vr, it.from, n, d.KVH, d.hd, pn)
+				spans[i] = kernels.KVSpan{K: pk, V: pv, Cap: pn, QRow: r, Rows: n, Pos0: it.from}
+			} else {
+				// it.from ≥ pn (prefillWave splits items at pn).
+				oc := q.ownCap()
+				kc, vc := m.kvLayer(q.kv, oc, l, 0), m.kvLayer(q.kv, oc, l, 1)
+				be.CacheWrite(kc, kr, it.from-pn, n, d.KVH, d.hd, oc)
+				be.CacheWrite(vc, vr, it.from-pn, n, d.KVH, d.hd, oc)
+				spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: oc, QRow: r, Rows: n, Pos0: it.from, PK: pk, PV: pv, PCap: pn, PN: pn}
+			}
 			r += n
 		}
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
@@ -406,8 +576,12 @@ func (s *Sampler) prefill(ctx context.Context, seqs []*seqState) error {
 	}
 	for i, q := range seqs {
 		if e := plans[i].dup; e != nil {
-			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, e.n)
+			// The shared part is e's; the rest of the prompt is copied.
+			s.m.copyKVAt(q.kv, q.ownCap(), 0, e.kv, e.ownCap(), 0, e.n-e.pn)
 			q.n, q.canon, q.logits = e.n, e.canon, e.logits
+		}
+		if q.prompt != nil {
+			s.publish(q.prompt)
 		}
 		s.stats.ReusedTokens += int64(plans[i].start)
 		if plans[i].dup != nil {
@@ -431,6 +605,7 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 	const minShare = 4 // shorter shared prefixes are not worth a later wave
 	plans := make([]prefillPlan, len(seqs))
 	waveOf := map[*seqState]int{}
+	creators := map[uint64][]*seqState{} // of new prompt caches, by tokensKey
 	nw := 0
 	for i, q := range seqs {
 		p := &plans[i]
@@ -443,19 +618,27 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 			}
 		}
 		if p.dup != nil {
+			// The same prompt: the same prompt cache, filled once.
+			if q.prompt = p.dup.prompt; q.prompt != nil {
+				q.prompt.refs++
+				s.stats.SharedTokens += int64(q.pn)
+			}
 			continue
 		}
-		if e, n := s.cache.lookup(q.req.Prompt); e != nil {
+		ready := s.sharePrompt(q, p, creators, waveOf)
+		if e, n := s.cache.lookup(q.req.Prompt); e != nil && n > p.start {
+			entry := kvParts{own: e.kv, ocap: e.cap}
 			if n == P && len(e.logits) > 0 && len(e.tokens) == P {
-				s.m.copyKV(q.kv, q.cap, e.kv, e.cap, P)
+				s.m.copyParts(q.parts(), entry, p.start, P)
 				q.n, q.canon, q.logits, p.start = P, P, e.logits, P
 				p.wave = -1
-				waveOf[q] = -1
+				waveOf[q] = ready
 				continue
 			}
-			n = min(n, P-1)
-			s.m.copyKV(q.kv, q.cap, e.kv, e.cap, n)
-			q.n, q.canon, p.start = n, n, n
+			if n = min(n, P-1); n > p.start {
+				s.m.copyParts(q.parts(), entry, p.start, n)
+				q.n, q.canon, p.start = n, n, n
+			}
 		}
 		best := p.start
 		for j, e := range seqs[:i] {
@@ -470,10 +653,44 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 			p.start = best
 			p.wave = waveOf[p.src] + 1
 		}
+		// The rest of the prompt attends to the shared blocks: once filled.
+		p.wave = max(p.wave, ready+1)
 		waveOf[q] = p.wave
 		nw = max(nw, p.wave+1)
 	}
 	return plans, nw
+}
+
+// sharePrompt gives q (not a duplicate) the cache of its prompt's whole
+// blocks: a running sequence's of the same tokens, one that an earlier
+// prompt of this prefill fills, or a new one that q fills itself (then
+// listed in creators). It returns the wave after which a shared cache is
+// filled (-1: it is, or q fills its own).
+func (s *Sampler) sharePrompt(q *seqState, p *prefillPlan, creators map[uint64][]*seqState, waveOf map[*seqState]int) int {
+	if q.pn == 0 {
+		return -1
+	}
+	toks := q.req.Prompt[:q.pn]
+	key := tokensKey(toks)
+	blk, ready := s.livePrompt(toks), -1
+	if blk == nil {
+		for _, c := range creators[key] {
+			if slices.Equal(c.prompt.tokens, toks) {
+				blk, ready = c.prompt, waveOf[c]
+				break
+			}
+		}
+	}
+	if blk == nil {
+		q.prompt = &promptKV{kv: s.m.be.Alloc(s.m.kvLen(q.pn)), tokens: slices.Clone(toks), refs: 1}
+		creators[key] = append(creators[key], q)
+		return -1
+	}
+	q.prompt = blk
+	blk.refs++
+	s.stats.SharedTokens += int64(q.pn)
+	q.n, q.canon, p.start = q.pn, q.pn, q.pn
+	return ready
 }
 
 // prefillWave computes the prompts of wave w in batched forward passes of
@@ -497,11 +714,14 @@ func (s *Sampler) prefillWave(ctx context.Context, seqs []*seqState, plans []pre
 			continue
 		}
 		if p.src != nil {
-			s.m.copyKV(q.kv, q.cap, p.src.kv, p.src.cap, p.start)
+			s.m.copyParts(q.parts(), p.src.parts(), q.n, p.start)
 			q.n, q.canon = p.start, p.start
 		}
 		for from := p.start; from < len(q.req.Prompt); {
 			to := min(len(q.req.Prompt), from+maxRows-rows)
+			if from < q.pn && to > q.pn {
+				to = q.pn // an item lies in one part of the cache
+			}
 			items = append(items, work{s: q, from: from, to: to})
 			rows += to - from
 			s.stats.PrefillTokens += int64(to - from)

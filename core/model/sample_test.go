@@ -144,9 +144,9 @@ func testKVDecode(t *testing.T, m *Model) {
 	if _, packs := m.be.(kernels.PackedNT); packs != (s.pk != nil) {
 		t.Fatalf("backend packs: %v, sampler packed: %v", packs, s.pk != nil)
 	}
-	q := &seqState{toks: toks, cap: len(toks)}
-	q.kv = m.be.Alloc(m.kvLen(q.cap))
 	P := 21
+	q := &seqState{toks: toks, cap: len(toks), req: &Request{Prompt: toks[:P]}}
+	m.allocOwn(q) // a prompt of 21 tokens has no whole KVBlock to share
 	s.forward([]work{{s: q, from: 0, to: P}}, true)
 	for pos := P; ; pos++ {
 		want := full[(pos-1)*m.d.V : pos*m.d.V]

@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"whale/core/policy"
-	"whale/kernels"
 )
 
 // Continuous batching. A stream keeps a dynamic set of sequences: each
@@ -95,6 +94,7 @@ func (st *Stream) submit(id int, r *Request) {
 		return
 	}
 	q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, st.s.m.d.maxPos)
+	q.pn = prefixLen(len(r.Prompt))
 	st.pending = append(st.pending, q)
 }
 
@@ -137,8 +137,7 @@ func (st *Stream) Close() error {
 		return nil
 	}
 	for _, q := range st.live {
-		st.s.m.be.Free(q.kv)
-		q.kv = kernels.Tensor{}
+		st.s.freeCaches(q)
 	}
 	st.pending, st.live, st.ready = nil, nil, nil
 	st.closed = true
@@ -175,12 +174,11 @@ func (st *Stream) step(ctx context.Context) error {
 		adm := slices.Clone(st.pending[:n])
 		st.pending = slices.Delete(st.pending, 0, n)
 		for _, q := range adm {
-			q.kv = s.m.be.Alloc(s.m.kvLen(q.cap))
+			s.m.allocOwn(q)
 		}
 		if err := s.prefill(ctx, adm); err != nil {
 			for _, q := range adm {
-				s.m.be.Free(q.kv)
-				q.kv = kernels.Tensor{}
+				s.freeCaches(q)
 			}
 			return err
 		}
@@ -232,7 +230,9 @@ func (s *Sampler) sampleNext(q *seqState) bool {
 	if q.canon == q.n {
 		lg = q.logits
 	}
-	s.cache.insert(q.toks[:q.canon], q.kv, q.cap, lg)
-	q.kv = kernels.Tensor{}
+	if q.canon > 0 {
+		s.cache.insert(q.toks[:q.canon], s.m.joinedKV(q, q.canon), q.canon, lg)
+	}
+	s.freeCaches(q)
 	return false
 }

@@ -1,0 +1,109 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"whale/kernels"
+)
+
+// longModel is the tiny model with room for prompts of several KVBlocks.
+func longModel(t *testing.T) *Model {
+	t.Helper()
+	cfg, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxPositionEmbeddings = 4 * kernels.KVBlock
+	m, err := New(cfg, kernels.NewCPU(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 11)
+	return m
+}
+
+// TestSharedPromptIsExact: sequences whose prompts are identical share the
+// cache of the prompt's whole KVBlocks, and still sample exactly what each
+// samples alone (no sharing, no prefix cache) — for prompts of one, two
+// and three blocks and a bit, and for their next turns, whose prompts
+// extend a finished sequence through the prefix cache and differ after
+// the common blocks. The shared part is really shared: the sampler counts
+// it.
+func TestSharedPromptIsExact(t *testing.T) {
+	m := longModel(t)
+	rng := rand.New(rand.NewPCG(8, 8))
+	var turn1 []Request
+	for i, P := range []int{kernels.KVBlock + 20, 2*kernels.KVBlock + 3, 3*kernels.KVBlock - 1} {
+		prompt := randPrompt(rng, P, m.d.V)
+		for g := 0; g < 5; g++ {
+			turn1 = append(turn1, Request{Key: fmt.Sprintf("p%d#%d", i, g), Prompt: prompt, MaxNewTokens: 10, Temperature: 1, Seed: 5})
+		}
+	}
+	s := NewSampler(m, SamplerOptions{})
+	got1 := generate(t, s, turn1...)
+	// Each prompt's first sample fills the shared blocks; the other four
+	// read them.
+	wantShared := int64(4 * (1 + 2 + 2) * kernels.KVBlock)
+	if st := s.Stats(); st.SharedTokens != wantShared {
+		t.Errorf("shared %d prompt positions, want %d", st.SharedTokens, wantShared)
+	}
+	var turn2 []Request
+	for i, c := range got1 {
+		r := turn1[i]
+		r.Prompt = append(append(slices.Clone(r.Prompt), c.Tokens...), randPrompt(rng, 3, m.d.V)...)
+		r.Key += "/turn2"
+		turn2 = append(turn2, r)
+	}
+	got2 := generate(t, s, turn2...)
+	// Next turns (one prefill) share the blocks whose tokens an earlier
+	// prompt of theirs has: the first of the shortest prompt's, two of the
+	// middle one's, and the longest one's three where two completions
+	// begin with the same token.
+	for i, r := range turn2 {
+		pn := prefixLen(len(r.Prompt))
+		for _, e := range turn2[:i] {
+			if pn > 0 && len(e.Prompt) >= pn && slices.Equal(e.Prompt[:pn], r.Prompt[:pn]) {
+				wantShared += int64(pn)
+				break
+			}
+		}
+	}
+	if st := s.Stats(); st.SharedTokens != wantShared {
+		t.Errorf("after the next turns: shared %d prompt positions, want %d", st.SharedTokens, wantShared)
+	}
+	for i, r := range append(turn1, turn2...) {
+		want := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]
+		if got := append(got1, got2...)[i]; !sameCompletion(got, want) {
+			t.Fatalf("request %s: shared %v %v, alone %v %v", r.Key, got.Tokens, got.LogProbs, want.Tokens, want.LogProbs)
+		}
+	}
+}
+
+// TestLongPromptDecodeMatchesFullForward: greedy decoding after a prompt
+// of two blocks and a bit (so every decoded row reads both parts of its
+// cache) gives the argmax of the full forward pass's logits at every step,
+// with log-probabilities within 1e-4 (float32, values of order 1; see
+// TestGreedyIsArgmax).
+func TestLongPromptDecodeMatchesFullForward(t *testing.T) {
+	m := longModel(t)
+	prompt := randPrompt(rand.New(rand.NewPCG(9, 9)), 2*kernels.KVBlock+7, m.d.V)
+	c := generate(t, NewSampler(m, SamplerOptions{}), Request{Key: "g", Prompt: prompt, MaxNewTokens: 20})[0]
+	seq := append(slices.Clone(prompt), c.Tokens...)
+	full, err := m.Logits(seq[:len(seq)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tok := range c.Tokens {
+		row := full[(len(prompt)-1+i)*m.d.V : (len(prompt)+i)*m.d.V]
+		if arg := int32(slices.Index(row, slices.Max(row))); arg != tok {
+			t.Fatalf("token %d: greedy sampled %d, argmax is %d", i, tok, arg)
+		}
+		if lp := logSoftmax(row, tok); math.Abs(lp-float64(c.LogProbs[i])) > 1e-4 {
+			t.Fatalf("token %d: log-prob %v, log-softmax %v", i, c.LogProbs[i], lp)
+		}
+	}
+}
