@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,26 @@ func TestShowAndRunsReadAStoreAnotherProcessHolds(t *testing.T) {
 	}
 	if _, err := runWhale(t, "show", "nope", "--db", path); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("show of a missing run through the holder: %v", err)
+	}
+}
+
+// TestHeadlessBenchPrintsProgressOfRunningRuns: without a terminal the
+// bench prints, besides a line per started and finished run, a line per
+// running run every --progress-every.
+func TestHeadlessBenchPrintsProgressOfRunningRuns(t *testing.T) {
+	dir := t.TempDir()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "1", "--budget", "16",
+		"--conditions", "weight-only", "--workers", "1", "--model", tinyModelFile(t, dir), "--db", filepath.Join(dir, "b.db"),
+		"--out", filepath.Join(dir, "results"), "--progress-every", "20ms"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	progress := regexp.MustCompile(`\[1/1\] bench-math-weight-only-b16-s1: round \d+ (weights|harness|—), \d+/16 model calls \(\d+%\), best val \S+, elapsed \S+, ETA \S+`)
+	if !progress.MatchString(errb.String()) || !strings.Contains(errb.String(), "[1/1] bench-math-weight-only-b16-s1: starting") {
+		t.Fatalf("stderr has no progress line of the running run:\n%s", errb.String())
 	}
 }
