@@ -106,11 +106,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 	}
 	db, err := openStore(fl.db)
 	if err != nil {
-		cl, aerr := attachTo(fl.db, err)
-		if aerr != nil {
-			return aerr
-		}
-		return attachedWorkbench(cmd, cl, fl)
+		return attachedWorkbench(cmd, fl, err)
 	}
 	defer db.Close()
 	srv := serveStore(cmd, db)
@@ -264,9 +260,14 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 }
 
 // attachedWorkbench opens the workbench on a run of a workspace another
-// whale process holds: the owner streams the run's events and, while it
-// runs the run, takes its commands. q leaves the owner running.
-func attachedWorkbench(cmd *cobra.Command, cl *attach.Client, fl tuiFlags) error {
+// whale process holds (openErr is why it could not be opened here): the
+// owner streams the run's events and, while it runs the run, takes its
+// commands. q leaves the owner running.
+func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
+	cl, err := attachTo(fl.db, openErr)
+	if err != nil {
+		return err
+	}
 	if fl.run == "" {
 		return usageError{fmt.Errorf("%s is held by another whale process (%s): name a run to attach to with --run ID, or use another --db", fl.db, liveRunIDs(cl))}
 	}
