@@ -345,4 +345,20 @@ func TestAStoppedRunIsReadWhole(t *testing.T) {
 	if _, err := cl.Harness("0123"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("a missing harness: %v, want not found", err)
 	}
+	blob, err := db.PutBlob([]byte("weights"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r/round1-weights", "r2/round1-weights"} {
+		if err := db.PutCheckpoint(store.Checkpoint{ID: id, Manifest: json.RawMessage(`{}`), Blobs: []string{blob}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cks, err := cl.Checkpoints("r")
+	if err != nil || len(cks) != 1 || cks[0].ID != "r/round1-weights" || cks[0].Blobs[0] != blob {
+		t.Fatalf("the run's checkpoints: %+v, %v; want its one, not run r2's", cks, err)
+	}
+	if err := cl.call(request{Op: "rm -rf"}, nil); err == nil || !strings.Contains(err.Error(), "unknown request") {
+		t.Fatalf("an unknown request: %v", err)
+	}
 }

@@ -94,6 +94,12 @@ func (c *Client) Harness(hash string) (store.Harness, error) {
 	return out, c.call(request{Op: opHarness, Hash: hash}, &out)
 }
 
+// Checkpoints reads run's kept checkpoints (their manifests), in id order.
+func (c *Client) Checkpoints(run string) ([]store.Checkpoint, error) {
+	var out []store.Checkpoint
+	return out, c.call(request{Op: opCheckpoints, Run: run}, &out)
+}
+
 // Send hands a control command to the engine running run; the error is
 // the owner's sentence when it does not take it. The owner answers at
 // once (an engine's control queue never waits), so Send gives up after

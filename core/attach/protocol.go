@@ -27,11 +27,13 @@ import (
 // Request operations.
 const (
 	opRuns    = "runs"    // every run of the workspace
-	opRun     = "run"     // one run
+	opRun     = "run"     // one run: its record, resume point (state, summary, archive) and origin
 	opEvents  = "events"  // a run's events from Since, then live ones while it runs
 	opSamples = "samples" // a run's stored samples
 	opHarness = "harness" // a stored harness by hash
-	opCommand = "command" // a control command for a run the owner runs
+	// opCheckpoints lists a run's kept checkpoints (manifests).
+	opCheckpoints = "checkpoints"
+	opCommand     = "command" // a control command for a run the owner runs
 )
 
 // request is one line a client sends; one request per connection.

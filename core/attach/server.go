@@ -248,11 +248,13 @@ func (s *Server) answer(req request) (json.RawMessage, error) {
 		v, err = s.samples(req.Run, req.Limit)
 	case opHarness:
 		v, err = s.db.GetHarness(req.Hash)
+	case opCheckpoints:
+		v, err = s.checkpoints(req.Run)
 	case opCommand:
 		err = s.command(req)
 	default:
-		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s and %s)", req.Op,
-			opRuns, opRun, opEvents, opSamples, opHarness, opCommand)
+		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s, %s and %s)", req.Op,
+			opRuns, opRun, opEvents, opSamples, opHarness, opCheckpoints, opCommand)
 	}
 	if err != nil || v == nil {
 		return nil, err
@@ -302,6 +304,26 @@ func (s *Server) samples(run string, limit int) ([]Record, error) {
 		out = out[len(out)-limit:]
 	}
 	return out, err
+}
+
+// checkpoints reads run's kept checkpoints, in id order.
+func (s *Server) checkpoints(run string) ([]store.Checkpoint, error) {
+	if _, err := s.db.GetRun(run); err != nil {
+		return nil, err
+	}
+	ids, err := s.db.Checkpoints(run + "/")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Checkpoint, 0, len(ids))
+	for _, id := range ids {
+		c, err := s.db.GetCheckpoint(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // command hands a command to the engine running the run; the engine
