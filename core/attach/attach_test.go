@@ -19,7 +19,7 @@ import (
 // fakeRun does what an engine does for the server: it stores each event,
 // then publishes it to a non-blocking broker, and queues commands.
 type fakeRun struct {
-	t  *testing.T
+	t  testing.TB
 	db *store.DB
 	id string
 	b  *engine.Broker[engine.Event]
@@ -28,7 +28,7 @@ type fakeRun struct {
 	sent []engine.Command
 }
 
-func newFakeRun(t *testing.T, db *store.DB, id string) *fakeRun {
+func newFakeRun(t testing.TB, db *store.DB, id string) *fakeRun {
 	t.Helper()
 	if err := db.CreateRun(id, json.RawMessage(`{"domain":"math"}`), time.Now()); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func (f *fakeRun) emit(kind string, step, pad int) {
 	f.b.Publish(ev)
 }
 
-func openStore(t *testing.T) *store.DB {
+func openStore(t testing.TB) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "w.db"), time.Second)
 	if err != nil {
