@@ -322,8 +322,12 @@ func (b *Bench) printProgress() tea.Cmd {
 // elapsed and ETA.
 func (b *Bench) progressLine(r *benchRow) string {
 	st := b.stats(r)
-	return fmt.Sprintf("%s: round %d %s, %d/%d model calls (%d%%), best val %s, elapsed %s, ETA %s",
-		r.job.ID, r.m.run.round, orDash(string(r.m.run.phase)), st.spent, st.budget, st.pct, st.best, st.elapsed, st.eta)
+	where := "starting"
+	if r.m.run.phase != "" {
+		where = fmt.Sprintf("round %d %s", r.m.run.round, r.m.run.phase)
+	}
+	return fmt.Sprintf("%s: %s, %d/%d model calls (%d%%), best val %s, elapsed %s, ETA %s",
+		r.job.ID, where, st.spent, st.budget, st.pct, st.best, st.elapsed, st.eta)
 }
 
 // rowStats are a row's figures as the dashboard prints them.

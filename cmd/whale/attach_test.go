@@ -84,7 +84,7 @@ func TestHeadlessBenchPrintsProgressOfRunningRuns(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
-	progress := regexp.MustCompile(`\[1/1\] bench-math-weight-only-b16-s1: round \d+ (weights|harness|—), \d+/16 model calls \(\d+%\), best val \S+, elapsed \S+, ETA \S+`)
+	progress := regexp.MustCompile(`\[1/1\] bench-math-weight-only-b16-s1: (starting|round \d+ (weights|harness)), \d+/16 model calls \(\d+%\), best val \S+, elapsed \S+, ETA \S+`)
 	if !progress.MatchString(errb.String()) || !strings.Contains(errb.String(), "[1/1] bench-math-weight-only-b16-s1: starting") {
 		t.Fatalf("stderr has no progress line of the running run:\n%s", errb.String())
 	}
