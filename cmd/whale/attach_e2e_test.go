@@ -64,7 +64,8 @@ func waitFile(t *testing.T, path string, limit time.Duration, what string, s tmu
 // TestAttachToARunningBench is issue 18's end-to-end check: a tiny bench
 // runs in one tmux session with its dashboard; `whale tui --run ID` on the
 // same --db in another attaches to one of its running runs, shows the
-// timeline advancing, and q leaves the bench running.
+// timeline advancing, and q leaves the bench running; in the dashboard,
+// enter opens a run in the workbench and q comes back.
 func TestAttachToARunningBench(t *testing.T) {
 	if os.Getenv("WHALE_LONG_TESTS") == "" {
 		t.Skip("drives a tiny bench and an attached workbench in tmux for minutes; set WHALE_LONG_TESTS=1")
@@ -120,6 +121,14 @@ func TestAttachToARunningBench(t *testing.T) {
 		}
 	}
 	t.Logf("bench dashboard:\n%s", bench.screen())
+	// enter opens the selected run (the first, started first) in the
+	// workbench in process; q comes back to the dashboard.
+	bench.keys("Enter")
+	bench.waitFor("the first run's workbench", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "run bench-math-weight-only-b64-s1") && strings.Contains(scr, "q: back to the bench")
+	})
+	bench.keys("q")
+	bench.waitFor("the dashboard again", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "whale bench") })
 	bench.keys("q", "y")
 	waitFile(t, benchExit, 120*time.Second, "the bench did not stop after q y", bench)
 }
