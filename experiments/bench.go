@@ -122,6 +122,10 @@ type Env struct {
 	Workers int
 	// Progress, if set, hears one line per started, resumed or finished run.
 	Progress func(line string)
+	// Live, if set, is handed each engine before it runs (to watch it:
+	// subscribe, serve it to other processes); the func it returns hears
+	// how the run ended (nil error: finished).
+	Live func(j Job, eng *engine.Engine) func(error)
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report
@@ -214,7 +218,12 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
 	}
+	ended := func(error) {}
+	if env.Live != nil {
+		ended = env.Live(j, eng)
+	}
 	sum, err := eng.Run(ctx)
+	ended(err)
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
 	}

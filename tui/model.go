@@ -52,6 +52,13 @@ type Options struct {
 	Fork func(ckptID string)
 	// Now is the clock for elapsed time (tests fix it).
 	Now func() time.Time
+	// Attached is "" when this process runs the engine; else how the
+	// workbench watches a run another process owns ("attached": commands
+	// go to the owner; "attached, read-only"), shown in the footer.
+	Attached string
+	// StreamEnd, when set, says why Events closed (the owner exited, the
+	// run finished): the footer shows it once the events stop.
+	StreamEnd func() string
 }
 
 type pane int
@@ -264,6 +271,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.run.dropped += msg.dropped
 		if msg.closed {
+			if m.opt.StreamEnd != nil && m.status == "" {
+				m.status = m.opt.StreamEnd()
+			}
 			return m, nil
 		}
 		return m, waitEvents(m.opt.Events)

@@ -207,21 +207,28 @@ func TestPaneGolden(t *testing.T) {
 				teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(tc.wait)) },
 					teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 			}
-			if err := tm.Quit(); err != nil {
-				t.Fatal(err)
-			}
-			v := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model).View()
-			if n := strings.Count(v, "\n") + 1; n != tc.h {
-				t.Errorf("view has %d lines, want %d", n, tc.h)
-			}
-			for i, l := range strings.Split(v, "\n") {
-				if w := lipgloss.Width(l); w > tc.w {
-					t.Errorf("line %d is %d wide, want ≤ %d: %q", i, w, tc.w, l)
-				}
-			}
-			golden(t, tc.name, v)
+			goldenView(t, tm, tc.name, tc.w, tc.h)
 		})
 	}
+}
+
+// goldenView stops tm's program and compares its final view, which must
+// fill w×h exactly, with testdata/name.golden.
+func goldenView(t *testing.T, tm *teatest.TestModel, name string, w, h int) {
+	t.Helper()
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	v := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).View()
+	if n := strings.Count(v, "\n") + 1; n != h {
+		t.Errorf("view has %d lines, want %d", n, h)
+	}
+	for i, l := range strings.Split(v, "\n") {
+		if lw := lipgloss.Width(l); lw > w {
+			t.Errorf("line %d is %d wide, want ≤ %d: %q", i, lw, w, l)
+		}
+	}
+	golden(t, name, v)
 }
 
 func TestForceAsksFirst(t *testing.T) {

@@ -92,6 +92,9 @@ func (m *Model) viewFooter() string {
 	case m.run.paused:
 		state = "paused"
 	}
+	if m.opt.Attached != "" {
+		state = m.opt.Attached + " · " + state
+	}
 	return stMuted.Render(state + " · f force · space pause · ? keys · q quit")
 }
 

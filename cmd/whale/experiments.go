@@ -3,21 +3,25 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
 	"whale/core/engine"
 	"whale/core/model"
+	"whale/core/store"
 	"whale/data"
 	"whale/data/domains"
 	"whale/experiments"
 	"whale/experiments/report"
 	"whale/kernels"
+	"whale/tui"
 )
 
 func init() { register(newSweepCmd) }
@@ -38,6 +42,7 @@ var sweepBudgets = map[string]int{"tiny": 48, "small": 768, "paper": 50000}
 type experimentFlags struct {
 	domain, dataPath, format, preset, dbPath, modelPath string
 	budget, seeds, workers                              int
+	progressEvery                                       time.Duration
 	// modelName and modelHash name the starting weights (set by plan).
 	modelName, modelHash string
 }
@@ -52,6 +57,7 @@ func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
 	fl.StringVar(&f.dbPath, "db", "bench.db", "workspace file of the bench's runs (kept apart from whale.db, so the workbench never offers to resume a bench run); rerunning the same command resumes from it")
 	fl.StringVar(&f.modelPath, "model", "", "starting weights (default: the embedded base model)")
+	fl.DurationVar(&f.progressEvery, "progress-every", 30*time.Second, "without a terminal: a progress line per running run this often (on a terminal the dashboard shows them)")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once, each with CPUs/workers threads (0: one run per CPU; small models gain more from parallel runs than from threads, docs/PERFORMANCE.md)")
 }
 
@@ -124,21 +130,93 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	return p, env, nil
 }
 
-// runPlan runs a plan's jobs with progress on stderr; Ctrl-C stops at the
-// running job's last resume point.
-func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env) ([]report.Run, error) {
+// runPlan runs a plan's jobs; Ctrl-C stops at the running jobs' last
+// resume points. On a terminal the bench dashboard shows them (enter opens
+// a run in the workbench); otherwise stderr hears a line per started or
+// finished run and, every --progress-every, one per running run. Other
+// processes can watch the runs through the workspace's socket meanwhile.
+func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every time.Duration) ([]report.Run, error) {
 	jobs, err := p.Jobs()
 	if err != nil {
 		return nil, usageError{err}
 	}
-	env.Progress = func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) }
 	ctx, cancel := interruptible(cmd.Context())
 	defer cancel()
-	runs, err := experiments.Run(ctx, env, jobs)
+	srv := serveStore(cmd, env.Store)
+	defer srv.Close()
+	bjobs, err := benchJobs(env.Store, jobs)
 	if err != nil {
-		return nil, fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", err)
+		return nil, err
+	}
+	log := cmd.ErrOrStderr()
+	opts := tui.BenchOptions{Title: planTitle(p), Jobs: bjobs, Stop: cancel}
+	popts := []tea.ProgramOption{tea.WithAltScreen()}
+	if in, ok := cmd.InOrStdin().(*os.File); !ok || !isTerminal(in) || !isTerminal(cmd.OutOrStdout()) {
+		opts.Progress, opts.ProgressEvery = log, every
+		env.Progress = func(line string) { fmt.Fprintln(log, line) }
+		popts = []tea.ProgramOption{tea.WithInput(nil), tea.WithoutRenderer(), tea.WithoutSignalHandler(), tea.WithOutput(io.Discard)}
+	}
+	prog := tea.NewProgram(tui.NewBench(opts), popts...)
+	env.Live = func(j experiments.Job, eng *engine.Engine) func(error) {
+		remove := srv.Add(eng.RunID, eng)
+		// Subscribed before the stored events are read, and the engine
+		// has not started: the dashboard misses nothing and sees nothing twice.
+		sub := eng.Subscribe(4096)
+		hist, err := engine.StoredEvents(env.Store, j.ID, 0, 0)
+		if err != nil {
+			fmt.Fprintf(log, "%s: %v\n", j.ID, err)
+		}
+		prog.Send(tui.BenchRunStarted{ID: j.ID, Events: sub, Opt: tui.Options{RunID: j.ID, Domain: j.Domain, ModelDesc: j.Condition,
+			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Control: eng, History: hist,
+			Samples: tui.StoreSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store)}})
+		return func(err error) {
+			remove()
+			prog.Send(tui.BenchRunEnded{ID: j.ID, Err: err})
+		}
+	}
+	var runs []report.Run
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runs, runErr = experiments.Run(ctx, env, jobs)
+		prog.Send(tui.BenchFinished{Err: runErr})
+	}()
+	_, perr := prog.Run()
+	cancel() // the dashboard closed: nobody watches, so the bench stops at its resume points
+	<-done
+	if perr != nil {
+		return nil, fmt.Errorf("bench dashboard: %w", perr)
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("%w (the finished runs are stored: run the same command again to continue)", runErr)
 	}
 	return runs, nil
+}
+
+// benchJobs are the dashboard's rows: each job with what the store holds
+// of its run already.
+func benchJobs(db *store.DB, jobs []experiments.Job) ([]tui.BenchJob, error) {
+	out := make([]tui.BenchJob, len(jobs))
+	for i, j := range jobs {
+		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.Budget}
+		r, err := db.GetRun(j.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i].Done = r.Status == "finished"
+		if out[i].History, err = engine.StoredEvents(db, j.ID, 0, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func planTitle(p experiments.Plan) string {
+	return fmt.Sprintf("%s · %s · preset %s · %d model calls per run · %d seed(s)", p.Prefix, strings.Join(p.Domains, ", "), p.Preset, p.Budget, p.Seeds)
 }
 
 func newBenchConditionsCmd() *cobra.Command {
@@ -166,7 +244,7 @@ func newBenchConditionsCmd() *cobra.Command {
 				p.Conditions = strings.Split(conds, ",")
 			}
 			t0 := time.Now()
-			runs, err := runPlan(cmd, p, env)
+			runs, err := runPlan(cmd, p, env, f.progressEvery)
 			if err != nil {
 				return err
 			}
@@ -223,7 +301,7 @@ func newSweepCmd() *cobra.Command {
 			}
 			defer env.Store.Close()
 			p.Conditions = experiments.SweepConditions
-			runs, err := runPlan(cmd, p, env)
+			runs, err := runPlan(cmd, p, env, f.progressEvery)
 			if err != nil {
 				return err
 			}

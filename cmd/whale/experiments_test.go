@@ -33,14 +33,7 @@ func TestBenchAndSweepMisuse(t *testing.T) {
 // a rerun that only reads, and the sweep.
 func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	m, err := model.New(pretrain.TinyConfig(), kernels.NewCPU(), 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	modelPath := filepath.Join(dir, "tiny.safetensors")
-	if err := ckpt.SaveModel(modelPath, m, ckpt.BF16, nil); err != nil {
-		t.Fatal(err)
-	}
+	modelPath := tinyModelFile(t, dir)
 	db, out := filepath.Join(dir, "w.db"), filepath.Join(dir, "results")
 	args := []string{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "1", "--budget", "16",
 		"--conditions", "weight-only,harness-only", "--workers", "2", "--model", modelPath, "--db", db, "--out", out}
@@ -80,4 +73,19 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	if g.Side == "" || g.Advice == "" || g.CI95[0] > g.CI95[1] {
 		t.Fatalf("sweep: %+v", g)
 	}
+}
+
+// tinyModelFile saves a tiny random model in dir: the bench path runs
+// fast on it.
+func tinyModelFile(t *testing.T, dir string) string {
+	t.Helper()
+	m, err := model.New(pretrain.TinyConfig(), kernels.NewCPU(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tiny.safetensors")
+	if err := ckpt.SaveModel(path, m, ckpt.BF16, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"whale/core/attach"
 	"whale/core/basemodel"
 	"whale/core/engine"
 	"whale/core/store"
@@ -200,7 +201,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", id, domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, dbPath)
-			return drive(cmd, eng, asJSON)
+			return drive(cmd, db, eng, asJSON)
 		},
 	}
 	f := c.Flags()
@@ -279,10 +280,14 @@ func newRunID(db *store.DB, domain string) (string, error) {
 }
 
 // drive runs the engine to its end, printing progress lines from its
-// events, and prints the summary.
-func drive(cmd *cobra.Command, eng *engine.Engine, asJSON bool) error {
+// events, and prints the summary; meanwhile other processes may watch the
+// run (and steer it) through db's socket.
+func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) error {
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
+	srv := serveStore(cmd, db)
+	defer srv.Close()
+	defer srv.Add(eng.RunID, eng)()
 	sub := eng.Subscribe(1024)
 	done := make(chan struct{})
 	log := cmd.ErrOrStderr()
@@ -382,20 +387,55 @@ func printSummary(w io.Writer, s engine.Summary) {
 	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", engine.ShortHash(s.FinalHarness), s.BestCkpt)
 }
 
+// workspaceRuns reads the runs of the workspace at path: from the file,
+// or, while another whale process holds it, from that process (which
+// marks the runs it is running Live).
+func workspaceRuns(path string) ([]attach.RunInfo, error) {
+	db, err := openStore(path)
+	if err != nil {
+		cl, aerr := attachTo(path, err)
+		if aerr != nil {
+			return nil, aerr
+		}
+		return cl.Runs()
+	}
+	defer db.Close()
+	runs, err := db.Runs()
+	out := make([]attach.RunInfo, len(runs))
+	for i, r := range runs {
+		out[i] = attach.RunInfo{Run: r}
+	}
+	return out, err
+}
+
+// workspaceRun reads one run as workspaceRuns reads them all.
+func workspaceRun(path, id string) (attach.RunInfo, error) {
+	db, err := openStore(path)
+	if err != nil {
+		cl, aerr := attachTo(path, err)
+		if aerr != nil {
+			return attach.RunInfo{}, aerr
+		}
+		return cl.Run(id)
+	}
+	defer db.Close()
+	r, err := db.GetRun(id)
+	if err != nil {
+		return attach.RunInfo{}, err
+	}
+	origin, err := engine.ForkedFrom(db, id)
+	return attach.RunInfo{Run: r, Origin: origin}, err
+}
+
 func newRunsCmd() *cobra.Command {
 	var dbPath string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "runs",
-		Short: "List the runs in a workspace",
+		Short: "List the runs in a workspace (also while another whale process holds it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openStore(dbPath)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			runs, err := db.Runs()
+			runs, err := workspaceRuns(dbPath)
 			if err != nil {
 				return err
 			}
@@ -404,20 +444,27 @@ func newRunsCmd() *cobra.Command {
 				Status  string `json:"status"`
 				Domain  string `json:"domain"`
 				Created string `json:"created"`
+				// Live: the process holding the workspace runs it now.
+				Live  bool   `json:"live,omitempty"`
+				Owner string `json:"owner,omitempty"`
 			}
 			rows := []row{}
 			for _, r := range runs {
-				cfg, _, err := readRun(r)
+				cfg, _, err := readRun(r.Run)
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{r.ID, r.Status, cfg.Domain, r.Created.Format(time.RFC3339)})
+				rows = append(rows, row{r.ID, r.Status, cfg.Domain, r.Created.Format(time.RFC3339), r.Live, r.Owner})
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)
 			}
 			for _, r := range rows {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-32s %-9s %-9s %s\n", r.RunID, r.Status, r.Domain, r.Created)
+				live := ""
+				if r.Live {
+					live = "  live in " + r.Owner
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%-32s %-9s %-9s %s%s\n", r.RunID, r.Status, r.Domain, r.Created, live)
 			}
 			return nil
 		},
@@ -432,50 +479,61 @@ func newShowCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show a run: status, phases so far, its summary when finished",
+		Short: "Show a run: status, phases so far, its summary when finished (also while another whale process runs it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, r, cfg, st, err := openRun(dbPath, args[0])
+			info, err := workspaceRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			resumable := r.Status != "finished" && (len(r.Cursor) > 0 || cfg.Start != nil)
-			out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": resumable,
-				"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
-				"compute_s": r.Compute.Seconds()}
-			origin, err := engine.ForkedFrom(db, r.ID)
-			if err != nil {
-				return err
-			}
-			if origin != nil {
-				out["from_checkpoint"] = origin
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, r.Status, st.Round, st.Phase, st.Step, st.Iteration)
-			if origin != nil {
-				fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
-			}
-			l := st.Ledger
-			fmt.Fprintf(w, "model calls (budget): train %d, search %d; evaluation %d\n", l.TrainCalls, l.SearchCalls, l.EvalCalls)
-			fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
-			if r.Compute > 0 {
-				fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
-			}
-			if st.Summary != nil {
-				printSummary(w, *st.Summary)
-			} else if resumable {
-				fmt.Fprintf(w, "resumable: whale resume %s --headless\n", r.ID)
-			}
-			return nil
+			return showRun(cmd, info, asJSON)
 		},
 	}
 	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
+}
+
+// showRun prints what 'whale show' says of a run.
+func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
+	r, origin := info.Run, info.Origin
+	cfg, st, err := readRun(r)
+	if err != nil {
+		return err
+	}
+	resumable := r.Status != "finished" && !info.Live && (len(r.Cursor) > 0 || cfg.Start != nil)
+	out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": resumable,
+		"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
+		"compute_s": r.Compute.Seconds()}
+	if origin != nil {
+		out["from_checkpoint"] = origin
+	}
+	if info.Owner != "" {
+		out["live"], out["owner"] = info.Live, info.Owner
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), out)
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, r.Status, st.Round, st.Phase, st.Step, st.Iteration)
+	if info.Live {
+		fmt.Fprintf(w, "live in %s (as of its last resume point): whale tui --run %s attaches to it\n", info.Owner, r.ID)
+	}
+	if origin != nil {
+		fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
+	}
+	l := st.Ledger
+	fmt.Fprintf(w, "model calls (budget): train %d, search %d; evaluation %d\n", l.TrainCalls, l.SearchCalls, l.EvalCalls)
+	fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
+	if r.Compute > 0 {
+		fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
+	}
+	if st.Summary != nil {
+		printSummary(w, *st.Summary)
+	} else if resumable {
+		fmt.Fprintf(w, "resumable: whale resume %s --headless\n", r.ID)
+	}
+	return nil
 }
 
 // startRecord is what a run records of its starting model (--model, or
@@ -530,7 +588,7 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return drive(cmd, eng, asJSON)
+			return drive(cmd, db, eng, asJSON)
 		},
 	}
 	f := c.Flags()

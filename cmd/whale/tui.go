@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
+	"whale/core/attach"
 	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/store"
@@ -40,7 +41,9 @@ func newTUICmd() *cobra.Command {
 		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
 			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
 			"Without --run it offers to resume the newest unfinished run in --db, else starts a new run with\n" +
-			"the embedded model. q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.",
+			"the embedded model. q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.\n" +
+			"When another whale process (a run, a workbench, a bench) holds --db, --run ID attaches to that\n" +
+			"run: its events stream from the owner, commands go to it, and q leaves it running.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return openWorkbench(cmd, fl) },
 	}
@@ -103,9 +106,11 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 	}
 	db, err := openStore(fl.db)
 	if err != nil {
-		return err
+		return attachedWorkbench(cmd, fl, err)
 	}
 	defer db.Close()
+	srv := serveStore(cmd, db)
+	defer srv.Close()
 	runID := fl.run
 	if runID == "" && !fl.fresh {
 		id, err := newestUnfinished(db)
@@ -140,7 +145,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return err
 		}
 		modelDesc = "resumed weights"
-		if history, err = storedEvents(db, runID); err != nil {
+		if history, err = engine.StoredEvents(db, runID, 0, 0); err != nil {
 			return err
 		}
 	} else {
@@ -177,7 +182,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		}
 	}
 	for {
-		forkID, err := workbench(cmd, db, eng, history, modelDesc)
+		forkID, err := workbench(cmd, db, srv, eng, history, modelDesc)
 		if err != nil || forkID == "" {
 			return err
 		}
@@ -185,7 +190,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if eng, err = forkRun(db, forkID, "", ""); err != nil {
 			return err
 		}
-		if history, err = storedEvents(db, eng.RunID); err != nil {
+		if history, err = engine.StoredEvents(db, eng.RunID, 0, 0); err != nil {
 			return err
 		}
 		modelDesc = "weights of " + forkID
@@ -195,9 +200,10 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 // workbench shows eng's run until the person quits or picks a checkpoint
 // to start a new run from (returned); either way eng has stopped at its
 // last resume point, or finished, when it returns.
-func workbench(cmd *cobra.Command, db *store.DB, eng *engine.Engine, history []engine.Event, modelDesc string) (string, error) {
+func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine.Engine, history []engine.Event, modelDesc string) (string, error) {
 	// Subscribe before the engine starts so that no event is missed.
 	sub := eng.Subscribe(4096)
+	defer srv.Add(eng.RunID, eng)()
 	done := make(chan error, 1)
 	forkID := ""
 	// The tea.Cmd that runs the engine may start after the program has
@@ -208,11 +214,8 @@ func workbench(cmd *cobra.Command, db *store.DB, eng *engine.Engine, history []e
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
 		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
-		HarnessSource: func(hash string) (string, error) {
-			h, err := db.GetHarness(hash)
-			return h.Source, err
-		},
-		Fork: func(id string) { forkID = id },
+		HarnessSource: harnessSource(db),
+		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32)
@@ -254,4 +257,70 @@ func workbench(cmd *cobra.Command, db *store.DB, eng *engine.Engine, history []e
 		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: 'whale tui --run %s' or 'whale resume %s --headless' continues it\n", eng.RunID, eng.RunID, eng.RunID)
 	}
 	return forkID, nil
+}
+
+// attachedWorkbench opens the workbench on a run of a workspace another
+// whale process holds (openErr is why it could not be opened here): the
+// owner streams the run's events and, while it runs the run, takes its
+// commands. q leaves the owner running.
+func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
+	cl, err := attachTo(fl.db, openErr)
+	if err != nil {
+		return err
+	}
+	if fl.run == "" {
+		return usageError{fmt.Errorf("%s is held by another whale process (%s): name a run to attach to with --run ID, or use another --db", fl.db, liveRunIDs(cl))}
+	}
+	info, err := cl.Run(fl.run)
+	if err != nil {
+		return err
+	}
+	cfg, _, err := readRun(info.Run)
+	if err != nil {
+		return err
+	}
+	st, err := cl.Follow(fl.run, 0, 4096)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	mode := "attached, read-only"
+	if st.Live {
+		mode = "attached"
+	}
+	m := tui.New(tui.Options{
+		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
+		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds,
+		Events: st.Sub, Control: attach.Control{Client: cl, Run: fl.run}, History: st.History,
+		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
+			recs, err := cl.Samples(fl.run, tui.MaxSamples)
+			for _, r := range recs {
+				if err := fn(r.Seq, r.Rec); err != nil {
+					return err
+				}
+			}
+			return err
+		}),
+		HarnessSource: func(hash string) (string, error) {
+			h, err := cl.Harness(hash)
+			return h.Source, err
+		},
+		Attached: mode, StreamEnd: st.End,
+	})
+	_, perr := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run()
+	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
+		return fmt.Errorf("tui: %w", perr)
+	}
+	if st.Live {
+		fmt.Fprintf(cmd.ErrOrStderr(), "left run %s running in %s\n", fl.run, info.Owner)
+	}
+	return nil
+}
+
+// harnessSource reads a stored harness's source (the workbench's diff).
+func harnessSource(db *store.DB) func(hash string) (string, error) {
+	return func(hash string) (string, error) {
+		h, err := db.GetHarness(hash)
+		return h.Source, err
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -61,23 +60,5 @@ func runFromCheckpoint(cmd *cobra.Command, dbPath, ckptID, dataPath, format stri
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: from checkpoint %s (%s, %s, preset %s), db %s\n", eng.RunID, ckptID, eng.Cfg.Domain, eng.Cfg.ScheduleName(), eng.Cfg.Preset, dbPath)
-	return drive(cmd, eng, asJSON)
-}
-
-// storedEvents reads a run's stored events (the history a reopened
-// workbench replays).
-func storedEvents(db *store.DB, runID string) ([]engine.Event, error) {
-	var out []engine.Event
-	err := db.Events(runID, 0, func(seq uint64, rec []byte) error {
-		var ev engine.Event
-		if err := json.Unmarshal(rec, &ev); err != nil {
-			return fmt.Errorf("run %s: stored event %d: %w", runID, seq, err)
-		}
-		if ev.Seq == 0 {
-			ev.Seq = seq
-		}
-		out = append(out, ev)
-		return nil
-	})
-	return out, err
+	return drive(cmd, db, eng, asJSON)
 }
