@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"whale/core/policy"
 )
@@ -215,15 +214,12 @@ func serverMessage(b []byte) string {
 	return clip(s, 300)
 }
 
-// clip cuts s to at most n bytes on a rune boundary.
+// clip cuts s to at most n bytes, dropping a rune the cut splits.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // decode reads a reply of n choices into completions in choice order.
