@@ -154,6 +154,7 @@ func newEvalCmd() *cobra.Command {
 	var seed, dataSeed uint64
 	var temp float64
 	var asJSON, exact, probe bool
+	var server serverFlags
 	c := &cobra.Command{
 		Use:   "eval --domain D --harness FILE|h0 --split val|audit|test --k K",
 		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
@@ -164,10 +165,17 @@ func newEvalCmd() *cobra.Command {
 			"opened with the data seed the model's corpus was built from (its train split), unless --data-seed.\n" +
 			"With --grid DIR it also scores every one-knob change of the harness's SEARCH_SPACE and the\n" +
 			"combination of the knob choices that beat it, writing each candidate's source into DIR.\n" +
+			"With --policy-url URL --policy-model NAME an OpenAI-compatible server is the policy (see README).\n" +
 			"With --probe it only runs the copy probe on the model (greedy: random letters, word lists,\n" +
 			"lookups; made-up strings, no task data): whether the model copies from its context at all.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := server.check(cmd.Flags()); err != nil {
+				return err
+			}
+			if server.set() && (probe || exact || modelPath != "" || cmd.Flags().Changed("policy")) {
+				return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy, --model, --exact and --probe, which are for local ones")}
+			}
 			if probe {
 				if !cmd.Flags().Changed("n") {
 					n = probeN // --n's default means "the whole split", which a probe has not
@@ -203,13 +211,15 @@ func newEvalCmd() *cobra.Command {
 			}
 			st := &evalSetup{polName: pol, opts: harnesses.RunOptions{Seed: seed, K: k, Temperature: float32(temp), MaxNewTokens: maxNew, KeyPrefix: split + "/"}}
 			var m *model.Model
-			switch pol {
-			case "model":
+			switch {
+			case server.set():
+				st.polName, st.dataSeed = server.name(), 1
+			case pol == "model":
 				var err error
 				if m, st.model, st.hash, st.dataSeed, err = loadEvalModel(modelPath); err != nil {
 					return err
 				}
-			case "oracle", "random":
+			case pol == "oracle" || pol == "random":
 				if modelPath != "" {
 					return usageError{fmt.Errorf("--model needs --policy model, not %s", pol)}
 				}
@@ -225,9 +235,12 @@ func newEvalCmd() *cobra.Command {
 				return err
 			}
 			st.dom = d
-			if pol == "model" {
+			switch {
+			case server.set():
+				st.pol, err = server.policy(seed)
+			case pol == "model":
 				st.pol, err = chat.NewLocal(m, tokenizer.Bytes{}, model.SamplerOptions{Exact: exact})
-			} else {
+			default:
 				st.pol, err = scriptedPolicy(pol, d)
 			}
 			if err != nil {
@@ -301,6 +314,7 @@ func newEvalCmd() *cobra.Command {
 	f.StringVar(&tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
 	f.BoolVar(&probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	server.register(f)
 	return c
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -203,13 +202,17 @@ func newHarnessRunCmd() *cobra.Command {
 	var domain, split, pol string
 	var n, k, maxNew int
 	var seed uint64
+	var temp float64
 	var asJSON bool
+	var server serverFlags
 	c := &cobra.Command{
 		Use:   "run FILE|h0 --domain D --policy oracle|random",
 		Short: "Run a harness on a domain's tasks with a checking policy; print mean reward and failures",
 		Long: "Runs N tasks of a split through the harness with a checking policy: oracle answers the gold action\n" +
 			"in the built-in format (a correct harness scores 1.0), random emits random text with the tags\n" +
-			"harnesses parse (a sound harness scores near 0). Prints the mean reward and counts by failure kind.",
+			"harnesses parse (a sound harness scores near 0). Prints the mean reward and counts by failure kind.\n" +
+			"With --policy-url URL --policy-model NAME an OpenAI-compatible server is the policy instead, sampling\n" +
+			"at --temperature.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
@@ -225,10 +228,26 @@ func newHarnessRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if pol != "oracle" && pol != "random" {
-				return usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
+			if err := server.check(cmd.Flags()); err != nil {
+				return err
 			}
-			p, err := scriptedPolicy(pol, d)
+			if !(temp >= 0) {
+				return usageError{fmt.Errorf("--temperature %v must be ≥ 0", temp)}
+			}
+			var p policy.Policy
+			switch {
+			case server.set() && cmd.Flags().Changed("policy"):
+				return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy %s", pol)}
+			case server.set():
+				p, err = server.policy(seed)
+				pol = server.name()
+			case cmd.Flags().Changed("temperature"):
+				return usageError{fmt.Errorf("--temperature needs --policy-url: the checking policies do not sample")}
+			case pol != "oracle" && pol != "random":
+				return usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
+			default:
+				p, err = scriptedPolicy(pol, d)
+			}
 			if err != nil {
 				return err
 			}
@@ -247,7 +266,9 @@ func newHarnessRunCmd() *cobra.Command {
 			if len(tasks) > n {
 				tasks = tasks[:n]
 			}
-			ts, err := harnesses.Run(context.Background(), h, d, tasks, p, harnesses.RunOptions{Seed: seed, K: k, MaxNewTokens: maxNew, KeyPrefix: split + "/"})
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			ts, err := harnesses.Run(ctx, h, d, tasks, p, harnesses.RunOptions{Seed: seed, K: k, Temperature: float32(temp), MaxNewTokens: maxNew, KeyPrefix: split + "/"})
 			if err != nil {
 				return err
 			}
@@ -284,7 +305,9 @@ func newHarnessRunCmd() *cobra.Command {
 	f.IntVar(&k, "k", 1, "samples per task")
 	f.IntVar(&maxNew, "max-new-tokens", 256, "completion length bound")
 	f.Uint64Var(&seed, "seed", 1, "seed of the domain and of the policy's requests")
+	f.Float64Var(&temp, "temperature", 1, "with --policy-url: sampling temperature (0 = greedy)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	server.register(f)
 	return c
 }
 

@@ -108,17 +108,25 @@ func newRunCmd() *cobra.Command {
 	var seed uint64
 	var headless, asJSON bool
 	var resumeEvery resumeEveryFlag
+	var server serverFlags
 	c := &cobra.Command{
 		Use:   "run --headless --domain D",
 		Short: "Run a WHALE alternation: weight phases and harness phases under a schedule",
 		Long: "Starts a run in the workspace (--db): Phase A trains the weights by rejection sampling through the\n" +
 			"current harness, Phase B searches harnesses against the frozen weights, and the schedule\n" +
 			"(fixed (E, I) or adaptive patience) decides when to switch. Progress goes to stderr; the run\n" +
-			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'.",
+			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'. With --condition harness-only,\n" +
+			"--policy-url URL --policy-model NAME makes an OpenAI-compatible server sample the rollouts.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !headless {
 				return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
+			}
+			if err := server.check(cmd.Flags()); err != nil {
+				return err
+			}
+			if server.set() && fromCkpt == "" && condition != "harness-only" {
+				return usageError{errors.New("--policy-url: a weight phase cannot train a model behind a server; add --condition harness-only")}
 			}
 			if fromCkpt != "" {
 				return runFromCheckpoint(cmd, dbPath, fromCkpt, dataPath, format, asJSON)
@@ -163,6 +171,9 @@ func newRunCmd() *cobra.Command {
 				cfg.Candidates = candidates
 			}
 			cfg.Proposer, cfg.ProposerURL, cfg.ProposerModel = proposer, proposerURL, proposerModel
+			if server.set() {
+				cfg.PolicyServer = server.config()
+			}
 			if gridKnobs != "" {
 				cfg.GridKnobs = strings.Split(gridKnobs, ",")
 			}
@@ -230,6 +241,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
 	resumeEvery.register(f)
+	server.register(f)
 	return c
 }
 

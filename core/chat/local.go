@@ -51,21 +51,7 @@ func (l *Local) Generate(ctx context.Context, reqs []policy.Request) ([]policy.C
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	for i := range reqs {
-		if err := st.Submit(i, reqs[i]); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]policy.Completion, len(reqs))
-	for range reqs {
-		res, err := st.Next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[res.ID] = res.Completion
-	}
-	return out, nil
+	return policy.GenerateStream(ctx, st, reqs)
 }
 
 // OpenStream implements policy.Streamer over the sampler's stream.

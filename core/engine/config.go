@@ -2,9 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"sort"
+	"time"
 
 	"whale/core/model"
+	"whale/core/remote"
 )
 
 // Config is everything that determines a run. It is stored with the run,
@@ -62,6 +65,12 @@ type Config struct {
 	GridKnobs     []string `json:"grid_knobs,omitempty"`
 	ProposerURL   string   `json:"proposer_url,omitempty"`
 	ProposerModel string   `json:"proposer_model,omitempty"`
+	// PolicyServer, if set, is an OpenAI-compatible server that samples
+	// the run's rollouts instead of the local model (core/remote). A server's
+	// model cannot be trained, so only the harness-only condition takes
+	// one; its API key is read from the environment (remote.APIKeyEnv) by
+	// whoever runs the engine and never stored.
+	PolicyServer *PolicyServer `json:"policy_server,omitempty"`
 	// Candidates (M) per harness iteration, each scored once on ValTasks.
 	Candidates int `json:"candidates"`
 	ValTasks   int `json:"val_tasks"`
@@ -89,6 +98,25 @@ type Config struct {
 	// loaded them), so a run stopped before its first resume point
 	// resumes without being told.
 	Start *StartModel `json:"start,omitempty"`
+}
+
+// PolicyServer is where a run's rollouts come from when not from the local
+// model: remote.Options less the key.
+type PolicyServer struct {
+	URL         string `json:"url"`
+	Model       string `json:"model"`
+	Concurrency int    `json:"concurrency,omitempty"`
+	// Timeout bounds one attempt of a call (0: remote's default).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	MaxN    int           `json:"max_n,omitempty"`
+}
+
+// Policy is the server as a policy, with the API key of the environment
+// (remote.APIKeyEnv: a key is never stored) and its retry jitter seeded
+// with seed.
+func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
+	return remote.New(remote.Options{URL: s.URL, Model: s.Model, APIKey: os.Getenv(remote.APIKeyEnv),
+		Concurrency: s.Concurrency, Timeout: s.Timeout, MaxN: s.MaxN, Seed: seed})
 }
 
 // Presets size a run. tiny is for tests (a 2-cycle run in under a minute
@@ -151,6 +179,14 @@ func ScheduleName(schedule, condition string) string {
 	return condition + " (" + schedule + " schedule)"
 }
 
+// conditionName is Condition with WHALE's empty value named.
+func (c Config) conditionName() string {
+	if c.Condition == "" {
+		return "whale"
+	}
+	return c.Condition
+}
+
 // StepsPerEpoch is the number of weight steps in one pass over the train
 // tasks.
 func (c Config) StepsPerEpoch() int { return max(1, c.TrainTasks/max(1, c.PromptsPerStep)) }
@@ -191,6 +227,10 @@ func (c Config) Validate() error {
 		return bad("grid_knobs", "%v (a grid varies one or two knobs)", c.GridKnobs)
 	case c.Proposer == "llm" && (c.ProposerURL == "" || c.ProposerModel == ""):
 		return bad("proposer_url", "the llm proposer needs an endpoint URL and a model name")
+	case c.PolicyServer != nil && c.Condition != "harness-only":
+		return bad("policy_server", "a weight phase cannot train a model behind a server: rollouts from a server need the harness-only condition (have %q)", c.conditionName())
+	case c.PolicyServer != nil && (c.PolicyServer.URL == "" || c.PolicyServer.Model == ""):
+		return bad("policy_server", "a server policy needs an endpoint URL and a model name")
 	case c.Candidates < 1 || c.ValTasks < 1 || c.TestTasks < 1 || c.AuditTasks < 0:
 		return bad("candidates", "M=%d with %d val, %d audit, %d test tasks (want M, val, test ≥ 1)", c.Candidates, c.ValTasks, c.AuditTasks, c.TestTasks)
 	case c.ValK < 1 || c.TestK < 1:

@@ -30,9 +30,10 @@ type Env struct {
 	// it, and the null audit fits its chats with it as the model's are.
 	Tokenizer tokenizer.Tokenizer
 	Store     *store.DB
-	// Policy samples rollouts; nil means the chat policy of Model and
-	// Tokenizer (chat.NewLocal: the normal case, rollouts come from the
-	// weights being trained).
+	// Policy samples rollouts; nil means Config.PolicyServer's (with the
+	// key in remote.APIKeyEnv) where the run has one, else the chat policy
+	// of Model and Tokenizer (chat.NewLocal: the normal case, rollouts come
+	// from the weights being trained).
 	Policy policy.Policy
 	// ResumeEvery is how often the run writes a resume point between
 	// phase boundaries: 0 means DefaultResumeEvery, negative after every
@@ -278,6 +279,26 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 	return e, nil
 }
 
+// runPolicy is the policy that samples the run's rollouts: the
+// environment's, else the configured server's, else the local model's.
+func runPolicy(cfg Config, env Env) (policy.Policy, error) {
+	if env.Policy != nil {
+		return env.Policy, nil
+	}
+	if s := cfg.PolicyServer; s != nil {
+		p, err := s.Policy(cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("engine: config field policy_server: %w", err)
+		}
+		return p, nil
+	}
+	p, err := chat.NewLocal(env.Model, env.Tokenizer, model.SamplerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return p, nil
+}
+
 func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	if env.Domain == nil || env.Model == nil || env.Tokenizer == nil || env.Store == nil {
 		return nil, errors.New("engine: Env needs a domain, a model, a tokenizer and a store")
@@ -294,11 +315,8 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	if e.tmpl, err = chat.NewTemplate(env.Tokenizer); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.pol = env.Policy
-	if e.pol == nil {
-		if e.pol, err = chat.NewLocal(env.Model, env.Tokenizer, model.SamplerOptions{}); err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
+	if e.pol, err = runPolicy(cfg, env); err != nil {
+		return nil, err
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule = model.ConstantLR(cfg.LR)

@@ -3,10 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"whale/core/chat"
@@ -348,5 +351,18 @@ func TestExportCheckpoint(t *testing.T) {
 	}
 	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32"); err == nil {
 		t.Fatal("exporting a missing checkpoint succeeded")
+	}
+	// GGUF: the same weights for llama.cpp (its content is ckpt's test).
+	gdir := filepath.Join(t.TempDir(), "gguf")
+	gfiles, err := ExportCheckpointAs(db, sum.BestCkpt, gdir, "BF16", ExportGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(gfiles[0])
+	if err != nil || filepath.Base(gfiles[0]) != "model.gguf" || len(g) < 8 || string(g[:4]) != "GGUF" || binary.LittleEndian.Uint32(g[4:]) != 3 {
+		t.Fatalf("GGUF export %v: %d bytes, %v", gfiles, len(g), err)
+	}
+	if _, err := ExportCheckpointAs(db, sum.BestCkpt, gdir, "F32", "onnx"); err == nil || !strings.Contains(err.Error(), "onnx") {
+		t.Fatalf("unknown export format: %v", err)
 	}
 }

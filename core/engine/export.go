@@ -10,6 +10,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/core/tokenizer"
 	"whale/kernels"
 )
 
@@ -31,6 +32,24 @@ func ReadCheckpoint(db *store.DB, id string) (CheckpointManifest, error) {
 // harness.star (the harness source) and manifest.json (round, step,
 // metrics, hashes). It returns the files written.
 func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType) ([]string, error) {
+	return ExportCheckpointAs(db, id, dir, dtype, ExportSafetensors)
+}
+
+// Export formats of the model file.
+const (
+	ExportSafetensors = "safetensors"
+	// ExportGGUF writes model.gguf for llama.cpp (ckpt.EncodeGGUF) with
+	// the byte tokenizer's vocabulary: checkpoints do not record a
+	// tokenizer yet, and every model whale trains today uses that one.
+	ExportGGUF = "gguf"
+)
+
+// ExportCheckpointAs is ExportCheckpoint with the model file in format
+// (ExportSafetensors or ExportGGUF).
+func ExportCheckpointAs(db *store.DB, id, dir string, dtype ckpt.DType, format string) ([]string, error) {
+	if format != ExportSafetensors && format != ExportGGUF {
+		return nil, fmt.Errorf("engine: export format %q (want %s or %s)", format, ExportSafetensors, ExportGGUF)
+	}
 	man, err := ReadCheckpoint(db, id)
 	if err != nil {
 		return nil, err
@@ -53,11 +72,18 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType) ([]string,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
-	files := []string{filepath.Join(dir, "model.safetensors"), filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")}
-	meta := map[string]string{"whale.run": man.Run, "whale.round": strconv.Itoa(man.Round), "whale.phase": string(man.Phase),
-		"whale.harness": man.Harness, "whale.weights": man.Weights}
-	if err := ckpt.SaveModel(files[0], m, dtype, meta); err != nil {
-		return nil, err
+	files := []string{filepath.Join(dir, "model."+format), filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")}
+	if format == ExportGGUF {
+		name := fmt.Sprintf("whale %s round %d %s", man.Run, man.Round, man.Phase)
+		if err := ckpt.SaveGGUF(files[0], m, tokenizer.Bytes{}, dtype, name); err != nil {
+			return nil, err
+		}
+	} else {
+		meta := map[string]string{"whale.run": man.Run, "whale.round": strconv.Itoa(man.Round), "whale.phase": string(man.Phase),
+			"whale.harness": man.Harness, "whale.weights": man.Weights}
+		if err := ckpt.SaveModel(files[0], m, dtype, meta); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(files[1], []byte(h.Source), 0o644); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)

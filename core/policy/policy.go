@@ -88,7 +88,9 @@ type Completion struct {
 	Tokens []int32
 	// LogProbs[i] is log p(Tokens[i]) under the distribution the token was
 	// sampled from, before temperature, top-k and top-p were applied, so that
-	// weight-phase operators see the model's own probabilities.
+	// weight-phase operators see the model's own probabilities. A server
+	// reports them for the tokens of its own tokenizer, with Tokens empty,
+	// and under whichever distribution it computes them on.
 	LogProbs []float32
 	// Entropy is the mean over Tokens of the entropy (nats) of those same
 	// distributions: a weight phase's measure of how much the policy still
@@ -154,3 +156,25 @@ type Result struct {
 // ErrStreamIdle is what Stream.Next returns when no request is in flight:
 // waiting would never end, since only the caller submits.
 var ErrStreamIdle = errors.New("policy: stream has no request in flight")
+
+// GenerateStream is Generate for a policy that streams: it submits every
+// request to st under its index, collects the completions in request
+// order and closes st. A streaming policy's Generate is this, so that
+// batch and stream are one implementation of sampling.
+func GenerateStream(ctx context.Context, st Stream, reqs []Request) ([]Completion, error) {
+	defer st.Close()
+	for i := range reqs {
+		if err := st.Submit(i, reqs[i]); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Completion, len(reqs))
+	for range reqs {
+		res, err := st.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[res.ID] = res.Completion
+	}
+	return out, nil
+}

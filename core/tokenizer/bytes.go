@@ -57,3 +57,27 @@ func (Bytes) Special(name string) (int32, bool) {
 	id, ok := bytesSpecial[name]
 	return id, ok
 }
+
+// Token is id's vocabulary string as a byte-level BPE spells it (a byte
+// as its printable rune, a special token as its name), for export to other
+// formats: written as a byte-level vocabulary without merges, Bytes is
+// a GPT-2-style BPE that encodes every byte to its own token.
+func (Bytes) Token(id int32) (string, bool) {
+	switch {
+	case id >= 0 && id < 256:
+		return byteLevelString([]byte{byte(id)}), true
+	case id == BytesEndOfText:
+		return EndOfText, true
+	case id == BytesImStart:
+		return ImStart, true
+	case id == BytesImEnd:
+		return ImEnd, true
+	}
+	return "", false
+}
+
+// IsSpecial reports whether id is one of the chat special tokens.
+func (Bytes) IsSpecial(id int32) bool { return id >= 256 && id < bytesVocab }
+
+// Merges is empty: every token is one byte or a special token.
+func (Bytes) Merges() [][2]string { return nil }

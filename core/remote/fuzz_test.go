@@ -1,0 +1,24 @@
+package remote
+
+import (
+	"testing"
+	"time"
+)
+
+// The reply decoder reads whatever a server sends: it never panics, and
+// what it accepts has exactly the choices asked for.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"choices": [{"index": 0, "message": {"content": "x"}, "finish_reason": "stop", "logprobs": {"content": [{"logprob": -1}]}}]}`), uint8(1))
+	f.Add([]byte(`{"choices": [{"index": 1, "message": {"content": null}, "finish_reason": "length"}, {"index": 0, "message": {}, "finish_reason": "stop"}]}`), uint8(2))
+	f.Add([]byte(`{"error": {"message": "boom"}}`), uint8(1))
+	f.Add([]byte(`[1, 2`), uint8(3))
+	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
+		want := int(n%4) + 1
+		comps, err := decode(b, want)
+		if err == nil && len(comps) != want {
+			t.Fatalf("accepted %d completions for n=%d", len(comps), want)
+		}
+		_ = serverMessage(b)
+		_, _ = retryAfter(string(b), time.Unix(0, 0))
+	})
+}
