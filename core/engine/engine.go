@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
@@ -28,8 +29,17 @@ type Env struct {
 	Model  *model.Model
 	// Tokenizer is Model's: the local policy renders rollouts' chats with
 	// it, and the null audit fits its chats with it as the model's are.
+	// Resume and Fork may leave it nil: the run's own is then read back
+	// from the store (Config.Tokenizer).
 	Tokenizer tokenizer.Tokenizer
-	Store     *store.DB
+	// TokenizerJSON is the tokenizer.json Tokenizer was parsed from, nil
+	// for the byte tokenizer (bundle.Bundle's). A new run stores it; a
+	// resumed one checks it against the one it stored.
+	TokenizerJSON []byte
+	// Generation is the model's generation settings (bundle.Bundle's);
+	// nil for none. A new run records it; resume uses the recorded one.
+	Generation *bundle.Generation
+	Store      *store.DB
 	// Policy samples rollouts; nil means the chat policy of Model and
 	// Tokenizer (chat.NewLocal: the normal case, rollouts come from the
 	// weights being trained).
@@ -133,7 +143,19 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 		mc := env.Model.Config
 		cfg.Model = &mc
 	}
-	return start(cfg, env, runID, func() error { return env.Store.CreateRun(runID, mustJSON(cfg), time.Now()) })
+	if env.Tokenizer != nil {
+		// Else (a fork) the configuration already names the tokenizer,
+		// which the store holds.
+		cfg.Tokenizer, cfg.Generation = tokenizerHash(env.TokenizerJSON), env.Generation
+	}
+	return start(cfg, env, runID, func() error {
+		if env.TokenizerJSON != nil {
+			if _, err := env.Store.PutBlob(env.TokenizerJSON); err != nil {
+				return err
+			}
+		}
+		return env.Store.CreateRun(runID, mustJSON(cfg), time.Now())
+	})
 }
 
 // start builds the engine of a run that has not begun, loads its starting
@@ -279,8 +301,8 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 }
 
 func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
-	if env.Domain == nil || env.Model == nil || env.Tokenizer == nil || env.Store == nil {
-		return nil, errors.New("engine: Env needs a domain, a model, a tokenizer and a store")
+	if env.Domain == nil || env.Model == nil || env.Store == nil {
+		return nil, errors.New("engine: Env needs a domain, a model and a store")
 	}
 	if env.Domain.Name() != cfg.Domain {
 		return nil, fmt.Errorf("engine: config domain %q but the environment's domain is %q", cfg.Domain, env.Domain.Name())
@@ -291,12 +313,18 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 		e.resumeEvery = DefaultResumeEvery
 	}
 	var err error
-	if e.tmpl, err = chat.NewTemplate(env.Tokenizer); err != nil {
+	if e.env.Tokenizer, err = runTokenizer(env, cfg, runID); err != nil {
+		return nil, err
+	}
+	if e.tmpl, err = chat.NewTemplate(e.env.Tokenizer); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if cfg.Generation != nil {
+		e.tmpl = e.tmpl.WithStops(cfg.Generation.EOS)
 	}
 	e.pol = env.Policy
 	if e.pol == nil {
-		if e.pol, err = chat.NewLocal(env.Model, env.Tokenizer, model.SamplerOptions{}); err != nil {
+		if e.pol, err = chat.NewLocalWith(env.Model, e.tmpl, model.SamplerOptions{}); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
 	}

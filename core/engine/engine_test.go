@@ -327,7 +327,7 @@ func TestExportCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	files, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32")
+	files, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportWhale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestExportCheckpoint(t *testing.T) {
 			t.Fatalf("exported parameter %d = %v, stored %v", i, got[i], want[i])
 		}
 	}
-	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32"); err == nil {
+	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32", ExportWhale); err == nil {
 		t.Fatal("exporting a missing checkpoint succeeded")
 	}
 }

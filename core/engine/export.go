@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"whale/core/bundle"
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
@@ -26,25 +27,73 @@ func ReadCheckpoint(db *store.DB, id string) (CheckpointManifest, error) {
 	return man, nil
 }
 
-// ExportCheckpoint writes a kept checkpoint into dir so that it can leave
-// whale: model.safetensors (HF names, the config in its metadata),
-// harness.star (the harness source) and manifest.json (round, step,
-// metrics, hashes). It returns the files written.
-func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType) ([]string, error) {
+// Export formats of a kept checkpoint.
+const (
+	ExportWhale = "whale" // model.safetensors with the config in its metadata (and tokenizer.json beside it, unless the byte tokenizer)
+	ExportHF    = "hf"    // a Hugging Face model folder (bundle.WriteDir)
+)
+
+// CheckpointBundle is a kept checkpoint's model with its tokenizer (the
+// run's, stored as a blob) and generation settings (the run's), on the
+// CPU, and its manifest.
+func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManifest, error) {
 	man, err := ReadCheckpoint(db, id)
 	if err != nil {
-		return nil, err
+		return nil, man, err
 	}
 	blob, err := db.GetBlob(man.Weights)
 	if err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: weights: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: weights: %w", id, err)
 	}
 	m, err := model.New(man.Config, kernels.NewCPU(), 0)
 	if err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
 	}
 	if err := m.SetParamValues(bytesf32(blob)); err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	var cfg Config
+	if r, err := db.GetRun(man.Run); err == nil {
+		if err := json.Unmarshal(r.Config, &cfg); err != nil {
+			return nil, man, fmt.Errorf("engine: checkpoint %s: run %s: stored config: %w", id, man.Run, err)
+		}
+	}
+	cfg.Tokenizer = man.Tokenizer
+	var tokJSON []byte
+	if man.Tokenizer != "" {
+		if tokJSON, err = db.GetBlob(man.Tokenizer); err != nil {
+			return nil, man, fmt.Errorf("engine: checkpoint %s: tokenizer.json: %w", id, err)
+		}
+	}
+	tok, err := runTokenizer(Env{TokenizerJSON: tokJSON, Store: db}, cfg, man.Run)
+	if err != nil {
+		return nil, man, err
+	}
+	var gen bundle.Generation
+	if cfg.Generation != nil {
+		gen = *cfg.Generation
+	}
+	b, err := bundle.New(m, tok, tokJSON, gen, "checkpoint "+id)
+	if err != nil {
+		return nil, man, err
+	}
+	return b, man, nil
+}
+
+// ExportCheckpoint writes a kept checkpoint into dir so that it can leave
+// whale, in format ExportWhale (model.safetensors with HF names and the
+// config in its metadata, and tokenizer.json beside it unless the model
+// reads bytes) or ExportHF (a Hugging Face folder: config.json,
+// model.safetensors, tokenizer.json, generation_config.json), with
+// harness.star (the harness source) and manifest.json (round, step,
+// metrics, hashes) either way. It returns the files written.
+func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format string) ([]string, error) {
+	if format != ExportWhale && format != ExportHF {
+		return nil, fmt.Errorf("engine: export format %q (want %s or %s)", format, ExportWhale, ExportHF)
+	}
+	b, man, err := CheckpointBundle(db, id)
+	if err != nil {
+		return nil, err
 	}
 	h, err := db.GetHarness(man.Harness)
 	if err != nil {
@@ -53,18 +102,33 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType) ([]string,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
-	files := []string{filepath.Join(dir, "model.safetensors"), filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")}
 	meta := map[string]string{"whale.run": man.Run, "whale.round": strconv.Itoa(man.Round), "whale.phase": string(man.Phase),
 		"whale.harness": man.Harness, "whale.weights": man.Weights}
-	if err := ckpt.SaveModel(files[0], m, dtype, meta); err != nil {
-		return nil, err
+	var files []string
+	if format == ExportHF {
+		if files, err = bundle.WriteDir(dir, b, dtype, meta); err != nil {
+			return nil, err
+		}
+	} else {
+		meta[ckpt.MetaTokenizer] = b.TokenizerMeta()
+		files = []string{filepath.Join(dir, ckpt.HFWeights)}
+		if err := ckpt.SaveModel(files[0], b.Model, dtype, meta); err != nil {
+			return nil, err
+		}
+		if b.TokenizerJSON != nil {
+			files = append(files, filepath.Join(dir, bundle.TokenizerFile))
+			if err := os.WriteFile(files[1], b.TokenizerJSON, 0o644); err != nil {
+				return nil, fmt.Errorf("engine: export %s: %w", id, err)
+			}
+		}
 	}
-	if err := os.WriteFile(files[1], []byte(h.Source), 0o644); err != nil {
+	hs, ms := filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")
+	if err := os.WriteFile(hs, []byte(h.Source), 0o644); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
 	mj, _ := json.MarshalIndent(man, "", "  ")
-	if err := os.WriteFile(files[2], append(mj, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(ms, append(mj, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
-	return files, nil
+	return append(files, hs, ms), nil
 }
