@@ -94,7 +94,9 @@ func TestExportThenLoadGivesIdenticalLogits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Kind != KindDir || got.Model.Config != cfg {
+		wantCfg := cfg
+		wantCfg.HeadDim = cfg.Dim() // config.json always states head_dim
+		if got.Kind != KindDir || got.Model.Config != wantCfg {
 			t.Fatalf("%s: read back as %s with config %+v", name, got.Kind, got.Model.Config)
 		}
 		if _, ok := got.Tokenizer.(tokenizer.Bytes); !ok || got.TokenizerJSON != nil {

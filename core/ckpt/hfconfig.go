@@ -62,6 +62,12 @@ func ParseHFConfig(data []byte, name string) (model.Config, error) {
 			data, _ = json.Marshal(raw) // re-encoding decoded JSON cannot fail
 		}
 	}
+	if _, ok := raw["head_dim"]; !ok && mt == "qwen3" {
+		// transformers' Qwen3Config defaults head_dim to 128, not to
+		// hidden_size / num_attention_heads as Qwen2 and whale do.
+		raw["head_dim"] = json.RawMessage("128")
+		data, _ = json.Marshal(raw)
+	}
 	c, err := model.ParseConfig(data)
 	if err != nil {
 		return model.Config{}, fmt.Errorf("ckpt: %s: %s", name, strings.TrimPrefix(err.Error(), "model: "))

@@ -43,6 +43,12 @@ func TestParseHFConfigReadsQwen3AndQwen2(t *testing.T) {
 	if c.ModelType != "qwen2" || !c.AttentionBias || c.QKNorm() || c.Dim() != 64 {
 		t.Fatalf("qwen2 config read as %+v (want q/k/v biases, no q/k norm, head_dim 896/14)", c)
 	}
+	// An absent head_dim is 128 for Qwen3, as in transformers' Qwen3Config.
+	noHD := strings.Replace(qwen3Config, `"head_dim": 128,`, ``, 1)
+	noHD = strings.Replace(noHD, `"hidden_size": 1024`, `"hidden_size": 512`, 1)
+	if c, err = ParseHFConfig([]byte(noHD), "nohd/config.json"); err != nil || c.Dim() != 128 {
+		t.Fatalf("qwen3 without head_dim: %d, %v (want 128)", c.Dim(), err)
+	}
 	// transformers 5 writes rope_theta inside rope_parameters.
 	v5 := strings.Replace(qwen3Config, `"rope_theta": 1000000,`, `"rope_parameters": {"rope_type": "default", "rope_theta": 5000},`, 1)
 	if c, err = ParseHFConfig([]byte(v5), "v5/config.json"); err != nil || c.RopeTheta != 5000 {

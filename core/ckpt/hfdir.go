@@ -190,6 +190,7 @@ func HFConfigJSON(c model.Config, dtype DType) ([]byte, error) {
 	}
 	out["architectures"] = []string{arch}
 	out["torch_dtype"] = torchDType
+	out["head_dim"] = c.Dim() // explicit: transformers' Qwen3 defaults an absent head_dim to 128
 	out["hidden_act"] = "silu"
 	out["attention_bias"] = c.AttentionBias
 	out["attention_dropout"] = 0.0
