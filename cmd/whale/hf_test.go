@@ -47,9 +47,9 @@ func writeHFFolder(t *testing.T, dir string) []byte {
 
 // TestRunTrainsAHuggingFaceFolder: `whale run --model DIR` trains a
 // random-weight Qwen3-shaped Hugging Face folder through the real wiring;
-// the run records the folder and its tokenizer, `whale export --format hf`
-// writes the same tokenizer back out, and `whale eval --model DIR` scores
-// the exported folder.
+// the run records the folder and its tokenizer, `whale gc` keeps that
+// tokenizer, `whale export --format hf` writes it back out, and
+// `whale eval --model DIR` scores the exported folder.
 func TestRunTrainsAHuggingFaceFolder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a tiny run of a tiny model: skipped with -short")
@@ -87,6 +87,10 @@ func TestRunTrainsAHuggingFaceFolder(t *testing.T) {
 	h := sha256.Sum256(tj)
 	if show.Config.Tokenizer != hex.EncodeToString(h[:]) || show.Config.Start.Kind != bundle.KindDir || show.Config.Start.Name != dir {
 		t.Fatalf("the run recorded %+v, want the folder and its tokenizer's sha256", show.Config)
+	}
+	// gc keeps the tokenizer: the best checkpoint pins it.
+	if _, err := runWhale(t, "gc", "--keep", "0", "--db", db, "--json"); err != nil {
+		t.Fatal(err)
 	}
 	exp := filepath.Join(t.TempDir(), "exported")
 	if _, err := runWhale(t, "export", sum.BestCkpt, "--format", "hf", "--dtype", "bf16", "--out", exp, "--db", db, "--json"); err != nil {

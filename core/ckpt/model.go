@@ -86,7 +86,7 @@ func DecodeModel(b []byte, name string, be kernels.Backend) (*model.Model, map[s
 	}
 	raw, ok := f.Meta[MetaConfig]
 	if !ok {
-		return nil, nil, fmt.Errorf("ckpt: %s: no %q in the metadata: not a whale model file (for an HF directory use its config.json)", name, MetaConfig)
+		return nil, nil, fmt.Errorf("ckpt: %s: no %q in the metadata: not a whale model file (for a Hugging Face model, name its folder)", name, MetaConfig)
 	}
 	cfg, err := model.ParseConfig([]byte(raw))
 	if err != nil {

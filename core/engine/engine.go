@@ -40,9 +40,9 @@ type Env struct {
 	// nil for none. A new run records it; resume uses the recorded one.
 	Generation *bundle.Generation
 	Store      *store.DB
-	// Policy samples rollouts; nil means the chat policy of Model and
-	// Tokenizer (chat.NewLocal: the normal case, rollouts come from the
-	// weights being trained).
+	// Policy samples rollouts; nil means the chat policy of Model over the
+	// run's template (chat.NewLocalWith: the normal case, rollouts come
+	// from the weights being trained).
 	Policy policy.Policy
 	// ResumeEvery is how often the run writes a resume point between
 	// phase boundaries: 0 means DefaultResumeEvery, negative after every
@@ -134,7 +134,8 @@ type Engine struct {
 var errStopped = errors.New("engine: stopped by test hook")
 
 // New starts a run: it checks cfg, records the run in the store before
-// anything else happens, and stores the starting weights.
+// anything else happens (with its tokenizer file, when env has one), and
+// stores the starting weights.
 func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
