@@ -16,11 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/engine"
-	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/experiments/report"
 	"whale/kernels"
@@ -107,12 +106,12 @@ func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
 	return cfg, nil
 }
 
-// Env opens what runs need. Model must return fresh starting weights on
-// every call (a run trains the model it is given).
+// Env opens what runs need. Model must return fresh starting weights (with
+// their tokenizer) on every call (a run trains the model it is given).
 type Env struct {
 	Store  *store.DB
 	Domain func(name string) (data.Domain, error)
-	Model  func() (*model.Model, error)
+	Model  func() (*bundle.Bundle, error)
 	// Policy, if set, samples rollouts instead of the model (tests use
 	// scripted policies).
 	Policy func(d data.Domain) policy.Policy
@@ -203,7 +202,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if err != nil {
 		return r, err
 	}
-	eenv := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: env.Store}
+	eenv := engine.BundleEnv(m, dom, env.Store)
 	if env.Policy != nil {
 		eenv.Policy = env.Policy(dom)
 	}
@@ -252,7 +251,8 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 		return report.Run{}, fmt.Errorf("experiments: run %s: stored config: %w", j.ID, err)
 	}
 	want := j.Config
-	want.Model = cfg.Model // set by the engine from the starting model
+	// set by the engine from the starting model and its tokenizer
+	want.Model, want.Tokenizer, want.Generation = cfg.Model, cfg.Tokenizer, cfg.Generation
 	a, _ := json.Marshal(cfg)
 	b, _ := json.Marshal(want)
 	if !bytes.Equal(a, b) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
@@ -34,7 +35,13 @@ func testEnv(t *testing.T, path string) Env {
 	t.Cleanup(func() { db.Close() })
 	return Env{Store: db,
 		Domain: func(name string) (data.Domain, error) { return domains.Open(name, 1) },
-		Model:  func() (*model.Model, error) { return model.New(testModel, kernels.NewCPU(), 5) },
+		Model: func() (*bundle.Bundle, error) {
+			m, err := model.New(testModel, kernels.NewCPU(), 5)
+			if err != nil {
+				return nil, err
+			}
+			return bundle.New(m, tokenizer.Bytes{}, nil, bundle.Generation{}, "test model")
+		},
 		Policy: func(d data.Domain) policy.Policy {
 			tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
 			if err != nil {

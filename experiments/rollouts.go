@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/engine"
-	"whale/core/model"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/data"
 )
 
@@ -63,7 +62,7 @@ type RolloutFigures struct {
 // BenchRollouts runs the workload once in dom with model m (trained in
 // place: pass a fresh copy) on a new store in dir, writing resume points
 // as engine.Env.ResumeEvery says, and measures it.
-func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir string, resumeEvery time.Duration) (RolloutFigures, error) {
+func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir string, resumeEvery time.Duration) (RolloutFigures, error) {
 	cfg, err := RolloutWorkload(dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
@@ -74,7 +73,9 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *model.Model, dir str
 	}
 	defer db.Close()
 	start, cpu0 := time.Now(), cpuTime()
-	eng, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery}, "bench-rollouts-"+dom.Name())
+	env := engine.BundleEnv(m, dom, db)
+	env.ResumeEvery = resumeEvery
+	eng, err := engine.New(cfg, env, "bench-rollouts-"+dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"whale/core/basemodel"
+	"whale/core/bundle"
 	"whale/data/domains"
 	"whale/experiments"
 	"whale/kernels"
@@ -51,7 +51,7 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 				if err != nil {
 					return err
 				}
-				m, err := basemodel.Load(kernels.NewCPU())
+				m, err := bundle.Embedded(kernels.NewCPU())
 				if err != nil {
 					return err
 				}

@@ -13,20 +13,16 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"whale/core/basemodel"
-	"whale/core/chat"
-	"whale/core/ckpt"
+	"whale/core/bundle"
 	"whale/core/eval"
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/pretrain"
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
@@ -79,36 +75,10 @@ type evalSetup struct {
 	trace io.Writer
 }
 
-// loadEvalModel returns the model named by --model ("" = the embedded
-// one), its name, hash and the data seed its corpus was built from.
-func loadEvalModel(path string) (*model.Model, string, string, uint64, error) {
-	if path == "" {
-		m, err := basemodel.Load(kernels.NewCPU())
-		if err != nil {
-			return nil, "", "", 0, err
-		}
-		in, err := basemodel.EmbeddedInfo()
-		if err != nil {
-			return nil, "", "", 0, err
-		}
-		return m, basemodel.Name, basemodel.SHA256, in.DataSeed, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", "", 0, fmt.Errorf("read --model: %w", err)
-	}
-	m, meta, err := ckpt.DecodeModel(b, path, kernels.NewCPU())
-	if err != nil {
-		return nil, "", "", 0, err
-	}
-	dataSeed := uint64(1)
-	if v, ok := meta[pretrain.MetaDataSeed]; ok {
-		if dataSeed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return nil, "", "", 0, fmt.Errorf("%s: metadata %q = %q is not a seed", path, pretrain.MetaDataSeed, v)
-		}
-	}
-	s := sha256.Sum256(b)
-	return m, path, hex.EncodeToString(s[:]), dataSeed, nil
+// openModel opens the model --model names ("" = the embedded one) with
+// its tokenizer: a whale model file or a Hugging Face folder.
+func openModel(path string) (*bundle.Bundle, error) {
+	return bundle.Open(path, kernels.NewCPU())
 }
 
 // runEval runs one harness source and summarises the rollouts.
@@ -183,11 +153,15 @@ func newEvalCmd() *cobra.Command {
 				if n < 1 || n > maxProbeN {
 					return usageError{fmt.Errorf("--n %d: a probe runs 1 to %d probes of each kind", n, maxProbeN)}
 				}
-				m, name, _, _, err := loadEvalModel(modelPath)
+				b, err := openModel(modelPath)
 				if err != nil {
 					return err
 				}
-				r, err := pretrain.Probe(cmd.Context(), model.NewSampler(m, model.SamplerOptions{}), n, seed)
+				if b.TokenizerJSON != nil {
+					return fmt.Errorf("--probe: the copy probe is written in the byte tokenizer's ids, and %s has its own tokenizer", b.Name)
+				}
+				name := b.Name
+				r, err := pretrain.Probe(cmd.Context(), model.NewSampler(b.Model, model.SamplerOptions{}), n, seed)
 				if err != nil {
 					return err
 				}
@@ -210,15 +184,16 @@ func newEvalCmd() *cobra.Command {
 				return usageError{fmt.Errorf("--temperature %v must be ≥ 0", temp)}
 			}
 			st := &evalSetup{polName: pol, opts: harnesses.RunOptions{Seed: seed, K: k, Temperature: float32(temp), MaxNewTokens: maxNew, KeyPrefix: split + "/"}}
-			var m *model.Model
+			var mb *bundle.Bundle
 			switch {
 			case server.set():
 				st.polName, st.dataSeed = server.name(), 1
 			case pol == "model":
 				var err error
-				if m, st.model, st.hash, st.dataSeed, err = loadEvalModel(modelPath); err != nil {
+				if mb, err = openModel(modelPath); err != nil {
 					return err
 				}
+				st.model, st.hash, st.dataSeed = mb.Name, mb.SHA256, mb.DataSeed
 			case pol == "oracle" || pol == "random":
 				if modelPath != "" {
 					return usageError{fmt.Errorf("--model needs --policy model, not %s", pol)}
@@ -239,7 +214,7 @@ func newEvalCmd() *cobra.Command {
 			case server.set():
 				st.pol, err = server.policy(seed)
 			case pol == "model":
-				st.pol, err = chat.NewLocal(m, tokenizer.Bytes{}, model.SamplerOptions{Exact: exact})
+				st.pol, err = mb.Policy(model.SamplerOptions{Exact: exact})
 			default:
 				st.pol, err = scriptedPolicy(pol, d)
 			}
@@ -303,7 +278,7 @@ func newEvalCmd() *cobra.Command {
 	f.StringVar(&split, "split", data.SplitVal, "split: "+strings.Join(data.Splits, ", "))
 	f.IntVar(&k, "k", 1, "samples per task")
 	f.IntVar(&n, "n", 1<<30, "number of tasks (the first N of the split; default all)")
-	f.StringVar(&modelPath, "model", "", "model file (safetensors written by whale pretrain or ckpt); default the embedded base model")
+	f.StringVar(&modelPath, "model", "", "model: a whale model file (safetensors written by whale pretrain or export) or a Hugging Face folder; default the embedded base model")
 	f.StringVar(&pol, "policy", "model", "policy: model, oracle or random")
 	f.Uint64Var(&seed, "seed", 1, "sampling seed (with each request's key it fixes every sampled token)")
 	f.Uint64Var(&dataSeed, "data-seed", 1, "seed of the domain (default: the model's corpus data seed, 1 for oracle and random)")

@@ -13,8 +13,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
+	"whale/core/bundle"
 	"whale/core/engine"
-	"whale/core/model"
 	"whale/core/store"
 	"whale/data"
 	"whale/data/domains"
@@ -56,7 +56,7 @@ func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl.IntVar(&f.budget, "budget", 0, "training + harness-scoring rollouts per run (0: the preset's default)")
 	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
 	fl.StringVar(&f.dbPath, "db", "bench.db", "workspace file of the bench's runs (kept apart from whale.db, so the workbench never offers to resume a bench run); rerunning the same command resumes from it")
-	fl.StringVar(&f.modelPath, "model", "", "starting weights (default: the embedded base model)")
+	fl.StringVar(&f.modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	fl.DurationVar(&f.progressEvery, "progress-every", 30*time.Second, "without a terminal: a progress line per running run this often (on a terminal the dashboard shows them)")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once, each with CPUs/workers threads (0: one run per CPU; small models gain more from parallel runs than from threads, docs/PERFORMANCE.md)")
 }
@@ -91,11 +91,12 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 		ds = domains.Names()
 	}
 	// Check the model once now, so a bad --model fails before any run.
-	_, name, hash, dataSeed, err := loadEvalModel(f.modelPath)
+	b, err := openModel(f.modelPath)
 	if err != nil {
 		return p, experiments.Env{}, err
 	}
-	f.modelName, f.modelHash = name, hash
+	f.modelName, f.modelHash = b.Name, b.SHA256
+	dataSeed := b.DataSeed
 	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: 0.6, I: 6, FastSlowE: 0.1,
 		DataSeed: dataSeed, Prefix: prefix}
 	db, err := openStore(f.dbPath)
@@ -123,10 +124,7 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 			}
 			return d, err
 		},
-		Model: func() (*model.Model, error) {
-			m, _, _, _, err := loadEvalModel(f.modelPath)
-			return m, err
-		}}
+		Model: func() (*bundle.Bundle, error) { return openModel(f.modelPath) }}
 	return p, env, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,9 +17,15 @@ func newExportCmd() *cobra.Command {
 	var dbPath, out, dtype, format string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "export CHECKPOINT --out DIR [--format safetensors|gguf]",
-		Short: "Write a kept checkpoint as model.safetensors (HF names) or model.gguf (llama.cpp), harness.star and manifest.json",
-		Args:  cobra.ExactArgs(1),
+		Use:   "export CHECKPOINT --out DIR",
+		Short: "Write a kept checkpoint as model.safetensors (HF names), a Hugging Face folder or model.gguf (llama.cpp), with harness.star and manifest.json",
+		Long: "Writes a kept checkpoint into --out. --format whale (the default) writes model.safetensors with the model's\n" +
+			"config in its metadata (and the run's tokenizer.json beside it, unless the model reads bytes);\n" +
+			"--format hf writes a Hugging Face folder (config.json, model.safetensors, tokenizer.json,\n" +
+			"generation_config.json) that transformers and 'whale run --model DIR' load; --format gguf writes\n" +
+			"model.gguf (GGUF v3 for llama.cpp, with the tokenizer's vocabulary and merges). All add harness.star\n" +
+			"(the checkpoint's harness) and manifest.json.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError{fmt.Errorf("--out DIR is required")}
@@ -27,15 +34,15 @@ func newExportCmd() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if format != engine.ExportSafetensors && format != engine.ExportGGUF {
-				return usageError{fmt.Errorf("unknown --format %q (want %s or %s)", format, engine.ExportSafetensors, engine.ExportGGUF)}
+			if !slices.Contains(engine.ExportFormats, format) {
+				return usageError{fmt.Errorf("--format %q: want one of %s", format, strings.Join(engine.ExportFormats, ", "))}
 			}
 			db, err := openStore(dbPath)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			files, err := engine.ExportCheckpointAs(db, args[0], out, dt, format)
+			files, err := engine.ExportCheckpoint(db, args[0], out, dt, format)
 			if err != nil {
 				return err
 			}
@@ -49,7 +56,7 @@ func newExportCmd() *cobra.Command {
 	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
 	c.Flags().StringVar(&out, "out", "", "directory to write into")
 	c.Flags().StringVar(&dtype, "dtype", "f32", "storage of the weights: f32, bf16 or f16 (GGUF keeps 1-D tensors in f32)")
-	c.Flags().StringVar(&format, "format", engine.ExportSafetensors, "model file format: safetensors (Hugging Face names) or gguf (GGUF v3 for llama.cpp, with the tokenizer's vocabulary)")
+	c.Flags().StringVar(&format, "format", engine.ExportWhale, "whale (model.safetensors), hf (a Hugging Face folder) or gguf (model.gguf for llama.cpp)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }

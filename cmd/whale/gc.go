@@ -41,11 +41,11 @@ func newGCCmd() *cobra.Command {
 			live := map[string]bool{}
 			dropped := []string{}
 			for _, r := range runs {
-				_, st, err := readRun(r)
+				cfg, st, err := readRun(r)
 				if err != nil {
 					return err
 				}
-				for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights} {
+				for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights, cfg.Tokenizer} {
 					live[h] = true
 				}
 				if !cmd.Flags().Changed("keep") {

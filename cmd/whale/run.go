@@ -18,9 +18,9 @@ import (
 
 	"whale/core/attach"
 	"whale/core/basemodel"
+	"whale/core/bundle"
 	"whale/core/engine"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 	"whale/kernels"
@@ -190,19 +190,20 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			m, _, modelHash, dataSeed, err := loadEvalModel(modelPath)
+			b, err := openModel(modelPath)
 			if err != nil {
 				return err
 			}
-			dom, err := runDomain(domain, dataPath, format, dataSeed)
+			dom, err := runDomain(domain, dataPath, format, b.DataSeed)
 			if err != nil {
 				return err
 			}
-			cfg.DataSeed = dataSeed
-			if cfg.Start, err = startRecord(modelPath, modelHash); err != nil {
+			cfg.DataSeed = b.DataSeed
+			if cfg.Start, err = startRecord(b); err != nil {
 				return err
 			}
-			env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery.env()}
+			env := engine.BundleEnv(b, dom, db)
+			env.ResumeEvery = resumeEvery.env()
 			id, err := newRunID(db, domain)
 			if err != nil {
 				return err
@@ -229,7 +230,7 @@ func newRunCmd() *cobra.Command {
 	f.IntVar(&rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&seed, "seed", 1, "seed of everything the run samples")
 	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
-	f.StringVar(&modelPath, "model", "", "starting weights (default: the embedded base model)")
+	f.StringVar(&modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	f.StringVar(&harness, "harness", "h0", "starting harness: a built-in name or a .star file")
 	f.IntVar(&replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
 	f.StringVar(&condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
@@ -548,18 +549,22 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 	return nil
 }
 
-// startRecord is what a run records of its starting model (--model, or
-// the embedded one when path is ""), so that it can begin again after a
-// stop before its first resume point.
-func startRecord(path, hash string) (*engine.StartModel, error) {
-	if path == "" {
-		return &engine.StartModel{Kind: engine.StartEmbedded, Name: basemodel.Name, SHA256: hash}, nil
+// startRecord is what a run records of its starting model (b, opened
+// from --model), so that it can begin again after a stop before its
+// first resume point.
+func startRecord(b *bundle.Bundle) (*engine.StartModel, error) {
+	if b.Kind == bundle.KindEmbedded {
+		return &engine.StartModel{Kind: engine.StartEmbedded, Name: basemodel.Name, SHA256: b.SHA256}, nil
 	}
-	abs, err := filepath.Abs(path)
+	abs, err := filepath.Abs(b.Name)
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
 	}
-	return &engine.StartModel{Kind: engine.StartFile, Name: abs, SHA256: hash}, nil
+	kind := engine.StartFile
+	if b.Kind == bundle.KindDir {
+		kind = engine.StartDir
+	}
+	return &engine.StartModel{Kind: kind, Name: abs, SHA256: b.SHA256}, nil
 }
 
 func newResumeCmd() *cobra.Command {
@@ -583,15 +588,18 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db, ResumeEvery: resumeEvery.env()}
+			// The run's tokenizer comes back from the store (engine.Resume).
+			env := engine.Env{Domain: dom, Store: db, ResumeEvery: resumeEvery.env()}
 			if modelPath != "" {
 				if len(r.Cursor) > 0 {
 					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
 				}
 				if cfg.Start == nil { // recorded before runs kept their start: nothing to check against
-					if env.Model, _, _, _, err = loadEvalModel(modelPath); err != nil {
+					b, err := openModel(modelPath)
+					if err != nil {
 						return err
 					}
+					env.Model = b.Model
 				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, kernels.NewCPU(), modelPath); err != nil {
 					return err
 				}
@@ -608,7 +616,7 @@ func newResumeCmd() *cobra.Command {
 	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
 	f.StringVar(&dataPath, "data", "", "the --data the run was started with")
 	f.StringVar(&format, "format", "", "the --format the run was started with")
-	f.StringVar(&modelPath, "model", "", "where the starting model file is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
+	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	resumeEvery.register(f)
 	return c

@@ -18,7 +18,6 @@ import (
 	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/data/domains"
 	"whale/kernels"
 	"whale/tui"
@@ -28,20 +27,20 @@ func init() { register(newTUICmd) }
 
 // tuiFlags are what `whale tui` (and `whale` on a terminal) start from.
 type tuiFlags struct {
-	db, domain, preset, run string
-	fresh                   bool
-	seed                    uint64
+	db, domain, preset, run, model string
+	fresh                          bool
+	seed                           uint64
 }
 
 func newTUICmd() *cobra.Command {
 	var fl tuiFlags
 	c := &cobra.Command{
-		Use:   "tui [--db F] [--domain D] [--preset P] [--run ID]",
+		Use:   "tui [--db F] [--domain D] [--preset P] [--model M] [--run ID]",
 		Short: "Open the workbench: watch and steer a run (new, or resume --run / the newest unfinished one)",
 		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
 			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
 			"Without --run it offers to resume the newest unfinished run in --db, else starts a new run with\n" +
-			"the embedded model. q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.\n" +
+			"the embedded model (or --model). q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.\n" +
 			"When another whale process (a run, a workbench, a bench) holds --db, --run ID attaches to that\n" +
 			"run: its events stream from the owner, commands go to it, and q leaves it running.",
 		Args: cobra.NoArgs,
@@ -54,6 +53,7 @@ func newTUICmd() *cobra.Command {
 	f.StringVar(&fl.run, "run", "", "resume this run instead of starting one")
 	f.BoolVar(&fl.fresh, "new", false, "start a new run even if an unfinished one could be resumed")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
+	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	return c
 }
 
@@ -140,7 +140,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if err != nil {
 			return err
 		}
-		env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+		env := engine.Env{Domain: dom, Store: db} // the run's tokenizer comes back from the store
 		if eng, err = engine.Resume(env, kernels.NewCPU(), runID); err != nil {
 			return err
 		}
@@ -157,16 +157,19 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return usageError{err}
 		}
 		cfg.Seed = fl.seed
-		m, _, modelHash, dataSeed, err := loadEvalModel("")
+		b, err := openModel(fl.model)
 		if err != nil {
 			return err
 		}
-		dom, err := runDomain(fl.domain, "", "", dataSeed)
+		if fl.model != "" {
+			modelDesc = b.Name
+		}
+		dom, err := runDomain(fl.domain, "", "", b.DataSeed)
 		if err != nil {
 			return err
 		}
-		cfg.DataSeed = dataSeed
-		if cfg.Start, err = startRecord("", modelHash); err != nil {
+		cfg.DataSeed = b.DataSeed
+		if cfg.Start, err = startRecord(b); err != nil {
 			return err
 		}
 		if err := cfg.Validate(); err != nil {
@@ -176,8 +179,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if err != nil {
 			return err
 		}
-		env := engine.Env{Domain: dom, Model: m, Tokenizer: tokenizer.Bytes{}, Store: db}
-		if eng, err = engine.New(cfg, env, id); err != nil {
+		if eng, err = engine.New(cfg, engine.BundleEnv(b, dom, db), id); err != nil {
 			return err
 		}
 	}
@@ -218,7 +220,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
-			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32)
+			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale)
 			return dir, err
 		},
 		Run: func(ctx context.Context) error {

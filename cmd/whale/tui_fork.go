@@ -8,7 +8,6 @@ import (
 
 	"whale/core/engine"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/kernels"
 )
 
@@ -29,7 +28,7 @@ func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db}
+	env := engine.Env{Domain: dom, Store: db} // the checkpoint's run's tokenizer comes from the store
 	return engine.Fork(env, kernels.NewCPU(), ckptID, id)
 }
 

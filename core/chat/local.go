@@ -28,12 +28,24 @@ var _ policy.Streamer = (*Local)(nil)
 // tokens than the model has embeddings is refused here, before it could
 // reach the sampler as an out-of-vocabulary id.
 func NewLocal(m *model.Model, tok tokenizer.Tokenizer, opts model.SamplerOptions) (*Local, error) {
-	if v := m.Config.VocabSize; tok.VocabSize() > v {
-		return nil, fmt.Errorf("chat: the tokenizer has %d tokens, more than the model's vocabulary of %d: it is not this model's tokenizer", tok.VocabSize(), v)
-	}
 	t, err := NewTemplate(tok)
 	if err != nil {
 		return nil, err
+	}
+	return NewLocalWith(m, t, opts)
+}
+
+// NewLocalWith is NewLocal with the template given (one with a model's
+// end-of-sequence ids among its stops).
+func NewLocalWith(m *model.Model, t *Template, opts model.SamplerOptions) (*Local, error) {
+	v := m.Config.VocabSize
+	if n := t.tok.VocabSize(); n > v {
+		return nil, fmt.Errorf("chat: the tokenizer has %d tokens, more than the model's vocabulary of %d: it is not this model's tokenizer", n, v)
+	}
+	for _, id := range t.stops {
+		if id < 0 || int(id) >= v {
+			return nil, fmt.Errorf("chat: stop token id %d is outside the model's vocabulary of %d", id, v)
+		}
 	}
 	return &Local{s: model.NewSampler(m, opts), t: t}, nil
 }
@@ -110,7 +122,7 @@ func (s *localStream) Submit(id int, req policy.Request) error {
 		return err
 	}
 	tr := model.Request{Key: req.Key, Prompt: p.IDs, MaxNewTokens: req.MaxNewTokens, Temperature: req.Temperature,
-		TopK: req.TopK, TopP: req.TopP, Stop: []int32{s.l.t.end}, Seed: req.Seed}
+		TopK: req.TopK, TopP: req.TopP, Stop: s.l.t.Stops(), Seed: req.Seed}
 	if err := s.st.Submit(id, tr); err != nil {
 		return err
 	}

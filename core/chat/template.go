@@ -14,6 +14,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"whale/core/policy"
 	"whale/core/tokenizer"
@@ -26,6 +27,9 @@ type Template struct {
 	tok tokenizer.Tokenizer
 	// end is <|im_end|>: the end of a turn, which ends every completion.
 	end int32
+	// stops are the ids that end a completion: end first, then a model's
+	// other end-of-sequence ids (generation_config.json's eos_token_id).
+	stops []int32
 }
 
 // NewTemplate returns the ChatML template over tok, which must have the
@@ -36,8 +40,25 @@ func NewTemplate(tok tokenizer.Tokenizer) (*Template, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("chat: the tokenizer has no %s and %s tokens, which the chat template needs", tokenizer.ImStart, tokenizer.ImEnd)
 	}
-	return &Template{tok: tok, end: end}, nil
+	return &Template{tok: tok, end: end, stops: []int32{end}}, nil
 }
+
+// WithStops is t with ids also ending a completion (a model's
+// end-of-sequence ids, such as Qwen's <|endoftext|>); ids already stops
+// are not repeated. t itself is not changed.
+func (t *Template) WithStops(ids []int32) *Template {
+	c := *t
+	c.stops = slices.Clone(t.stops)
+	for _, id := range ids {
+		if !slices.Contains(c.stops, id) {
+			c.stops = append(c.stops, id)
+		}
+	}
+	return &c
+}
+
+// Stops are the ids that end a completion, the end-of-turn token first.
+func (t *Template) Stops() []int32 { return slices.Clone(t.stops) }
 
 // Tokenizer is the tokenizer the template renders with.
 func (t *Template) Tokenizer() tokenizer.Tokenizer { return t.tok }
@@ -59,10 +80,10 @@ func (t *Template) Render(msgs []policy.Message) ([]int32, error) {
 	return ids, nil
 }
 
-// Text is what a completion says: its tokens decoded, less the
-// end-of-turn token that ended it.
+// Text is what a completion says: its tokens decoded, less the stop
+// token that ended it.
 func (t *Template) Text(toks []int32) string {
-	if n := len(toks); n > 0 && toks[n-1] == t.end {
+	if n := len(toks); n > 0 && slices.Contains(t.stops, toks[n-1]) {
 		toks = toks[:n-1]
 	}
 	return t.tok.Decode(toks)

@@ -14,6 +14,10 @@ import (
 const (
 	MetaConfig = "config" // the model's HF config.json, as JSON
 	MetaFormat = "format" // "pt", which HF loaders expect
+	// MetaTokenizer names the model's tokenizer: "bytes" (tokenizer.Bytes,
+	// also when absent) or "sha256:HEX", the hash of the tokenizer.json
+	// that must lie beside the file.
+	MetaTokenizer = "whale.tokenizer"
 )
 
 // Tensors returns m's parameters as safetensors tensors in dtype, with HF
@@ -82,7 +86,7 @@ func DecodeModel(b []byte, name string, be kernels.Backend) (*model.Model, map[s
 	}
 	raw, ok := f.Meta[MetaConfig]
 	if !ok {
-		return nil, nil, fmt.Errorf("ckpt: %s: no %q in the metadata: not a whale model file (for an HF directory use its config.json)", name, MetaConfig)
+		return nil, nil, fmt.Errorf("ckpt: %s: no %q in the metadata: not a whale model file (for a Hugging Face model, name its folder)", name, MetaConfig)
 	}
 	cfg, err := model.ParseConfig([]byte(raw))
 	if err != nil {
@@ -100,9 +104,24 @@ func DecodeModel(b []byte, name string, be kernels.Backend) (*model.Model, map[s
 
 // fill loads every parameter of m from f.
 func fill(m *model.Model, f *File) error {
+	src := map[string]*File{}
+	for _, n := range f.Names() {
+		src[n] = f
+	}
+	return fillFrom(m, src, f.Name)
+}
+
+// fillFrom loads every parameter of m from the file src maps its name to;
+// where names the whole (a file or a folder) in errors. No tensor may be
+// left over (lm_head.weight of a tied model is ignored, as HF does).
+func fillFrom(m *model.Model, src map[string]*File, where string) error {
 	want := map[string]bool{}
 	for _, p := range m.Params() {
 		want[p.Name] = true
+		f := src[p.Name]
+		if f == nil {
+			return fmt.Errorf("ckpt: %s: tensor %s: %w", where, p.Name, ErrNotFound)
+		}
 		v, err := f.Float32(p.Name, p.Shape)
 		if err != nil {
 			return err
@@ -112,14 +131,14 @@ func fill(m *model.Model, f *File) error {
 		}
 	}
 	var extra []string
-	for _, n := range f.Names() {
+	for n := range src {
 		if !want[n] && !(n == "lm_head.weight" && m.Config.TieWordEmbeddings) {
 			extra = append(extra, n)
 		}
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return fmt.Errorf("ckpt: %s: tensor %s is not a parameter of this model (%d unexpected tensors)", f.Name, extra[0], len(extra))
+		return fmt.Errorf("ckpt: %s: tensor %s is not a parameter of this model (%d unexpected tensors)", src[extra[0]].Name, extra[0], len(extra))
 	}
 	return nil
 }

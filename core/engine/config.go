@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/model"
 	"whale/core/remote"
 )
@@ -98,6 +99,14 @@ type Config struct {
 	// loaded them), so a run stopped before its first resume point
 	// resumes without being told.
 	Start *StartModel `json:"start,omitempty"`
+	// Tokenizer is the sha256 of the model's tokenizer.json, stored as a
+	// blob when the run began ("" for the byte tokenizer), so that resume,
+	// forks and export use the tokenizer the run started with (set by New
+	// from Env.TokenizerJSON).
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// Generation is the model's generation_config.json as read (its
+	// end-of-sequence ids end completions), set by New from Env.
+	Generation *bundle.Generation `json:"generation,omitempty"`
 }
 
 // PolicyServer is where a run's rollouts come from when not from the local

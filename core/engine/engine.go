@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
@@ -28,11 +29,21 @@ type Env struct {
 	Model  *model.Model
 	// Tokenizer is Model's: the local policy renders rollouts' chats with
 	// it, and the null audit fits its chats with it as the model's are.
+	// Resume and Fork may leave it nil: the run's own is then read back
+	// from the store (Config.Tokenizer).
 	Tokenizer tokenizer.Tokenizer
-	Store     *store.DB
+	// TokenizerJSON is the tokenizer.json Tokenizer was parsed from, nil
+	// for the byte tokenizer (bundle.Bundle's). A new run stores it; a
+	// resumed one checks it against the one it stored.
+	TokenizerJSON []byte
+	// Generation is the model's generation settings (bundle.Bundle's);
+	// nil for none. A new run records it; resume uses the recorded one.
+	Generation *bundle.Generation
+	Store      *store.DB
 	// Policy samples rollouts; nil means Config.PolicyServer's (with the
 	// key in remote.APIKeyEnv) where the run has one, else the chat policy
-	// of Model and Tokenizer (chat.NewLocal: the normal case, rollouts come
+	// of Model over the run's template (chat.NewLocalWith: the normal
+	// case, rollouts come
 	// from the weights being trained).
 	Policy policy.Policy
 	// ResumeEvery is how often the run writes a resume point between
@@ -125,7 +136,8 @@ type Engine struct {
 var errStopped = errors.New("engine: stopped by test hook")
 
 // New starts a run: it checks cfg, records the run in the store before
-// anything else happens, and stores the starting weights.
+// anything else happens (with its tokenizer file, when env has one), and
+// stores the starting weights.
 func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -134,7 +146,19 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 		mc := env.Model.Config
 		cfg.Model = &mc
 	}
-	return start(cfg, env, runID, func() error { return env.Store.CreateRun(runID, mustJSON(cfg), time.Now()) })
+	if env.Tokenizer != nil {
+		// Else (a fork) the configuration already names the tokenizer,
+		// which the store holds.
+		cfg.Tokenizer, cfg.Generation = tokenizerHash(env.TokenizerJSON), env.Generation
+	}
+	return start(cfg, env, runID, func() error {
+		if env.TokenizerJSON != nil {
+			if _, err := env.Store.PutBlob(env.TokenizerJSON); err != nil {
+				return err
+			}
+		}
+		return env.Store.CreateRun(runID, mustJSON(cfg), time.Now())
+	})
 }
 
 // start builds the engine of a run that has not begun, loads its starting
@@ -281,7 +305,7 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 
 // runPolicy is the policy that samples the run's rollouts: the
 // environment's, else the configured server's, else the local model's.
-func runPolicy(cfg Config, env Env) (policy.Policy, error) {
+func runPolicy(cfg Config, env Env, tmpl *chat.Template) (policy.Policy, error) {
 	if env.Policy != nil {
 		return env.Policy, nil
 	}
@@ -292,7 +316,7 @@ func runPolicy(cfg Config, env Env) (policy.Policy, error) {
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocal(env.Model, env.Tokenizer, model.SamplerOptions{})
+	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -300,8 +324,8 @@ func runPolicy(cfg Config, env Env) (policy.Policy, error) {
 }
 
 func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
-	if env.Domain == nil || env.Model == nil || env.Tokenizer == nil || env.Store == nil {
-		return nil, errors.New("engine: Env needs a domain, a model, a tokenizer and a store")
+	if env.Domain == nil || env.Model == nil || env.Store == nil {
+		return nil, errors.New("engine: Env needs a domain, a model and a store")
 	}
 	if env.Domain.Name() != cfg.Domain {
 		return nil, fmt.Errorf("engine: config domain %q but the environment's domain is %q", cfg.Domain, env.Domain.Name())
@@ -312,10 +336,16 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 		e.resumeEvery = DefaultResumeEvery
 	}
 	var err error
-	if e.tmpl, err = chat.NewTemplate(env.Tokenizer); err != nil {
+	if e.env.Tokenizer, err = runTokenizer(env, cfg, runID); err != nil {
+		return nil, err
+	}
+	if e.tmpl, err = chat.NewTemplate(e.env.Tokenizer); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if e.pol, err = runPolicy(cfg, env); err != nil {
+	if cfg.Generation != nil {
+		e.tmpl = e.tmpl.WithStops(cfg.Generation.EOS)
+	}
+	if e.pol, err = runPolicy(cfg, env, e.tmpl); err != nil {
 		return nil, err
 	}
 	tc := model.DefaultTrainConfig()

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"whale/core/bundle"
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/kernels"
 )
 
@@ -27,43 +28,80 @@ func ReadCheckpoint(db *store.DB, id string) (CheckpointManifest, error) {
 	return man, nil
 }
 
-// ExportCheckpoint writes a kept checkpoint into dir so that it can leave
-// whale: model.safetensors (HF names, the config in its metadata),
-// harness.star (the harness source) and manifest.json (round, step,
-// metrics, hashes). It returns the files written.
-func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType) ([]string, error) {
-	return ExportCheckpointAs(db, id, dir, dtype, ExportSafetensors)
-}
-
-// Export formats of the model file.
+// Export formats of a kept checkpoint.
 const (
-	ExportSafetensors = "safetensors"
-	// ExportGGUF writes model.gguf for llama.cpp (ckpt.EncodeGGUF) with
-	// the byte tokenizer's vocabulary: checkpoints do not record a
-	// tokenizer yet, and every model whale trains today uses that one.
+	ExportWhale = "whale" // model.safetensors with the config in its metadata (and tokenizer.json beside it, unless the byte tokenizer)
+	ExportHF    = "hf"    // a Hugging Face model folder (bundle.WriteDir)
+	// ExportGGUF writes model.gguf for llama.cpp (ckpt.EncodeGGUF) with the
+	// vocabulary, merges and special ids of the run's tokenizer.
 	ExportGGUF = "gguf"
 )
 
-// ExportCheckpointAs is ExportCheckpoint with the model file in format
-// (ExportSafetensors or ExportGGUF).
-func ExportCheckpointAs(db *store.DB, id, dir string, dtype ckpt.DType, format string) ([]string, error) {
-	if format != ExportSafetensors && format != ExportGGUF {
-		return nil, fmt.Errorf("engine: export format %q (want %s or %s)", format, ExportSafetensors, ExportGGUF)
-	}
+// ExportFormats lists the formats ExportCheckpoint writes.
+var ExportFormats = []string{ExportWhale, ExportHF, ExportGGUF}
+
+// CheckpointBundle is a kept checkpoint's model with its tokenizer (the
+// run's, stored as a blob) and generation settings (the run's), on the
+// CPU, and its manifest.
+func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManifest, error) {
 	man, err := ReadCheckpoint(db, id)
 	if err != nil {
-		return nil, err
+		return nil, man, err
 	}
 	blob, err := db.GetBlob(man.Weights)
 	if err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: weights: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: weights: %w", id, err)
 	}
 	m, err := model.New(man.Config, kernels.NewCPU(), 0)
 	if err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
 	}
 	if err := m.SetParamValues(bytesf32(blob)); err != nil {
-		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	var cfg Config
+	if r, err := db.GetRun(man.Run); err == nil {
+		if err := json.Unmarshal(r.Config, &cfg); err != nil {
+			return nil, man, fmt.Errorf("engine: checkpoint %s: run %s: stored config: %w", id, man.Run, err)
+		}
+	}
+	cfg.Tokenizer = man.Tokenizer
+	var tokJSON []byte
+	if man.Tokenizer != "" {
+		if tokJSON, err = db.GetBlob(man.Tokenizer); err != nil {
+			return nil, man, fmt.Errorf("engine: checkpoint %s: tokenizer.json: %w", id, err)
+		}
+	}
+	tok, err := runTokenizer(Env{TokenizerJSON: tokJSON, Store: db}, cfg, man.Run)
+	if err != nil {
+		return nil, man, err
+	}
+	var gen bundle.Generation
+	if cfg.Generation != nil {
+		gen = *cfg.Generation
+	}
+	b, err := bundle.New(m, tok, tokJSON, gen, "checkpoint "+id)
+	if err != nil {
+		return nil, man, err
+	}
+	return b, man, nil
+}
+
+// ExportCheckpoint writes a kept checkpoint into dir so that it can leave
+// whale, in format ExportWhale (model.safetensors with HF names and the
+// config in its metadata, and tokenizer.json beside it unless the model
+// reads bytes), ExportHF (a Hugging Face folder: config.json,
+// model.safetensors, tokenizer.json, generation_config.json) or ExportGGUF
+// (model.gguf), with harness.star (the harness source) and manifest.json
+// (round, step, metrics, hashes) in every case. It returns the files
+// written.
+func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format string) ([]string, error) {
+	if !slices.Contains(ExportFormats, format) {
+		return nil, fmt.Errorf("engine: export format %q (want one of %v)", format, ExportFormats)
+	}
+	b, man, err := CheckpointBundle(db, id)
+	if err != nil {
+		return nil, err
 	}
 	h, err := db.GetHarness(man.Harness)
 	if err != nil {
@@ -72,25 +110,44 @@ func ExportCheckpointAs(db *store.DB, id, dir string, dtype ckpt.DType, format s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
-	files := []string{filepath.Join(dir, "model."+format), filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")}
-	if format == ExportGGUF {
-		name := fmt.Sprintf("whale %s round %d %s", man.Run, man.Round, man.Phase)
-		if err := ckpt.SaveGGUF(files[0], m, tokenizer.Bytes{}, dtype, name); err != nil {
+	meta := map[string]string{"whale.run": man.Run, "whale.round": strconv.Itoa(man.Round), "whale.phase": string(man.Phase),
+		"whale.harness": man.Harness, "whale.weights": man.Weights}
+	var files []string
+	switch format {
+	case ExportHF:
+		if files, err = bundle.WriteDir(dir, b, dtype, meta); err != nil {
 			return nil, err
 		}
-	} else {
-		meta := map[string]string{"whale.run": man.Run, "whale.round": strconv.Itoa(man.Round), "whale.phase": string(man.Phase),
-			"whale.harness": man.Harness, "whale.weights": man.Weights}
-		if err := ckpt.SaveModel(files[0], m, dtype, meta); err != nil {
+	case ExportGGUF:
+		voc, ok := b.Tokenizer.(ckpt.Vocabulary)
+		if !ok {
+			return nil, fmt.Errorf("engine: export %s: its tokenizer (%T) cannot list its vocabulary for GGUF", id, b.Tokenizer)
+		}
+		files = []string{filepath.Join(dir, "model.gguf")}
+		name := fmt.Sprintf("whale %s round %d %s", man.Run, man.Round, man.Phase)
+		if err := ckpt.SaveGGUF(files[0], b.Model, voc, dtype, name); err != nil {
 			return nil, err
+		}
+	default:
+		meta[ckpt.MetaTokenizer] = b.TokenizerMeta()
+		files = []string{filepath.Join(dir, ckpt.HFWeights)}
+		if err := ckpt.SaveModel(files[0], b.Model, dtype, meta); err != nil {
+			return nil, err
+		}
+		if b.TokenizerJSON != nil {
+			files = append(files, filepath.Join(dir, bundle.TokenizerFile))
+			if err := os.WriteFile(files[1], b.TokenizerJSON, 0o644); err != nil {
+				return nil, fmt.Errorf("engine: export %s: %w", id, err)
+			}
 		}
 	}
-	if err := os.WriteFile(files[1], []byte(h.Source), 0o644); err != nil {
+	hs, ms := filepath.Join(dir, "harness.star"), filepath.Join(dir, "manifest.json")
+	if err := os.WriteFile(hs, []byte(h.Source), 0o644); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
 	mj, _ := json.MarshalIndent(man, "", "  ")
-	if err := os.WriteFile(files[2], append(mj, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(ms, append(mj, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("engine: export %s: %w", id, err)
 	}
-	return files, nil
+	return append(files, hs, ms), nil
 }

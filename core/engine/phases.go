@@ -434,29 +434,36 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 
 // CheckpointManifest is a kept checkpoint's manifest.
 type CheckpointManifest struct {
-	Run       string         `json:"run"`
-	Round     int            `json:"round"`
-	Phase     Phase          `json:"phase"`
-	Step      int            `json:"step"`
-	Iteration int            `json:"iteration"`
-	Weights   string         `json:"weights"`
-	Optimizer string         `json:"optimizer"`
-	Harness   string         `json:"harness"`
-	Config    model.Config   `json:"config"`
+	Run       string       `json:"run"`
+	Round     int          `json:"round"`
+	Phase     Phase        `json:"phase"`
+	Step      int          `json:"step"`
+	Iteration int          `json:"iteration"`
+	Weights   string       `json:"weights"`
+	Optimizer string       `json:"optimizer"`
+	Harness   string       `json:"harness"`
+	Config    model.Config `json:"config"`
+	// Tokenizer is the blob of the model's tokenizer.json ("" for the
+	// byte tokenizer), as Config.Tokenizer.
+	Tokenizer string         `json:"tokenizer,omitempty"`
 	Metrics   map[string]any `json:"metrics"`
 }
 
 func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	id := fmt.Sprintf("%s/%02d-%s", e.RunID, rec.Round, rec.Kind)
 	man := CheckpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
-		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config,
+		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config, Tokenizer: e.Cfg.Tokenizer,
 		Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
 	if err := e.persist(); err != nil {
 		return "", err
 	}
 	man.Optimizer = e.st.Optimizer // persist names the stored state
 	stop := e.timeStore()
-	err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: []string{e.st.Weights, e.st.Optimizer}})
+	blobs := []string{e.st.Weights, e.st.Optimizer}
+	if man.Tokenizer != "" {
+		blobs = append(blobs, man.Tokenizer)
+	}
+	err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: blobs})
 	stop()
 	if err != nil {
 		return "", err

@@ -109,7 +109,7 @@ func (e *Engine) saveResume() error {
 		status = "finished"
 	}
 	var pins []string
-	for _, h := range []string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights} {
+	for _, h := range []string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights, e.Cfg.Tokenizer} {
 		if h != "" {
 			pins = append(pins, h)
 		}

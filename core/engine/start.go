@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"whale/core/basemodel"
+	"whale/core/bundle"
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
@@ -18,16 +19,19 @@ const (
 	StartEmbedded   = "embedded"
 	StartFile       = "file"
 	StartCheckpoint = "checkpoint"
+	StartDir        = bundle.KindDir // a Hugging Face model folder
 )
 
 // StartModel records where a run's starting weights came from, so that a
 // run stopped before its first resume point (killed, or a full disk) can
 // begin again without being told: the built-in base model, a model file
-// (its path and sha256), or a kept checkpoint (its id and weights blob).
+// (its path and sha256), a Hugging Face folder (its path and
+// bundle.DirHash), or a kept checkpoint (its id and weights blob). The
+// tokenizer is not here: the run stores it (Config.Tokenizer).
 type StartModel struct {
 	Kind   string `json:"kind"`
-	Name   string `json:"name"`   // basemodel.Name, the file's path, or the checkpoint id
-	SHA256 string `json:"sha256"` // of the file (embedded: basemodel.SHA256); of the weights blob for a checkpoint
+	Name   string `json:"name"`   // basemodel.Name, the file's or folder's path, or the checkpoint id
+	SHA256 string `json:"sha256"` // of the file (embedded: basemodel.SHA256), the folder (bundle.DirHash), or the checkpoint's weights blob
 }
 
 // StartingModel builds a run's starting model from its record, on be. For
@@ -58,6 +62,19 @@ func StartingModel(db *store.DB, s StartModel, be kernels.Backend, moved string)
 		}
 		m, _, err := ckpt.DecodeModel(b, path, be)
 		return m, err
+	case StartDir:
+		path := s.Name
+		if moved != "" {
+			path = moved
+		}
+		b, err := bundle.LoadDir(path, be)
+		if err != nil {
+			return nil, fmt.Errorf("engine: the run's starting model: %w (if it moved, name it with --model)", err)
+		}
+		if b.SHA256 != s.SHA256 {
+			return nil, fmt.Errorf("engine: model folder %s has hash %s, but the run started from %s with hash %s", path, ShortHash(b.SHA256), s.Name, ShortHash(s.SHA256))
+		}
+		return b.Model, nil
 	case StartCheckpoint:
 		if moved != "" {
 			return nil, fmt.Errorf("engine: the run started from checkpoint %s, not a file: drop --model", s.Name)

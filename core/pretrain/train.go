@@ -99,7 +99,7 @@ const (
 	MetaTarget     = "whale.target_steps"
 	MetaCorpusHash = "whale.corpus_hash"
 	MetaTrain      = "whale.train"
-	MetaTokenizer  = "whale.tokenizer"
+	MetaTokenizer  = ckpt.MetaTokenizer
 	MetaLoss       = "whale.loss"
 )
 

@@ -50,18 +50,10 @@ const maxID = 1<<24 - 1
 
 // hfFile is the part of tokenizer.json that byte-level BPE needs.
 type hfFile struct {
-	AddedTokens []struct {
-		ID         int32  `json:"id"`
-		Content    string `json:"content"`
-		SingleWord bool   `json:"single_word"`
-		LStrip     bool   `json:"lstrip"`
-		RStrip     bool   `json:"rstrip"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	} `json:"added_tokens"`
-	Normalizer   *hfComponent `json:"normalizer"`
-	PreTokenizer *hfComponent `json:"pre_tokenizer"`
-	Decoder      *hfComponent `json:"decoder"`
+	AddedTokens  []hfAddedToken `json:"added_tokens"`
+	Normalizer   *hfComponent   `json:"normalizer"`
+	PreTokenizer *hfComponent   `json:"pre_tokenizer"`
+	Decoder      *hfComponent   `json:"decoder"`
 	Model        struct {
 		Type                    string          `json:"type"`
 		Dropout                 *float64        `json:"dropout"`
@@ -72,6 +64,17 @@ type hfFile struct {
 		Vocab                   json.RawMessage `json:"vocab"`  // read by scanVocab
 		Merges                  json.RawMessage `json:"merges"` // read by scanMerges
 	} `json:"model"`
+}
+
+// hfAddedToken is one of tokenizer.json's added_tokens.
+type hfAddedToken struct {
+	ID         int32  `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
 }
 
 // hfComponent is a normalizer, pre-tokenizer or decoder; only the fields
