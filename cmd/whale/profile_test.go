@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
 )
 
 // --cpuprofile and --memprofile write profiles (gzipped protocol buffers,
