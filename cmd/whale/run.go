@@ -103,7 +103,7 @@ func newRunCmd() *cobra.Command {
 	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	var proposer, gridKnobs, proposerURL, proposerModel, condition string
 	var fromCkpt string
-	var e float64
+	var e, lr float64
 	var i, budget, rounds, replay, candidates int
 	var seed uint64
 	var headless, asJSON bool
@@ -163,6 +163,9 @@ func newRunCmd() *cobra.Command {
 			}
 			if flags.Changed("replay") {
 				cfg.Replay = replay
+			}
+			if flags.Changed("lr") {
+				cfg.LR = lr
 			}
 			if condition != "whale" {
 				cfg.Condition = condition
@@ -225,6 +228,7 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
 	f.IntVar(&i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
 	f.StringVar(&op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
+	f.Float64Var(&lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-4)")
 	f.StringVar(&preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
 	f.IntVar(&budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
 	f.IntVar(&rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")

@@ -101,7 +101,7 @@ func TestExportMisuse(t *testing.T) {
 	if _, err := runWhale(t, "export", "r/01-weights", "--out", t.TempDir(), "--db", db); err == nil || isUsage(err) || !strings.Contains(err.Error(), "r/01-weights") {
 		t.Fatalf("missing checkpoint: %v, want an error naming it", err)
 	}
-	if _, err := runWhale(t, "export", "r/01-weights", "--out", t.TempDir(), "--format", "onnx", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "safetensors or gguf") {
+	if _, err := runWhale(t, "export", "r/01-weights", "--out", t.TempDir(), "--format", "onnx", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "whale, hf, gguf") {
 		t.Fatalf("--format onnx: %v, want a usage error naming the formats", err)
 	}
 }
