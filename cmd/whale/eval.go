@@ -125,6 +125,7 @@ func newEvalCmd() *cobra.Command {
 	var temp float64
 	var asJSON, exact, probe bool
 	var server serverFlags
+	var df dataFlags
 	c := &cobra.Command{
 		Use:   "eval --domain D --harness FILE|h0 --split val|audit|test --k K",
 		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
@@ -174,7 +175,7 @@ func newEvalCmd() *cobra.Command {
 			if k < 1 || n < 1 || maxNew < 1 {
 				return usageError{fmt.Errorf("--k (%d), --n (%d) and --max-new-tokens (%d) must be at least 1", k, n, maxNew)}
 			}
-			if !harnessContains(data.Splits, split) {
+			if !slices.Contains(data.Splits, split) {
 				return usageError{fmt.Errorf("unknown --split %q (want one of %s)", split, strings.Join(data.Splits, ", "))}
 			}
 			if harness == "" {
@@ -205,7 +206,7 @@ func newEvalCmd() *cobra.Command {
 			if cmd.Flags().Changed("data-seed") {
 				st.dataSeed = dataSeed
 			}
-			d, err := openHarnessDomain(domain, st.dataSeed)
+			d, err := openHarnessDomain(domain, st.dataSeed, df)
 			if err != nil {
 				return err
 			}
@@ -290,6 +291,7 @@ func newEvalCmd() *cobra.Command {
 	f.BoolVar(&probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	server.register(f)
+	df.register(f)
 	return c
 }
 

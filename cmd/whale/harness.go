@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,27 +54,32 @@ func readHarnessSource(arg, domain string) (name, src string, err error) {
 	return domain + "/" + arg + ".star", src, nil
 }
 
-func openHarnessDomain(name string, seed uint64) (data.Domain, error) {
+// dataFlags are --data FILE --format F: a person's own tasks instead of
+// the domain's generated splits, for every command that runs tasks.
+type dataFlags struct{ path, format string }
+
+func (f *dataFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.path, "data", "", "import tasks from FILE instead of the generated splits")
+	fs.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+}
+
+// openHarnessDomain opens domain name with seed, or the tasks of --data
+// (which must hold name's tasks).
+func openHarnessDomain(name string, seed uint64, df dataFlags) (data.Domain, error) {
 	if name == "" {
 		return nil, usageError{fmt.Errorf("--domain is required (one of %s)", strings.Join(domains.Names(), ", "))}
 	}
-	if !harnessContains(domains.Names(), name) {
+	if !slices.Contains(domains.Names(), name) {
 		return nil, usageError{fmt.Errorf("unknown --domain %q (want one of %s)", name, strings.Join(domains.Names(), ", "))}
 	}
-	d, err := domains.Open(name, seed)
+	if (df.path == "") != (df.format == "") {
+		return nil, usageError{errors.New("--data and --format go together")}
+	}
+	d, err := runDomain(name, df.path, df.format, seed)
 	if err != nil {
 		return nil, fmt.Errorf("open domain %s: %w", name, err)
 	}
 	return d, nil
-}
-
-func harnessContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // harnessCheckReport is `harness check --json` output.
@@ -99,7 +106,7 @@ func newHarnessCheckCmd() *cobra.Command {
 			"prints file:line:col messages and exits with status 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openHarnessDomain(domain, seed)
+			d, err := openHarnessDomain(domain, seed, dataFlags{})
 			if err != nil {
 				return err
 			}
@@ -205,6 +212,7 @@ func newHarnessRunCmd() *cobra.Command {
 	var temp float64
 	var asJSON bool
 	var server serverFlags
+	var df dataFlags
 	c := &cobra.Command{
 		Use:   "run FILE|h0 --domain D --policy oracle|random",
 		Short: "Run a harness on a domain's tasks with a checking policy; print mean reward and failures",
@@ -221,10 +229,10 @@ func newHarnessRunCmd() *cobra.Command {
 			if k < 1 {
 				return usageError{fmt.Errorf("--k must be at least 1, got %d", k)}
 			}
-			if !harnessContains(data.Splits, split) {
+			if !slices.Contains(data.Splits, split) {
 				return usageError{fmt.Errorf("unknown --split %q (want one of %s)", split, strings.Join(data.Splits, ", "))}
 			}
-			d, err := openHarnessDomain(domain, seed)
+			d, err := openHarnessDomain(domain, seed, df)
 			if err != nil {
 				return err
 			}
@@ -308,6 +316,7 @@ func newHarnessRunCmd() *cobra.Command {
 	f.Float64Var(&temp, "temperature", 1, "with --policy-url: sampling temperature (0 = greedy)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	server.register(f)
+	df.register(f)
 	return c
 }
 
