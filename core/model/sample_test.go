@@ -165,17 +165,11 @@ func testKVDecode(t *testing.T, m *Model) {
 	}
 }
 
-// TestGreedyIsArgmax checks temperature 0 against argmax of full-forward
-// logits at every step, and the returned log-probabilities against their
-// log-softmax (float32, ≤ 1e-4 absolute on values of order 1).
-func TestGreedyIsArgmax(t *testing.T) {
-	m := sampleModel(t)
-	s := NewSampler(m, SamplerOptions{})
-	prompt := randPrompt(rand.New(rand.NewPCG(2, 2)), 7, m.d.V)
-	c := generate(t, s, Request{Key: "g", Prompt: prompt, MaxNewTokens: 12})[0]
-	if c.Finish != policy.FinishLength || len(c.Tokens) != 12 || len(c.LogProbs) != 12 {
-		t.Fatalf("got %d tokens, finish %s; want 12, length", len(c.Tokens), c.Finish)
-	}
+// checkGreedy checks a greedy completion c of prompt against the full
+// forward pass: each token the argmax of its logits, each log-probability
+// their log-softmax within 1e-4 (float32, values of order 1).
+func checkGreedy(t *testing.T, m *Model, prompt []int32, c Completion) {
+	t.Helper()
 	seq := append(slices.Clone(prompt), c.Tokens...)
 	full, err := m.Logits(seq[:len(seq)-1])
 	if err != nil {
@@ -190,6 +184,20 @@ func TestGreedyIsArgmax(t *testing.T) {
 			t.Fatalf("token %d: log-prob %v, log-softmax %v", i, c.LogProbs[i], lp)
 		}
 	}
+}
+
+// TestGreedyIsArgmax checks temperature 0 against argmax of full-forward
+// logits at every step, and the returned log-probabilities against their
+// log-softmax (float32, ≤ 1e-4 absolute on values of order 1).
+func TestGreedyIsArgmax(t *testing.T) {
+	m := sampleModel(t)
+	s := NewSampler(m, SamplerOptions{})
+	prompt := randPrompt(rand.New(rand.NewPCG(2, 2)), 7, m.d.V)
+	c := generate(t, s, Request{Key: "g", Prompt: prompt, MaxNewTokens: 12})[0]
+	if c.Finish != policy.FinishLength || len(c.Tokens) != 12 || len(c.LogProbs) != 12 {
+		t.Fatalf("got %d tokens, finish %s; want 12, length", len(c.Tokens), c.Finish)
+	}
+	checkGreedy(t, m, prompt, c)
 	// Top-k 1 at any temperature is greedy too.
 	k1 := generate(t, s, Request{Key: "k", Prompt: prompt, MaxNewTokens: 12, Temperature: 1.3, TopK: 1})[0]
 	if !slices.Equal(k1.Tokens, c.Tokens) || !slices.Equal(k1.LogProbs, c.LogProbs) {

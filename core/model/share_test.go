@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -92,18 +91,5 @@ func TestLongPromptDecodeMatchesFullForward(t *testing.T) {
 	m := longModel(t)
 	prompt := randPrompt(rand.New(rand.NewPCG(9, 9)), 2*kernels.KVBlock+7, m.d.V)
 	c := generate(t, NewSampler(m, SamplerOptions{}), Request{Key: "g", Prompt: prompt, MaxNewTokens: 20})[0]
-	seq := append(slices.Clone(prompt), c.Tokens...)
-	full, err := m.Logits(seq[:len(seq)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, tok := range c.Tokens {
-		row := full[(len(prompt)-1+i)*m.d.V : (len(prompt)+i)*m.d.V]
-		if arg := int32(slices.Index(row, slices.Max(row))); arg != tok {
-			t.Fatalf("token %d: greedy sampled %d, argmax is %d", i, tok, arg)
-		}
-		if lp := logSoftmax(row, tok); math.Abs(lp-float64(c.LogProbs[i])) > 1e-4 {
-			t.Fatalf("token %d: log-prob %v, log-softmax %v", i, c.LogProbs[i], lp)
-		}
-	}
+	checkGreedy(t, m, prompt, c)
 }
