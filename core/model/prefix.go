@@ -14,7 +14,7 @@ import (
 // hundreds of KB each, a budget holds at most a few thousand, and comparing
 // token prefixes is far cheaper than one forward pass.
 type prefixCache struct {
-	be      kernels.Backend
+	pool    *kvPool // where entries' caches come back to
 	budget  int64
 	used    int64
 	clock   uint64
@@ -30,8 +30,8 @@ type prefixEntry struct {
 	lastUse uint64
 }
 
-func newPrefixCache(be kernels.Backend, budget int64) *prefixCache {
-	return &prefixCache{be: be, budget: budget}
+func newPrefixCache(pool *kvPool, budget int64) *prefixCache {
+	return &prefixCache{pool: pool, budget: budget}
 }
 
 // lookup returns the entry sharing the longest prefix with prompt and the
@@ -57,14 +57,14 @@ func (c *prefixCache) lookup(prompt []int32) (*prefixEntry, int) {
 func (c *prefixCache) insert(tokens []int32, kv kernels.Tensor, cap int, logits []float32) {
 	bytes := int64(kv.Len()) * 4
 	if len(tokens) == 0 || bytes > c.budget {
-		c.be.Free(kv)
+		c.pool.put(kv)
 		return
 	}
 	c.clock++
 	for _, e := range c.entries {
 		if len(e.tokens) >= len(tokens) && commonPrefix(e.tokens, tokens) == len(tokens) {
 			e.lastUse = c.clock
-			c.be.Free(kv)
+			c.pool.put(kv)
 			return
 		}
 	}
@@ -92,7 +92,7 @@ func (c *prefixCache) insert(tokens []int32, kv kernels.Tensor, cap int, logits 
 
 func (c *prefixCache) drop(e *prefixEntry) {
 	c.used -= e.bytes
-	c.be.Free(e.kv)
+	c.pool.put(e.kv)
 }
 
 // clear drops every entry (the weights changed).

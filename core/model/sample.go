@@ -29,6 +29,9 @@ const rowChunk = 16
 // maxRows bounds the rows of one prefill forward pass (activation memory).
 const maxRows = 2048
 
+// kvPoolBytes bounds the freed KV caches a Sampler keeps for reuse.
+const kvPoolBytes = 256 << 20
+
 // SamplerOptions configure a Sampler.
 type SamplerOptions struct {
 	// BF16 runs the matrix products on bfloat16 copies of the weights
@@ -76,6 +79,7 @@ type Sampler struct {
 	// backend cannot pack; it replaces bw.
 	pk    *packedModel
 	cache *prefixCache
+	pool  *kvPool
 	// prompts holds the filled prompt caches of running sequences by
 	// their tokens' key, for sequences admitted later to share.
 	prompts map[uint64][]*promptKV
@@ -117,7 +121,8 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 		budget = 256 << 20
 	}
 	s := &Sampler{m: m, opts: opts}
-	s.cache = newPrefixCache(m.be, max(budget, 0))
+	s.pool = newKVPool(m.be, kvPoolBytes)
+	s.cache = newPrefixCache(s.pool, max(budget, 0))
 	s.version = m.Version() - 1 // force a refresh on first use
 	return s
 }
@@ -271,18 +276,16 @@ func (m *Model) copyParts(dst, src kvParts, from, n int) {
 func (q *seqState) ownCap() int { return q.cap - q.pn }
 
 // allocOwn gives q its own cache (planPrefill gives it its prompt's).
-func (m *Model) allocOwn(q *seqState) {
+func (s *Sampler) allocOwn(q *seqState) {
 	if c := q.ownCap(); c > 0 {
-		q.kv = m.be.Alloc(m.kvLen(c))
+		q.kv = s.m.kvAlloc(s.pool, c)
 	}
 }
 
 // freeCaches frees q's own cache and drops its share of the prompt cache.
 func (s *Sampler) freeCaches(q *seqState) {
-	if !q.kv.IsZero() {
-		s.m.be.Free(q.kv)
-		q.kv = kernels.Tensor{}
-	}
+	s.pool.put(q.kv)
+	q.kv = kernels.Tensor{}
 	p := q.prompt
 	if p == nil {
 		return
@@ -298,14 +301,14 @@ func (s *Sampler) freeCaches(q *seqState) {
 			delete(s.prompts, k)
 		}
 	}
-	s.m.be.Free(p.kv)
+	s.pool.put(p.kv)
 }
 
-// joinedKV copies q's first n positions into one new cache of capacity n,
+// joinedKV copies q's first n positions into one cache of capacity n,
 // for the prefix cache.
-func (m *Model) joinedKV(q *seqState, n int) kernels.Tensor {
-	kv := m.be.Alloc(m.kvLen(n))
-	m.copyParts(kvParts{own: kv, ocap: n}, q.parts(), 0, n)
+func (s *Sampler) joinedKV(q *seqState, n int) kernels.Tensor {
+	kv := s.m.kvAlloc(s.pool, n)
+	s.m.copyParts(kvParts{own: kv, ocap: n}, q.parts(), 0, n)
 	return kv
 }
 
@@ -682,7 +685,7 @@ func (s *Sampler) sharePrompt(q *seqState, p *prefillPlan, creators map[uint64][
 		}
 	}
 	if blk == nil {
-		q.prompt = &promptKV{kv: s.m.be.Alloc(s.m.kvLen(q.pn)), tokens: slices.Clone(toks), refs: 1}
+		q.prompt = &promptKV{kv: s.m.kvAlloc(s.pool, q.pn), tokens: slices.Clone(toks), refs: 1}
 		creators[key] = append(creators[key], q)
 		return -1
 	}

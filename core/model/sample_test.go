@@ -146,7 +146,7 @@ func testKVDecode(t *testing.T, m *Model) {
 	}
 	P := 21
 	q := &seqState{toks: toks, cap: len(toks), req: &Request{Prompt: toks[:P]}}
-	m.allocOwn(q) // a prompt of 21 tokens has no whole KVBlock to share
+	s.allocOwn(q) // a prompt of 21 tokens has no whole KVBlock to share
 	s.forward([]work{{s: q, from: 0, to: P}}, true)
 	for pos := P; ; pos++ {
 		want := full[(pos-1)*m.d.V : pos*m.d.V]
@@ -517,7 +517,8 @@ func TestPrefixCacheEvictsLRU(t *testing.T) {
 		return Request{Key: "k", Prompt: p, MaxNewTokens: 4, Temperature: 1, Seed: 3}
 	}
 	a, b, c := []int32{1, 2, 3, 4, 5, 6}, []int32{2, 2, 3, 4, 5, 6}, []int32{3, 2, 3, 4, 5, 6}
-	s := NewSampler(m, SamplerOptions{PrefixCacheBytes: int64(2*m.kvLen(len(a)+8)*4 + 1)})
+	// Entries of up to kvGranule positions each take one granule's cache.
+	s := NewSampler(m, SamplerOptions{PrefixCacheBytes: int64(2*m.kvLen(kvGranule)*4 + 1)})
 	turn := func(p []int32, c Completion) []int32 { return append(append(slices.Clone(p), c.Tokens...), 7) }
 	ca := generate(t, s, req(a))[0]
 	generate(t, s, req(b))

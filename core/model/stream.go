@@ -174,7 +174,7 @@ func (st *Stream) step(ctx context.Context) error {
 		adm := slices.Clone(st.pending[:n])
 		st.pending = slices.Delete(st.pending, 0, n)
 		for _, q := range adm {
-			s.m.allocOwn(q)
+			s.allocOwn(q)
 		}
 		if err := s.prefill(ctx, adm); err != nil {
 			for _, q := range adm {
@@ -231,7 +231,7 @@ func (s *Sampler) sampleNext(q *seqState) bool {
 		lg = q.logits
 	}
 	if q.canon > 0 {
-		s.cache.insert(q.toks[:q.canon], s.m.joinedKV(q, q.canon), q.canon, lg)
+		s.cache.insert(q.toks[:q.canon], s.joinedKV(q, q.canon), q.canon, lg)
 	}
 	s.freeCaches(q)
 	return false

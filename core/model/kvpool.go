@@ -1,0 +1,68 @@
+package model
+
+import "whale/kernels"
+
+// kvPool recycles the sampler's KV caches. Every sequence takes an own
+// cache and a prompt cache, and every finished one a prefix-cache entry:
+// thousands a harness iteration, megabytes each. Left to the garbage
+// collector (the CPU backend's Free does nothing) they are allocated and
+// zeroed afresh each time and the heap grows to twice what is live
+// before it is collected. The pool keeps freed caches by length, rounded
+// up to a granule of positions so that lengths recur, up to a byte bound.
+// A cache taken from it holds stale values: every cache is written before
+// it is read (CacheWrite, CacheCopy), so none is ever seen.
+type kvPool struct {
+	be     kernels.Backend
+	free   map[int][]kernels.Tensor // by Len
+	bytes  int64                    // held, at 4 bytes per element
+	budget int64
+}
+
+// kvGranule rounds cache capacities (positions) for the pool.
+const kvGranule = 64
+
+func newKVPool(be kernels.Backend, budget int64) *kvPool {
+	return &kvPool{be: be, free: map[int][]kernels.Tensor{}, budget: budget}
+}
+
+// get returns a cache of at least n elements: the smallest free one of at
+// most twice that, else a new one. (Every user lays a cache out by its
+// capacity in positions and reads only what it wrote, so a longer one
+// serves.)
+func (p *kvPool) get(n int) kernels.Tensor {
+	best := 0
+	for l, ts := range p.free {
+		if len(ts) > 0 && l >= n && l <= 2*n && (best == 0 || l < best) {
+			best = l
+		}
+	}
+	if best == 0 {
+		return p.be.Alloc(n)
+	}
+	l := p.free[best]
+	t := l[len(l)-1]
+	l[len(l)-1] = kernels.Tensor{}
+	p.free[best] = l[:len(l)-1]
+	p.bytes -= int64(best) * 4
+	return t
+}
+
+// put gives t back (or to the backend, past the budget).
+func (p *kvPool) put(t kernels.Tensor) {
+	if t.IsZero() {
+		return
+	}
+	b := int64(t.Len()) * 4
+	if p.bytes+b > p.budget {
+		p.be.Free(t)
+		return
+	}
+	p.free[t.Len()] = append(p.free[t.Len()], t)
+	p.bytes += b
+}
+
+// kvAlloc returns a cache for cap positions from the pool: its length is
+// that of a capacity rounded up to kvGranule, its layout cap's.
+func (m *Model) kvAlloc(p *kvPool, cap int) kernels.Tensor {
+	return p.get(m.kvLen((cap + kvGranule - 1) / kvGranule * kvGranule))
+}
