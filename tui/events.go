@@ -125,9 +125,7 @@ func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
 	}
 	r.spreads = append(r.spreads, rec.ValPassAfter-rec.ValAfter)
 	line := fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f, pass−mean %+.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter, rec.ValPassAfter-rec.ValAfter)
-	if rec.Entropy != nil && rec.KeptFraction != nil {
-		line += fmt.Sprintf(", entropy %.3f, kept %.0f%%", *rec.Entropy, 100**rec.KeptFraction)
-	}
+	line += rec.HealthText()
 	if rec.Forced {
 		line += " (forced)"
 	}

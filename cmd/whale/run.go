@@ -374,7 +374,7 @@ func printEvent(w io.Writer, ev engine.Event) {
 		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, engine.ShortHash(d.Result.Accepted), mark)
 	case engine.PhaseRecord:
 		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, pass-mean %+.3f -> %+.3f%s, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter,
-			d.ValPassBefore-d.ValBefore, d.ValPassAfter-d.ValAfter, healthText(d), d.Calls, d.Rollouts)
+			d.ValPassBefore-d.ValBefore, d.ValPassAfter-d.ValAfter, d.HealthText(), d.Calls, d.Rollouts)
 	case engine.JournaledCommand:
 		line := "control: " + d.Kind
 		if d.Target != "" {
@@ -653,13 +653,4 @@ func progressBar(ended, phases int, ev engine.Event) string {
 		where += fmt.Sprintf(" iteration %d", ev.Iteration)
 	}
 	return fmt.Sprintf("%s%s  %d model calls, %d rollouts", bar, where, ev.Calls, ev.Rollouts)
-}
-
-// healthText is a weight phase's entropy and kept fraction for one line
-// (", entropy 1.234, kept 12%"), empty for other phases.
-func healthText(p engine.PhaseRecord) string {
-	if p.Entropy == nil || p.KeptFraction == nil {
-		return ""
-	}
-	return fmt.Sprintf(", entropy %.3f, kept %.0f%%", *p.Entropy, 100**p.KeptFraction)
 }

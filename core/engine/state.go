@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"whale/core/eval"
 	"whale/core/search"
@@ -137,6 +138,15 @@ type State struct {
 	ControlApplied uint64   `json:"control_applied"`
 	Done           bool     `json:"done"`
 	Summary        *Summary `json:"summary,omitempty"`
+}
+
+// HealthText is a weight phase's entropy and kept fraction for a log line
+// (", entropy 1.234, kept 12%"), empty for a phase without them.
+func (p PhaseRecord) HealthText() string {
+	if p.Entropy == nil || p.KeptFraction == nil {
+		return ""
+	}
+	return fmt.Sprintf(", entropy %.3f, kept %.0f%%", *p.Entropy, 100**p.KeptFraction)
 }
 
 // Health sums a weight phase's per-step figures: the mean token entropy of

@@ -63,6 +63,8 @@ func (p *kvPool) put(t kernels.Tensor) {
 
 // kvAlloc returns a cache for cap positions from the pool: its length is
 // that of a capacity rounded up to kvGranule, its layout cap's.
-func (m *Model) kvAlloc(p *kvPool, cap int) kernels.Tensor {
-	return p.get(m.kvLen((cap + kvGranule - 1) / kvGranule * kvGranule))
-}
+func (m *Model) kvAlloc(p *kvPool, cap int) kernels.Tensor { return p.get(m.kvPoolLen(cap)) }
+
+// kvPoolLen is the length of a pooled cache for cap positions: that of a
+// capacity rounded up to kvGranule.
+func (m *Model) kvPoolLen(cap int) int { return m.kvLen((cap + kvGranule - 1) / kvGranule * kvGranule) }

@@ -51,22 +51,28 @@ func (c *prefixCache) lookup(prompt []int32) (*prefixEntry, int) {
 	return best, bn
 }
 
-// insert takes ownership of kv (capacity cap) holding the K and V of
-// tokens. An entry whose tokens are a prefix of the new one is replaced; a
-// new entry that is a prefix of an existing one is dropped.
-func (c *prefixCache) insert(tokens []int32, kv kernels.Tensor, cap int, logits []float32) {
-	bytes := int64(kv.Len()) * 4
-	if len(tokens) == 0 || bytes > c.budget {
-		c.pool.put(kv)
+// insert adds the K and V of tokens in a cache of capacity cap, which
+// join builds (at least need elements) only once the entry is known to be
+// kept, so a finished sequence is copied only when the cache takes it. An
+// entry whose tokens are a prefix of the new one is replaced; a new entry
+// that is a prefix of an existing one, or larger than the budget, is not
+// made.
+func (c *prefixCache) insert(tokens []int32, cap int, logits []float32, need int, join func() kernels.Tensor) {
+	if len(tokens) == 0 || int64(need)*4 > c.budget {
 		return
 	}
 	c.clock++
 	for _, e := range c.entries {
 		if len(e.tokens) >= len(tokens) && commonPrefix(e.tokens, tokens) == len(tokens) {
 			e.lastUse = c.clock
-			c.pool.put(kv)
 			return
 		}
+	}
+	kv := join()
+	bytes := int64(kv.Len()) * 4
+	if bytes > c.budget {
+		c.pool.put(kv)
+		return
 	}
 	c.entries = slices.DeleteFunc(c.entries, func(e *prefixEntry) bool {
 		if commonPrefix(e.tokens, tokens) == len(e.tokens) {

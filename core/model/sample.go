@@ -164,12 +164,6 @@ func (m *Model) kvLayer(kv kernels.Tensor, cap, l, kind int) kernels.Tensor {
 
 func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
 
-// copyKV copies the first n positions of every layer from src (capacity
-// srcCap) into dst.
-func (m *Model) copyKV(dst kernels.Tensor, dstCap int, src kernels.Tensor, srcCap, n int) {
-	m.copyKVAt(dst, dstCap, 0, src, srcCap, 0, n)
-}
-
 // copyKVAt copies positions srcPos..srcPos+n-1 of every layer from src
 // (capacity srcCap) to positions dstPos.. of dst (capacity dstCap).
 func (m *Model) copyKVAt(dst kernels.Tensor, dstCap, dstPos int, src kernels.Tensor, srcCap, srcPos, n int) {

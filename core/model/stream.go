@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"whale/core/policy"
+	"whale/kernels"
 )
 
 // Continuous batching. A stream keeps a dynamic set of sequences: each
@@ -231,7 +232,7 @@ func (s *Sampler) sampleNext(q *seqState) bool {
 		lg = q.logits
 	}
 	if q.canon > 0 {
-		s.cache.insert(q.toks[:q.canon], s.joinedKV(q, q.canon), q.canon, lg)
+		s.cache.insert(q.toks[:q.canon], q.canon, lg, s.m.kvPoolLen(q.canon), func() kernels.Tensor { return s.joinedKV(q, q.canon) })
 	}
 	s.freeCaches(q)
 	return false
