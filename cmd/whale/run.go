@@ -103,7 +103,7 @@ func newRunCmd() *cobra.Command {
 	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	var proposer, gridKnobs, proposerURL, proposerModel, condition string
 	var fromCkpt string
-	var e, lr float64
+	var e, lr, kl float64
 	var i, budget, rounds, replay, candidates int
 	var seed uint64
 	var headless, asJSON bool
@@ -167,6 +167,9 @@ func newRunCmd() *cobra.Command {
 			if flags.Changed("lr") {
 				cfg.LR = lr
 			}
+			if flags.Changed("kl") {
+				cfg.KL = kl
+			}
 			if condition != "whale" {
 				cfg.Condition = condition
 			}
@@ -229,6 +232,7 @@ func newRunCmd() *cobra.Command {
 	f.IntVar(&i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
 	f.StringVar(&op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
 	f.Float64Var(&lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-4)")
+	f.Float64Var(&kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
 	f.StringVar(&preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
 	f.IntVar(&budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
 	f.IntVar(&rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
@@ -400,7 +404,10 @@ func printSummary(w io.Writer, s engine.Summary) {
 		}
 		fmt.Fprintf(w, "%-8s %5d %9d %9d %9.3f %9.3f %+10.3f %8s %6s\n", p.Kind, p.Round, p.Calls, p.Rollouts, p.ValBefore, p.ValAfter, p.ValPassAfter-p.ValAfter, ent, kept)
 	}
-	fmt.Fprintf(w, "best val mean@8 %.3f; test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.BestValMean8, s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
+	if s.BestValMean8 != nil {
+		fmt.Fprintf(w, "best val mean@8 %.3f; ", *s.BestValMean8)
+	}
+	fmt.Fprintf(w, "test mean@%d %.3f [%.3f, %.3f], pass@%d %.3f\n", s.TestK, s.TestMean8, s.TestCI95[0], s.TestCI95[1], s.TestK, s.TestPass8)
 	fmt.Fprintf(w, "final harness %s, best checkpoint %s\n", engine.ShortHash(s.FinalHarness), s.BestCkpt)
 }
 

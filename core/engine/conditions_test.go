@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"whale/core/weights"
 
 	"whale/kernels"
 )
@@ -366,5 +367,63 @@ func TestExhaustedHarnessSearchFinishes(t *testing.T) {
 		if n := len(st.Phases); n > 120 { // finite, not the 276 rounds of a loop
 			t.Fatalf("%s: %d phases before finishing", cond, n)
 		}
+	}
+}
+
+// With CurveK below TestK the boundaries are measured at CurveK and the
+// best checkpoint once more at TestK, and the final val mean@8 is skipped.
+func TestCurveKMeasuresBoundariesAtItsK(t *testing.T) {
+	sum, e := runCondition(t, "weight-only", func(c *Config) { c.CurveTest, c.CurveK, c.TestK = true, 1, 2 })
+	byK := map[int]int{}
+	valK := map[int]int{}
+	for _, ev := range events(t, e.env.Store, "c") {
+		if ev.Kind != EvEval {
+			continue
+		}
+		var d EvalData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		switch d.Split {
+		case "test":
+			byK[d.Report.K]++
+		case "val":
+			valK[d.Report.K]++
+		}
+	}
+	st := e.State()
+	if want := len(st.Phases) + 1; byK[1] != want || byK[2] != 1 || len(byK) != 2 {
+		t.Fatalf("test measurements by k %v, want %d at k 1 (start and %d boundaries) and 1 at k 2", byK, want, len(st.Phases))
+	}
+	if valK[8] != 0 || sum.BestValMean8 != nil {
+		t.Fatalf("final val mean@8 measured (%v, %v) in a run with learning curves", valK, sum.BestValMean8)
+	}
+	if sum.TestK != 2 {
+		t.Fatalf("summary test k %d, want TestK 2", sum.TestK)
+	}
+	bad := tinyConfig(t)
+	bad.CurveK = 1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "curve_k") {
+		t.Fatalf("curve_k without curve_test: %v", err)
+	}
+}
+
+// RSFT with a KL penalty trains against the phase's starting weights: a
+// run takes its steps with the reference loaded, and differs from the
+// unpenalised run's weights; dpo refuses the field (its β is its own).
+func TestRSFTKLRunsAgainstThePhaseStart(t *testing.T) {
+	plain, _ := runCondition(t, "weight-only", nil)
+	sum, e := runCondition(t, "weight-only", func(c *Config) { c.KL = 2 })
+	op, ok := e.op.(*weights.RSFT)
+	if !ok || op.Ref == nil || op.KLBeta != 2 {
+		t.Fatalf("operator %T with reference %v", e.op, ok && op.Ref != nil)
+	}
+	if sum.FinalWeights == plain.FinalWeights {
+		t.Fatal("the KL penalty left the weights as the plain run's")
+	}
+	bad := tinyConfig(t)
+	bad.Operator, bad.KL = "dpo", 0.1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "kl") {
+		t.Fatalf("kl with dpo: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -34,6 +35,13 @@ type Config struct {
 	// the start), for learning curves. Those rollouts are evaluation: never
 	// budgeted and never used to select anything.
 	CurveTest bool `json:"curve_test,omitempty"`
+	// CurveK is the k of those boundary measurements (0: TestK). A smaller
+	// k makes long benches affordable: a boundary costs TestTasks × CurveK
+	// rollouts, while the final test of the best checkpoint stays at TestK.
+	// With CurveTest the run also skips the final val mean@8 of the best
+	// checkpoint (Summary.BestValMean8): its test curve shows the selected
+	// checkpoint without the selection's optimism already.
+	CurveK int `json:"curve_k,omitempty"`
 
 	// Schedule is "fixed" (E, I) or "adaptive".
 	Schedule string  `json:"schedule"`
@@ -50,6 +58,10 @@ type Config struct {
 	Replay    int     `json:"replay,omitempty"`
 	Threshold float64 `json:"threshold"`
 	LR        float64 `json:"lr"`
+	// KL, when > 0, penalises the divergence of the trained samples from
+	// the phase's starting weights (rsft and grpo: the k3 estimate, weight
+	// KL), so a weight phase keeps more of the diversity it starts with.
+	KL float64 `json:"kl,omitempty"`
 
 	// PromptsPerStep (P) train tasks per weight step, each sampled Group
 	// (G) times; an epoch is TrainTasks/P steps.
@@ -196,6 +208,14 @@ func (c Config) conditionName() string {
 	return c.Condition
 }
 
+// curveK is the k of the boundary test measurements.
+func (c Config) curveK() int {
+	if c.CurveK > 0 {
+		return c.CurveK
+	}
+	return c.TestK
+}
+
 // StepsPerEpoch is the number of weight steps in one pass over the train
 // tasks.
 func (c Config) StepsPerEpoch() int { return max(1, c.TrainTasks/max(1, c.PromptsPerStep)) }
@@ -228,6 +248,8 @@ func (c Config) Validate() error {
 		return bad("threshold", "%v outside [0, 1]", c.Threshold)
 	case !(c.LR > 0):
 		return bad("lr", "%v (want > 0)", c.LR)
+	case !(c.KL >= 0) || math.IsInf(c.KL, 0) || (c.KL > 0 && c.Operator == "dpo"):
+		return bad("kl", "%v (want a finite β ≥ 0, with the rsft or grpo operator; dpo's β is its own)", c.KL)
 	case c.PromptsPerStep < 1 || c.Group < 1 || c.TrainTasks < c.PromptsPerStep:
 		return bad("prompts_per_step", "P=%d, G=%d, train tasks %d (want P, G ≥ 1 and at least P train tasks)", c.PromptsPerStep, c.Group, c.TrainTasks)
 	case c.Proposer != "" && c.Proposer != "fragment" && c.Proposer != "mutation" && c.Proposer != "grid" && c.Proposer != "llm":
@@ -244,6 +266,8 @@ func (c Config) Validate() error {
 		return bad("candidates", "M=%d with %d val, %d audit, %d test tasks (want M, val, test ≥ 1)", c.Candidates, c.ValTasks, c.AuditTasks, c.TestTasks)
 	case c.ValK < 1 || c.TestK < 1:
 		return bad("val_k", "val k %d, test k %d (want ≥ 1)", c.ValK, c.TestK)
+	case c.CurveK < 0 || (c.CurveK > 0 && !c.CurveTest):
+		return bad("curve_k", "%d (want ≥ 0, and set only with curve_test)", c.CurveK)
 	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
 		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
 	case c.MaxNewTokens < 1:

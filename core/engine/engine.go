@@ -355,11 +355,11 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	}
 	switch cfg.Operator {
 	case "rsft":
-		e.op = &weights.RSFT{Trainer: e.trainer, Threshold: cfg.Threshold}
+		e.op = &weights.RSFT{Trainer: e.trainer, Threshold: cfg.Threshold, KLBeta: cfg.KL, Model: env.Model}
 	case "dpo":
 		e.op = &weights.DPO{Model: env.Model, Trainer: e.trainer, Beta: 0.1, Threshold: cfg.Threshold}
 	case "grpo":
-		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, Threshold: cfg.Threshold}
+		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, KLBeta: cfg.KL, Threshold: cfg.Threshold}
 	}
 	for _, sp := range []struct {
 		name string

@@ -308,21 +308,21 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep}))
 }
 
-// evalTest measures test mean@TestK of the current weights under harness
+// evalTest measures test mean@CurveK of the current weights under harness
 // hash, for learning curves only.
 func (e *Engine) evalTest(ctx context.Context, hash string) (float64, error) {
-	rep, err := e.testReport(ctx, e.st.Weights, hash)
+	rep, err := e.testReport(ctx, e.st.Weights, hash, e.Cfg.curveK())
 	return rep.MeanAtK, err
 }
 
-// testReport measures test mean@TestK of weights (the loaded ones, whose
-// blob is weights) under harness hash, once per pair (State.TestSeen).
-func (e *Engine) testReport(ctx context.Context, weights, hash string) (eval.Report, error) {
-	key := weights + "|" + hash
+// testReport measures test mean@k of weights (the loaded ones, whose blob
+// is weights) under harness hash, once per pair and k (State.TestSeen).
+func (e *Engine) testReport(ctx context.Context, weights, hash string, k int) (eval.Report, error) {
+	key := testKey(weights, hash, k, e.Cfg.TestK)
 	if rep, ok := e.st.TestSeen[key]; ok {
 		return rep, nil
 	}
-	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, e.Cfg.TestK)
+	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, k)
 	if err != nil {
 		return rep, err
 	}
@@ -333,6 +333,15 @@ func (e *Engine) testReport(ctx context.Context, weights, hash string) (eval.Rep
 		e.st.TestSeen[key] = rep
 	}
 	return rep, nil
+}
+
+// testKey is State.TestSeen's key: "WEIGHTS|HARNESS", with "|k" when k is
+// not TestK (runs stored before CurveK keep their keys).
+func testKey(weights, hash string, k, testK int) string {
+	if k == testK {
+		return weights + "|" + hash
+	}
+	return fmt.Sprintf("%s|%s|%d", weights, hash, k)
 }
 
 // evalVal measures the incumbent's val mean@ValK and pass@ValK.
@@ -354,10 +363,10 @@ func (e *Engine) beginPhase(p Phase) error {
 	return e.emit(EvPhaseStarted, mustJSON(PhaseStartedData{Kind: p, Round: e.st.Round, Harness: e.st.Archive.Incumbent}))
 }
 
-// prepareReference loads the phase's starting weights as DPO's or GRPO's
-// frozen reference.
+// prepareReference loads the phase's starting weights as the operator's
+// frozen reference: DPO's and GRPO's, and RSFT's when it has a KL penalty.
 func (e *Engine) prepareReference() error {
-	if e.Cfg.Operator == "rsft" || e.st.PhaseWeights == "" {
+	if (e.Cfg.Operator == "rsft" && e.Cfg.KL == 0) || e.st.PhaseWeights == "" {
 		return nil
 	}
 	if e.ref == nil {
@@ -378,6 +387,8 @@ func (e *Engine) prepareReference() error {
 	case *weights.DPO:
 		op.Ref = e.ref
 	case *weights.GRPO:
+		op.Ref = e.ref
+	case *weights.RSFT:
 		op.Ref = e.ref
 	}
 	return nil
@@ -475,8 +486,9 @@ func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	return id, e.emit(EvCheckpoint, mustJSON(CheckpointData{ID: id, Weights: e.st.Weights, Harness: rec.Harness}))
 }
 
-// finish evaluates the best-val checkpoint on test (k = TestK) and val
-// (k = 8) — never selecting on test — and records the summary.
+// finish evaluates the best-val checkpoint on test (k = TestK) and, unless
+// the run measures learning curves, val (k = 8) — never selecting on test —
+// and records the summary.
 func (e *Engine) finish(ctx context.Context) error {
 	c, err := e.env.Store.GetCheckpoint(e.st.BestCkpt)
 	if err != nil {
@@ -490,13 +502,17 @@ func (e *Engine) finish(ctx context.Context) error {
 	if err := e.loadWeights(man.Weights); err != nil {
 		return err
 	}
-	test, err := e.testReport(ctx, man.Weights, man.Harness)
+	test, err := e.testReport(ctx, man.Weights, man.Harness, e.Cfg.TestK)
 	if err != nil {
 		return err
 	}
-	val8, err := e.evalSplit(ctx, data.SplitVal, e.val, man.Harness, 8)
-	if err != nil {
-		return err
+	var val8 *float64
+	if !e.Cfg.CurveTest {
+		rep, err := e.evalSplit(ctx, data.SplitVal, e.val, man.Harness, 8)
+		if err != nil {
+			return err
+		}
+		val8 = &rep.MeanAtK
 	}
 	if err := e.loadWeights(final); err != nil {
 		return err
@@ -506,7 +522,7 @@ func (e *Engine) finish(ctx context.Context) error {
 	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Condition: e.Cfg.Condition, Rounds: e.st.Round, TestStart: e.st.TestStart,
 		Rollouts: e.st.Ledger.Episodes(), EvalRollouts: e.st.Ledger.Eval, ModelCalls: e.st.Ledger.Budgeted(), EvalCalls: e.st.Ledger.EvalCalls,
 		Phases:      e.st.Phases,
-		BestValMean: e.st.BestVal, BestValMean8: val8.MeanAtK, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
+		BestValMean: e.st.BestVal, BestValMean8: val8, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt,
 		Entropy: runEntropy(e.st.Phases)}
 	e.st.Summary, e.st.Done = sum, true

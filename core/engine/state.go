@@ -195,18 +195,20 @@ type Summary struct {
 	EvalRollouts int    `json:"eval_rollouts"`
 	// ModelCalls is the budget spent (training and scoring completions,
 	// voting samples included); EvalCalls the evaluation's.
-	ModelCalls   int           `json:"model_calls"`
-	EvalCalls    int           `json:"eval_calls"`
-	Phases       []PhaseRecord `json:"phases"`
-	BestValMean  float64       `json:"best_val_mean_at_k"`
-	BestValMean8 float64       `json:"best_val_mean_at_8"`
-	TestMean8    float64       `json:"test_mean_at_8"`
-	TestPass8    float64       `json:"test_pass_at_8"`
-	TestCI95     [2]float64    `json:"test_ci95"`
-	TestK        int           `json:"test_k"`
-	FinalHarness string        `json:"final_harness"`
-	FinalWeights string        `json:"final_weights"`
-	BestCkpt     string        `json:"best_checkpoint"`
+	ModelCalls  int           `json:"model_calls"`
+	EvalCalls   int           `json:"eval_calls"`
+	Phases      []PhaseRecord `json:"phases"`
+	BestValMean float64       `json:"best_val_mean_at_k"`
+	// BestValMean8 re-measures the best checkpoint on val at k = 8 (nil
+	// in runs with learning curves, Config.CurveK).
+	BestValMean8 *float64   `json:"best_val_mean_at_8,omitempty"`
+	TestMean8    float64    `json:"test_mean_at_8"`
+	TestPass8    float64    `json:"test_pass_at_8"`
+	TestCI95     [2]float64 `json:"test_ci95"`
+	TestK        int        `json:"test_k"`
+	FinalHarness string     `json:"final_harness"`
+	FinalWeights string     `json:"final_weights"`
+	BestCkpt     string     `json:"best_checkpoint"`
 	// TestStart is test mean@8 before any phase (Config.CurveTest).
 	TestStart *float64 `json:"test_start,omitempty"`
 	// Entropy is the mean token entropy of the weight steps' sampled
