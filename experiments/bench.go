@@ -33,9 +33,13 @@ type Plan struct {
 	Preset     string
 	// Budget is the training + harness-scoring rollouts of every run.
 	Budget int
-	// E and I are WHALE-fixed's point (the reference default 0.6, 6).
+	// E and I are WHALE-fixed's point; 0 takes the preset's (small: 0.2,
+	// 2, one of the reference's ablations; its main setting is 0.6, 6).
 	E float64
 	I int
+	// CurveK is the k of the learning curves' test measurements at every
+	// phase boundary (engine.Config.CurveK; 0: the preset's TestK).
+	CurveK int
 	// FastSlowE sizes fast-slow's weight steps per cycle ("a few").
 	FastSlowE float64
 	// DataSeed seeds the domains' splits (the base model's).
@@ -87,14 +91,19 @@ func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Seed, cfg.DataSeed, cfg.Budget, cfg.MaxRounds, cfg.CurveTest = seed, p.DataSeed, p.Budget, 0, true
+	cfg.Seed, cfg.DataSeed, cfg.Budget, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, p.Budget, 0, true, p.CurveK
 	switch cond {
 	case "weight-only", "harness-only", "staged":
 		cfg.Condition = cond
 	case "fast-slow":
 		cfg.Condition, cfg.E, cfg.I = cond, p.FastSlowE, 1
 	case "whale-fixed":
-		cfg.E, cfg.I = p.E, p.I
+		if p.E > 0 {
+			cfg.E = p.E
+		}
+		if p.I > 0 {
+			cfg.I = p.I
+		}
 	case "whale-adaptive":
 		cfg.Schedule = "adaptive"
 	default:

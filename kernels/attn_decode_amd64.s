@@ -323,6 +323,57 @@ TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-56
 	MOVQ n8+48(FP), CX
 	XORQ AX, AX
 
+	// 32 positions a pass: eight accumulators (Y0-Y3 row 0, Y4-Y7 row 1),
+	// so eight FMA chains are in flight, two per cycle at four cycles'
+	// latency; four would leave half the FMA units idle.
+s2b32:
+	LEAQ   32(AX), BX
+	CMPQ   BX, CX
+	JGT    s2b16
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	LEAQ   (DX)(AX*4), BX
+	XORQ   R14, R14
+
+s2b32d:
+	VMOVUPS      (BX), Y8
+	VMOVUPS      32(BX), Y9
+	VMOVUPS      64(BX), Y10
+	VMOVUPS      96(BX), Y11
+	VBROADCASTSS (SI)(R14*1), Y12
+	VFMADD231PS  Y8, Y12, Y0
+	VFMADD231PS  Y9, Y12, Y1
+	VFMADD231PS  Y10, Y12, Y2
+	VFMADD231PS  Y11, Y12, Y3
+	VBROADCASTSS (R11)(R14*1), Y13
+	VFMADD231PS  Y8, Y13, Y4
+	VFMADD231PS  Y9, Y13, Y5
+	VFMADD231PS  Y10, Y13, Y6
+	VFMADD231PS  Y11, Y13, Y7
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s2b32d
+
+	LEAQ    (DI)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	ADDQ    R8, BX
+	VMOVUPS Y4, (BX)
+	VMOVUPS Y5, 32(BX)
+	VMOVUPS Y6, 64(BX)
+	VMOVUPS Y7, 96(BX)
+	ADDQ    $32, AX
+	JMP     s2b32
+
 s2b16:
 	LEAQ   16(AX), BX
 	CMPQ   BX, CX

@@ -129,3 +129,28 @@ func FuzzAttnDecode(f *testing.F) {
 		eachImpl(t, func(t *testing.T) { testAttnDecode(t, rand.New(rand.NewPCG(seed, 2)), rr, h, nn, int(pad)%9) })
 	})
 }
+
+// BenchmarkAttnDecode times the score and mix kernels alone on one KV
+// head of the base model's shape (hd 32, two query rows) over 640 cached
+// positions, which stay in L2: what the kernels reach when memory is not
+// the limit.
+func BenchmarkAttnDecode(b *testing.B) {
+	const rows, hd, n = 2, 32, 640
+	r := rand.New(rand.NewPCG(1, 2))
+	q, k, s := make([]float32, rows*hd), make([]float32, hd*n), make([]float32, rows*n)
+	o := make([]float32, rows*hd)
+	randFill(r, q)
+	randFill(r, k)
+	b.Run("scores", func(b *testing.B) {
+		b.SetBytes(int64(4 * hd * n))
+		for i := 0; i < b.N; i++ {
+			attnScores(rows, s, n, q, hd, k, n, n)
+		}
+	})
+	b.Run("mix", func(b *testing.B) {
+		b.SetBytes(int64(4 * hd * n))
+		for i := 0; i < b.N; i++ {
+			attnMix(rows, o, s, n, k, n, hd, n)
+		}
+	})
+}

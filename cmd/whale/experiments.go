@@ -97,7 +97,11 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	}
 	f.modelName, f.modelHash = b.Name, b.SHA256
 	dataSeed := b.DataSeed
-	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: 0.6, I: 6, FastSlowE: 0.1,
+	pre, err := engine.Preset(f.preset, ds[0])
+	if err != nil {
+		return p, experiments.Env{}, usageError{err}
+	}
+	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: pre.E, I: pre.I, FastSlowE: 0.1,
 		DataSeed: dataSeed, Prefix: prefix}
 	db, err := openStore(f.dbPath)
 	if err != nil {
@@ -221,14 +225,14 @@ func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
 	var out, conds string
 	var e float64
-	var i int
+	var i, curveK int
 	c := &cobra.Command{
 		Use:   "conditions --domain D|all",
 		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
 		Long: "Runs every condition × domain × seed as a stored run (so an interrupted bench resumes where it\n" +
 			"stopped), each with the same training + harness-scoring rollout budget, and writes RESULTS.md,\n" +
 			"results.csv and one chart per domain to --out. Test scores are each run's best-val checkpoint's;\n" +
-			"the learning curves measure test mean@8 at every phase boundary without selecting on it.\n" +
+			"the learning curves measure test mean@k (--curve-k) at every phase boundary without selecting on it.\n" +
 			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -237,7 +241,13 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			defer env.Store.Close()
-			p.E, p.I = e, i
+			if e > 0 {
+				p.E = e
+			}
+			if i > 0 {
+				p.I = i
+			}
+			p.CurveK = curveK
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
 			}
@@ -246,7 +256,7 @@ func newBenchConditionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds,
+			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
 				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0))}
 			if err := report.Write(out, runs, meta); err != nil {
 				return err
@@ -265,8 +275,9 @@ func newBenchConditionsCmd() *cobra.Command {
 	f.add(c, 3)
 	c.Flags().StringVar(&out, "out", "docs/results", "folder for RESULTS.md, results.csv and the charts")
 	c.Flags().StringVar(&conds, "conditions", "", "comma-separated subset of the conditions (default: all six)")
-	c.Flags().Float64Var(&e, "E", 0.6, "WHALE-fixed: weight steps per cycle as a fraction of an epoch")
-	c.Flags().IntVar(&i, "I", 6, "WHALE-fixed: harness iterations per cycle")
+	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
+	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
+	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c
 }
 

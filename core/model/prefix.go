@@ -14,24 +14,55 @@ import (
 // hundreds of KB each, a budget holds at most a few thousand, and comparing
 // token prefixes is far cheaper than one forward pass.
 type prefixCache struct {
-	pool    *kvPool // where entries' caches come back to
+	// release gives an entry's caches back when it is dropped: its own
+	// cache to the pool, its share of a prompt cache to the sampler.
+	release func(entryKV)
 	budget  int64
 	used    int64
 	clock   uint64
 	entries []*prefixEntry
 }
 
+// entryKV is where an entry's K and V are: the caches of the finished
+// sequence it was, taken over rather than copied — its share of a prompt
+// cache (positions before pn; nil when pn is 0) and its own cache.
+type entryKV struct {
+	pre  *promptKV
+	own  kernels.Tensor
+	pn   int
+	ocap int
+}
+
+// parts is e's positions as kvParts.
+func (e entryKV) parts() kvParts {
+	p := kvParts{own: e.own, pn: e.pn, ocap: e.ocap}
+	if e.pre != nil {
+		p.pre = e.pre.kv
+	}
+	return p
+}
+
+// bytes counts the own cache and the whole prompt cache: a prompt cache
+// shared by several entries is counted in each, so the budget errs on the
+// side of memory.
+func (e entryKV) bytes() int64 {
+	n := int64(e.own.Len())
+	if e.pre != nil {
+		n += int64(e.pre.kv.Len())
+	}
+	return 4 * n
+}
+
 type prefixEntry struct {
-	tokens  []int32        // the tokens whose K and V the cache holds
-	kv      kernels.Tensor // layout of seqState.kv
-	cap     int
+	tokens  []int32 // the tokens whose K and V the caches hold
+	kv      entryKV
 	logits  []float32 // next-token logits after tokens
 	bytes   int64
 	lastUse uint64
 }
 
-func newPrefixCache(pool *kvPool, budget int64) *prefixCache {
-	return &prefixCache{pool: pool, budget: budget}
+func newPrefixCache(release func(entryKV), budget int64) *prefixCache {
+	return &prefixCache{release: release, budget: budget}
 }
 
 // lookup returns the entry sharing the longest prefix with prompt and the
@@ -51,14 +82,14 @@ func (c *prefixCache) lookup(prompt []int32) (*prefixEntry, int) {
 	return best, bn
 }
 
-// insert adds the K and V of tokens in a cache of capacity cap, which
-// join builds (at least need elements) only once the entry is known to be
-// kept, so a finished sequence is copied only when the cache takes it. An
-// entry whose tokens are a prefix of the new one is replaced; a new entry
-// that is a prefix of an existing one, or larger than the budget, is not
-// made.
-func (c *prefixCache) insert(tokens []int32, cap int, logits []float32, need int, join func() kernels.Tensor) {
-	if len(tokens) == 0 || int64(need)*4 > c.budget {
+// insert adds the K and V of tokens, held by the caches kv (of need bytes)
+// that a finished sequence hands over: take is called, and the caches
+// change hands, only once the entry is known to be kept — nothing is
+// copied. An entry whose tokens are a prefix of the new one is replaced; a
+// new entry that is a prefix of an existing one, or larger than the
+// budget, is not made, and the sequence keeps its caches.
+func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take func() entryKV) {
+	if len(tokens) == 0 || need > c.budget {
 		return
 	}
 	c.clock++
@@ -68,12 +99,8 @@ func (c *prefixCache) insert(tokens []int32, cap int, logits []float32, need int
 			return
 		}
 	}
-	kv := join()
-	bytes := int64(kv.Len()) * 4
-	if bytes > c.budget {
-		c.pool.put(kv)
-		return
-	}
+	kv := take()
+	bytes := kv.bytes()
 	c.entries = slices.DeleteFunc(c.entries, func(e *prefixEntry) bool {
 		if commonPrefix(e.tokens, tokens) == len(e.tokens) {
 			c.drop(e)
@@ -82,7 +109,7 @@ func (c *prefixCache) insert(tokens []int32, cap int, logits []float32, need int
 		return false
 	})
 	// Clone the logits: the caller's slice is part of a whole batch's.
-	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, cap: cap, logits: slices.Clone(logits), bytes: bytes, lastUse: c.clock})
+	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, logits: slices.Clone(logits), bytes: bytes, lastUse: c.clock})
 	c.used += bytes
 	for c.used > c.budget {
 		oldest := 0
@@ -98,7 +125,7 @@ func (c *prefixCache) insert(tokens []int32, cap int, logits []float32, need int
 
 func (c *prefixCache) drop(e *prefixEntry) {
 	c.used -= e.bytes
-	c.pool.put(e.kv)
+	c.release(e.kv)
 }
 
 // clear drops every entry (the weights changed).

@@ -122,7 +122,10 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	}
 	s := &Sampler{m: m, opts: opts}
 	s.pool = newKVPool(m.be, kvPoolBytes)
-	s.cache = newPrefixCache(s.pool, max(budget, 0))
+	s.cache = newPrefixCache(func(e entryKV) {
+		s.pool.put(e.own)
+		s.releasePrompt(e.pre)
+	}, max(budget, 0))
 	s.version = m.Version() - 1 // force a refresh on first use
 	return s
 }
@@ -280,11 +283,29 @@ func (s *Sampler) allocOwn(q *seqState) {
 func (s *Sampler) freeCaches(q *seqState) {
 	s.pool.put(q.kv)
 	q.kv = kernels.Tensor{}
-	p := q.prompt
+	s.releasePrompt(q.prompt)
+	q.prompt = nil
+}
+
+// takeCaches hands q's caches over to the prefix cache (which gives them
+// back through releasePrompt and the pool when it drops the entry).
+func (s *Sampler) takeCaches(q *seqState) entryKV {
+	e := entryKV{pre: q.prompt, own: q.kv, pn: q.pn, ocap: q.ownCap()}
+	q.kv, q.prompt = kernels.Tensor{}, nil
+	return e
+}
+
+// takenBytes is what takeCaches would hand over, as entryKV.bytes counts.
+func (s *Sampler) takenBytes(q *seqState) int64 {
+	return entryKV{pre: q.prompt, own: q.kv}.bytes()
+}
+
+// releasePrompt drops one share of the prompt cache p (nil: none); the
+// last share frees it.
+func (s *Sampler) releasePrompt(p *promptKV) {
 	if p == nil {
 		return
 	}
-	q.prompt = nil
 	if p.refs--; p.refs > 0 {
 		return
 	}
@@ -296,14 +317,6 @@ func (s *Sampler) freeCaches(q *seqState) {
 		}
 	}
 	s.pool.put(p.kv)
-}
-
-// joinedKV copies q's first n positions into one cache of capacity n,
-// for the prefix cache.
-func (s *Sampler) joinedKV(q *seqState, n int) kernels.Tensor {
-	kv := s.m.kvAlloc(s.pool, n)
-	s.m.copyParts(kvParts{own: kv, ocap: n}, q.parts(), 0, n)
-	return kv
 }
 
 // inferScratch holds one inference forward pass's activations for R rows
@@ -624,7 +637,7 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 		}
 		ready := s.sharePrompt(q, p, creators, waveOf)
 		if e, n := s.cache.lookup(q.req.Prompt); e != nil && n > p.start {
-			entry := kvParts{own: e.kv, ocap: e.cap}
+			entry := e.kv.parts()
 			if n == P && len(e.logits) > 0 && len(e.tokens) == P {
 				s.m.copyParts(q.parts(), entry, p.start, P)
 				q.n, q.canon, q.logits, p.start = P, P, e.logits, P

@@ -59,16 +59,19 @@ func TestSharedPromptIsExact(t *testing.T) {
 	}
 	got2 := generate(t, s, turn2...)
 	// Next turns (one prefill) share the blocks whose tokens an earlier
-	// prompt of theirs has: the first of the shortest prompt's, two of the
-	// middle one's, and the longest one's three where two completions
-	// begin with the same token.
+	// prompt of theirs has, or a first turn's prompt cache, which the
+	// prefix cache's entries keep (the finished sequences' caches are
+	// taken over, not copied): the first block of the shortest prompt's
+	// and two of the middle one's, for all five samples, and the longest
+	// one's three where two completions begin with the same token.
 	for i, r := range turn2 {
 		pn := prefixLen(len(r.Prompt))
-		for _, e := range turn2[:i] {
-			if pn > 0 && len(e.Prompt) >= pn && slices.Equal(e.Prompt[:pn], r.Prompt[:pn]) {
-				wantShared += int64(pn)
-				break
-			}
+		shares := func(e Request) bool {
+			return pn > 0 && len(e.Prompt) >= pn && slices.Equal(e.Prompt[:pn], r.Prompt[:pn])
+		}
+		kept := func(e Request) bool { return prefixLen(len(e.Prompt)) == pn && shares(e) }
+		if slices.ContainsFunc(turn2[:i], shares) || slices.ContainsFunc(turn1, kept) {
+			wantShared += int64(pn)
 		}
 	}
 	if st := s.Stats(); st.SharedTokens != wantShared {
@@ -92,4 +95,37 @@ func TestLongPromptDecodeMatchesFullForward(t *testing.T) {
 	prompt := randPrompt(rand.New(rand.NewPCG(9, 9)), 2*kernels.KVBlock+7, m.d.V)
 	c := generate(t, NewSampler(m, SamplerOptions{}), Request{Key: "g", Prompt: prompt, MaxNewTokens: 20})[0]
 	checkGreedy(t, m, prompt, c)
+}
+
+// TestPrefixEntriesHoldPromptCaches: a finished sequence's caches pass to
+// the prefix cache whole, its share of a prompt cache included, so the
+// prompt cache stays offered to later prompts while an entry holds it; the
+// last entry dropped frees it, whether evicted or cleared.
+func TestPrefixEntriesHoldPromptCaches(t *testing.T) {
+	m := longModel(t)
+	rng := rand.New(rand.NewPCG(2, 7))
+	prompt := randPrompt(rng, 2*kernels.KVBlock+5, m.d.V)
+	s := NewSampler(m, SamplerOptions{})
+	var reqs []Request
+	for g := 0; g < 3; g++ {
+		reqs = append(reqs, Request{Key: fmt.Sprintf("g%d", g), Prompt: prompt, MaxNewTokens: 6, Temperature: 1, Seed: 1})
+	}
+	generate(t, s, reqs...)
+	if n := len(s.cache.entries); n != 3 {
+		t.Fatalf("%d prefix entries, want one per finished sample (3)", n)
+	}
+	p := s.livePrompt(prompt[:2*kernels.KVBlock])
+	if p == nil || p.refs != 3 {
+		t.Fatalf("prompt cache after the samples finished: %+v, want it live with the 3 entries' shares", p)
+	}
+	// A later request with the same first blocks shares them again.
+	before := s.Stats().SharedTokens
+	generate(t, s, Request{Key: "later", Prompt: append(slices.Clone(prompt), 9), MaxNewTokens: 2, Temperature: 1, Seed: 1})
+	if got := s.Stats().SharedTokens - before; got != 2*kernels.KVBlock {
+		t.Fatalf("later request shared %d positions, want %d", got, 2*kernels.KVBlock)
+	}
+	s.cache.clear()
+	if len(s.prompts) != 0 || p.refs != 0 {
+		t.Fatalf("after clear: %d live prompt caches, refs %d; want none", len(s.prompts), p.refs)
+	}
 }

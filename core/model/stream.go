@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"whale/core/policy"
-	"whale/kernels"
 )
 
 // Continuous batching. A stream keeps a dynamic set of sequences: each
@@ -232,7 +231,7 @@ func (s *Sampler) sampleNext(q *seqState) bool {
 		lg = q.logits
 	}
 	if q.canon > 0 {
-		s.cache.insert(q.toks[:q.canon], q.canon, lg, s.m.kvPoolLen(q.canon), func() kernels.Tensor { return s.joinedKV(q, q.canon) })
+		s.cache.insert(q.toks[:q.canon], lg, s.takenBytes(q), func() entryKV { return s.takeCaches(q) })
 	}
 	s.freeCaches(q)
 	return false

@@ -53,14 +53,15 @@ var (
 // Chart renders the domain's chart as PNG bytes: score against budgeted
 // rollouts, one line per condition (mean over finished seeds, each seed drawn
 // thinly behind it) and the phases of the domain's first finished
-// whale-fixed run shaded. It assumes runs passed Validate.
-func Chart(runs []Run, domain string) ([]byte, error) {
+// whale-fixed run shaded; meta names the boundary measurement. It assumes
+// runs passed Validate.
+func Chart(runs []Run, domain string, meta Meta) ([]byte, error) {
 	runs = sortedRuns(runs)
 	p := plot.New()
 	p.Title.Text = domain + ": score against the budget spent"
 	p.X.Label.Text = "model calls (train + search)"
 	p.X.Tick.Marker = niceTicks{rolloutLabel}
-	p.Y.Label.Text = "test mean@8 (points)"
+	p.Y.Label.Text = meta.curveLabel() + " (points)"
 	p.Y.Tick.Marker = niceTicks{pointLabel}
 	p.Add(plotter.NewGrid())
 
@@ -144,7 +145,7 @@ func Chart(runs []Run, domain string) ([]byte, error) {
 		}
 	}
 	if anyVal {
-		p.Y.Label.Text = "test mean@8 (points; val mean@k for runs without test points)"
+		p.Y.Label.Text = meta.curveLabel() + " (points; val mean@k for runs without test points)"
 	}
 	if !anyLine {
 		p.Title.Text = domain + ": no finished run to draw"

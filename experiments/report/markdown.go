@@ -88,7 +88,7 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 	writeMissing(b, runs, cells, domain, meta)
 	writeVerdict(b, runs, cells, domain)
 	for _, w := range []string{WhaleFixed, WhaleAdaptive} {
-		writeAttribution(b, runs, domain, w)
+		writeAttribution(b, runs, domain, w, meta)
 	}
 }
 
@@ -282,7 +282,7 @@ func diffCI(d Diff) string {
 // writeAttribution shows, for one WHALE condition, what each round's weight
 // and harness phases gained (mean over seeds), and reads the bottleneck off
 // those gains next to harness-only's first phase on the base weights.
-func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
+func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string, meta Meta) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	var fin []Run
 	for _, r := range runs {
@@ -352,7 +352,7 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string) {
 		}
 		p("| %d | %s | %s | %s | %s |\n", rd, w, h, rw, rh)
 	}
-	p("\nGains are points on test (val where a boundary has no test score), after minus before each phase; gains and model calls are means over the %s that ran such a phase in that round.\n\n", plural(len(fin), "finished seed"))
+	p("\nGains are points of %s (val where a boundary has no test score), after minus before each phase; gains and model calls are means over the %s that ran such a phase in that round.\n\n", meta.curveLabel(), plural(len(fin), "finished seed"))
 
 	var base []float64
 	for _, r := range runs {

@@ -27,7 +27,7 @@ type Point struct {
 	Phase      string  `json:"phase"`       // "weights" or "harness": the phase that just ended ("start" for the point before any phase)
 	Round      int     `json:"round"`
 	Val        float64 `json:"val"`  // val mean@k at the boundary (k = ValK of the run)
-	Test       float64 `json:"test"` // test mean@8 at the boundary, if HasTest
+	Test       float64 `json:"test"` // test mean@k at the boundary (k: Meta.CurveK), if HasTest
 	HasTest    bool    `json:"has_test"`
 	// ValPass is val pass@k at the boundary (ValPass − Val: how much the k
 	// samples of a task still disagree); HasPass is false for runs stored
@@ -91,7 +91,18 @@ type Meta struct {
 	Preset  string
 	Budget  int // rollout budget per run
 	Seeds   int
-	Notes   []string // free paragraphs the integrator adds (e.g. what the base model is)
+	// CurveK is the k of the runs' test measurements at phase boundaries
+	// (the curves and the per-round gains; 0: 8, the best checkpoint's).
+	CurveK int
+	Notes  []string // free paragraphs the integrator adds (e.g. what the base model is)
+}
+
+// curveLabel names the boundary test measurement, "test mean@k".
+func (m Meta) curveLabel() string {
+	if m.CurveK > 0 {
+		return fmt.Sprintf("test mean@%d", m.CurveK)
+	}
+	return "test mean@8"
 }
 
 // File names Write produces inside its directory (charts are <domain>.png).
@@ -233,7 +244,7 @@ func Write(dir string, runs []Run, meta Meta) error {
 		return err
 	}
 	for _, d := range domains(runs) {
-		png, err := Chart(runs, d)
+		png, err := Chart(runs, d, meta)
 		if err != nil {
 			return err
 		}

@@ -454,7 +454,7 @@ func TestWriteRejectsBadRuns(t *testing.T) {
 func TestChartWithNothingFinished(t *testing.T) {
 	r := synthRun("chess", WhaleFixed, 1)
 	r.Done = false
-	b, err := Chart([]Run{r}, "chess")
+	b, err := Chart([]Run{r}, "chess", Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
