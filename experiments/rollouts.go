@@ -19,13 +19,17 @@ import (
 // tasks, then one iteration of 3 candidates with their extra passes),
 // the boundary evaluations and the final test (64 tasks × 8) and val
 // (128 × 8) of the best checkpoint. It is `whale run --headless --preset
-// small --rounds 1 --E 0.125 --I 2`, so older builds can run it too.
+// small --rounds 1 --E 0.125 --I 2` under the small preset of session 6
+// (3 candidates an iteration, learning rate 1e-4, no KL penalty, whatever
+// the preset now says), so older builds can run it too and figures stay
+// comparable across builds.
 func RolloutWorkload(domain string) (engine.Config, error) {
 	cfg, err := engine.Preset("small", domain)
 	if err != nil {
 		return cfg, err
 	}
 	cfg.MaxRounds, cfg.E, cfg.I = 1, 0.125, 2
+	cfg.Candidates, cfg.LR, cfg.KL, cfg.Budget = 3, 1e-4, 0, 8192
 	return cfg, cfg.Validate()
 }
 

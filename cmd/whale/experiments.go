@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -26,14 +28,11 @@ import (
 
 func init() { register(newSweepCmd) }
 
-// benchBudgets are the default rollout budgets per run of each preset:
-// small is sized so that --domain all --seeds 3 (54 runs, two at a time)
-// fits in about three hours on a 2-core laptop. Measured with the shipped
-// base model: a math weight-only run at 1,536 took 11.5–12 minutes, about
-// half of its rollouts being the learning curve's test evaluations; at
-// 1,024 a run has one phase boundary fewer to measure.
-// docs/results/RESULTS.md records how long the committed bench took.
-var benchBudgets = map[string]int{"tiny": 64, "small": 1024, "paper": 200000}
+// benchBudgets are the default budgets (model calls) per run of each
+// preset. small's is the small preset's own, 4,608: at least 4 WHALE-fixed
+// cycles in every domain (core/engine's presets); docs/results/RESULTS.md
+// records how long the committed bench took.
+var benchBudgets = map[string]int{"tiny": 64, "small": 4608, "paper": 200000}
 
 // sweepBudgets are the pre-check's smaller budgets.
 var sweepBudgets = map[string]int{"tiny": 48, "small": 768, "paper": 50000}
@@ -258,6 +257,12 @@ func newBenchConditionsCmd() *cobra.Command {
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
 				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0))}
+			switch h, err := os.ReadFile(filepath.Join(out, report.HistoryMD)); {
+			case err == nil:
+				meta.History = string(h)
+			case !errors.Is(err, fs.ErrNotExist):
+				return err
+			}
 			if err := report.Write(out, runs, meta); err != nil {
 				return err
 			}

@@ -27,7 +27,7 @@ func Markdown(runs []Run, meta Meta) []byte {
 		p("- Preset: %s\n", meta.Preset)
 	}
 	if meta.Budget > 0 {
-		p("- Rollout budget per run: %s\n", count(meta.Budget))
+		p("- Budget per run: %s model calls (training and harness scoring)\n", count(meta.Budget))
 	}
 	if meta.Seeds > 0 {
 		p("- Seeds per condition: %d\n", meta.Seeds)
@@ -56,6 +56,9 @@ func Markdown(runs []Run, meta Meta) []byte {
 			}
 		}
 		writeDomain(&b, runs, dc, d, meta)
+	}
+	if h := strings.TrimSpace(meta.History); h != "" {
+		p("%s\n", h)
 	}
 	return b.Bytes()
 }

@@ -95,7 +95,14 @@ type Meta struct {
 	// (the curves and the per-round gains; 0: 8, the best checkpoint's).
 	CurveK int
 	Notes  []string // free paragraphs the integrator adds (e.g. what the base model is)
+	// History is Markdown appended after the domains: the findings of
+	// earlier benches, kept as they were (the bench reads HistoryMD).
+	History string
 }
+
+// HistoryMD is the file in the output folder whose Markdown the bench
+// appends to RESULTS.md (Meta.History).
+const HistoryMD = "HISTORY.md"
 
 // curveLabel names the boundary test measurement, "test mean@k".
 func (m Meta) curveLabel() string {

@@ -315,8 +315,9 @@ func TestWrite(t *testing.T) {
 	runs := synthRuns()
 	meta := Meta{
 		Command: "whale bench conditions --domain all --preset small --seeds 3",
-		Preset:  "small", Budget: 12000, Seeds: 3,
-		Notes: []string{"The base model is the built-in tiny decoder."},
+		Preset:  "small", Budget: 12000, Seeds: 3, CurveK: 2,
+		Notes:   []string{"The base model is the built-in tiny decoder."},
+		History: "## Earlier benches\n\nAn older finding.\n",
 	}
 	if err := Write(dir, runs, meta); err != nil {
 		t.Fatal(err)
@@ -391,6 +392,8 @@ func TestWrite(t *testing.T) {
 		"Harness search on the base weights (harness-only's first harness phase, mean over 3 seeds): +5.0 points.",
 		"Harness phases after the first weight phase in whale-fixed: +3.8 points per phase (mean over 9 phases).",
 		"whale-fixed: 1 run over the budget of 12,000 model calls (most: 12,500, run searchqa-whale-fixed-3)",
+		"- Budget per run: 12,000 model calls",
+		"Gains are points of test mean@2",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("RESULTS.md lacks %q", want)
@@ -398,6 +401,9 @@ func TestWrite(t *testing.T) {
 	}
 	if strings.Contains(text, "99.0") {
 		t.Errorf("RESULTS.md shows the unfinished run's score")
+	}
+	if !strings.HasSuffix(text, "## Earlier benches\n\nAn older finding.\n") {
+		t.Errorf("RESULTS.md does not end with the history it was given:\n%s", text[max(0, len(text)-300):])
 	}
 
 	// Same input, any order → same bytes.
