@@ -380,6 +380,28 @@ func (m *Model) SequenceLogProbs(seqs []Sequence) ([]float64, error) {
 	return out, nil
 }
 
+// TokenLogProbs returns, for each sequence, Mask[t]·log p(Tokens[t] |
+// Tokens[:t]) at every position t (0 at t = 0 and wherever the mask is 0),
+// forward only: the per-token terms SequenceLogProbs sums.
+func (m *Model) TokenLogProbs(seqs []Sequence) ([][]float64, error) {
+	if _, err := m.maskSum(seqs); err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(seqs))
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	p := m.pack(seqs, 1)
+	m.lossGrad(p, false)
+	for b, q := range seqs {
+		out[b] = make([]float64, len(q.Tokens))
+		for t := 0; t+1 < len(q.Tokens); t++ {
+			out[b][t+1] = -p.rowLoss[b*p.T+t]
+		}
+	}
+	return out, nil
+}
+
 // Loss returns the token-normalised cross-entropy of seqs (Σ mask·loss /
 // Σ mask) without touching gradients.
 func (m *Model) Loss(seqs []Sequence) (float64, error) {

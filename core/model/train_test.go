@@ -305,6 +305,37 @@ func TestSequenceLogProbs(t *testing.T) {
 	}
 }
 
+// TestTokenLogProbs: each position's term is the masked log-softmax of
+// the full forward pass at the position before it, and the terms sum to
+// SequenceLogProbs's.
+func TestTokenLogProbs(t *testing.T) {
+	m := sampleModel(t)
+	b := fixedBatch(m.d.V)
+	per, err := m.TokenLogProbs(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, _ := m.SequenceLogProbs(b)
+	for i, q := range b {
+		full, _ := m.Logits(q.Tokens[:len(q.Tokens)-1])
+		if len(per[i]) != len(q.Tokens) || per[i][0] != 0 {
+			t.Fatalf("sequence %d: %d terms (first %v), want %d from 0", i, len(per[i]), per[i][0], len(q.Tokens))
+		}
+		var sum float64
+		for p := 1; p < len(q.Tokens); p++ {
+			want := float64(q.Mask[p]) * logSoftmax(full[(p-1)*m.d.V:p*m.d.V], q.Tokens[p])
+			// float32 forward, one log-prob of order 3: 1e-5 (its sum's 1e-4 over ~10).
+			if math.Abs(per[i][p]-want) > 1e-5 {
+				t.Errorf("sequence %d position %d: %v, want %v", i, p, per[i][p], want)
+			}
+			sum += per[i][p]
+		}
+		if math.Abs(sum-sums[i]) > 1e-9 {
+			t.Errorf("sequence %d: terms sum to %v, SequenceLogProbs %v", i, sum, sums[i])
+		}
+	}
+}
+
 func TestStepWeighted(t *testing.T) {
 	b := fixedBatch(19)
 	m1, m2 := tinyModel(t, kernels.NewCPU(), 4), tinyModel(t, kernels.NewCPU(), 4)

@@ -12,17 +12,21 @@ import (
 // fine-tuning over every kept policy call — loss on generated tokens only,
 // normalised by their count (the reference's setting).
 //
-// With KLBeta > 0 the step also penalises each kept sample's divergence
-// from a frozen reference (the phase's starting weights), the k3 estimate
-// GRPO uses: the objective minimised is
+// With KLBeta > 0 the step also penalises each kept token's divergence
+// from a frozen reference (the phase's starting weights), token by token
+// with the k3 estimate: the objective minimised is
 //
-//	L = −(1/T) Σ_t log π_t + (β/K) Σ_i (e^δ_i − δ_i − 1),
-//	δ_i = (log π_ref(y_i) − log π(y_i)) / n_i,
+//	L = (1/T) Σ_t [−log π(y_t) + β (e^δ_t − δ_t − 1)],
+//	δ_t = log π_ref(y_t) − log π(y_t),
 //
-// over the K kept samples of n_i completion tokens each, T = Σ n_i. A kept
-// sample the phase has already made much likelier than the reference made
-// it (δ_i < 0) then pulls less, so the phase stops sharpening onto the
-// answers it has learnt before it stops learning new ones.
+// over the T completion tokens of the kept samples. A token the phase has
+// already made much likelier than the reference made it (δ_t < 0) then
+// pulls less, or is pushed back, while tokens it has not moved keep the
+// full fine-tuning weight: the phase stops sharpening the choices it has
+// made (an answer's deciding tokens among many near-certain ones) before
+// it stops learning new ones. Measured per token, not per sequence: a
+// sequence's mean log-ratio dilutes its few deciding tokens among the
+// others (docs/EXPLORATION.md).
 type RSFT struct {
 	Trainer   *model.Trainer
 	Threshold float64
@@ -81,35 +85,41 @@ func (r *RSFT) Step(samples []Sample) (Stats, error) {
 	}
 	nll, kl := 0.0, 0.0
 	for _, s := range kept {
-		cur, err := logProb(r.Model, s)
+		q := sequences(s, 1)
+		cur, err := r.Model.TokenLogProbs(q)
 		if err != nil {
 			return st, err
 		}
-		ref, err := logProb(r.Ref, s)
+		ref, err := r.Ref.TokenLogProbs(q)
 		if err != nil {
 			return st, err
 		}
-		n := completionTokens(s)
-		delta := (ref - cur) / float64(n)
-		w := rsftKLWeight(delta, r.KLBeta, n, total, len(kept))
-		nll -= cur
-		kl += math.Exp(delta) - delta - 1
-		seqs = append(seqs, sequences(s, float32(w*float64(total)))...)
+		for i := range q {
+			for t, m := range q[i].Mask {
+				if m == 0 {
+					continue
+				}
+				delta := ref[i][t] - cur[i][t]
+				nll -= cur[i][t]
+				kl += math.Exp(delta) - delta - 1
+				q[i].Mask[t] = float32(rsftKLWeight(delta, r.KLBeta))
+			}
+		}
+		seqs = append(seqs, q...)
 	}
 	ss, err := r.Trainer.StepWeighted(microBatches(seqs, mt), float64(total))
 	if err != nil {
 		return st, err
 	}
-	st.Loss = nll/float64(total) + r.KLBeta*kl/float64(len(kept))
+	st.Loss = (nll + r.KLBeta*kl) / float64(total)
 	st.GradNorm, st.Tokens, st.LR, st.Updated = ss.GradNorm, ss.Tokens, ss.LR, true
 	return st, nil
 }
 
-// rsftKLWeight is ∂L/∂(−log π_t) for each completion token of a kept
-// sample with log-ratio δ and n tokens, of K kept samples holding T tokens
-// in all: 1/T from the fine-tuning term, −β(1 − e^δ)/(K·n) from the k3
-// penalty (∂k3/∂log π_t = (1 − e^δ)/n). It may go negative: a sample
-// pushed far past the reference is then pushed back.
-func rsftKLWeight(delta, beta float64, n, total, k int) float64 {
-	return 1/float64(total) - beta*(1-math.Exp(delta))/(float64(k)*float64(n))
+// rsftKLWeight is T·∂L/∂(−log π_t) for a kept token with log-ratio δ: 1
+// from the fine-tuning term, −β(1 − e^δ) from its k3 penalty (∂k3/∂log π_t
+// = 1 − e^δ). It may go negative: a token pushed far past the reference
+// is then pushed back.
+func rsftKLWeight(delta, beta float64) float64 {
+	return 1 - beta*(1-math.Exp(delta))
 }

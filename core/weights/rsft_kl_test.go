@@ -9,50 +9,39 @@ import (
 )
 
 // The per-token weights are the derivative of the objective: a central
-// difference of L over one token's log π, with the other tokens fixed,
-// must equal −rsftKLWeight (L falls as log π rises, by the fine-tuning
-// term, and the penalty pulls the other way).
+// difference of L over one token's log π, the others fixed, must equal
+// −rsftKLWeight/T (L falls as log π rises, by the fine-tuning term, and
+// the penalty pulls the other way once π passes the reference).
 func TestRSFTKLWeightIsTheObjectivesDerivative(t *testing.T) {
-	ns := []int{3, 5, 2}
-	lp := [][]float64{{-1, -0.5, -2}, {-0.1, -0.2, -0.3, -0.4, -0.5}, {-3, -1}}
-	ref := []float64{-2.5, -2, -6} // summed log π_ref of each sample
+	lp := []float64{-1, -0.5, -2, -0.1, -0.2, -3, -0.01}
+	ref := []float64{-1.5, -0.5, -0.2, -2, -0.05, -4, -0.3} // log π_ref of the same tokens
 	const beta = 0.7
-	total := 10
-	obj := func(lp [][]float64) float64 {
+	T := float64(len(lp))
+	obj := func(lp []float64) float64 {
 		l := 0.0
-		for i, row := range lp {
-			sum := 0.0
-			for _, v := range row {
-				sum += v
-			}
-			d := (ref[i] - sum) / float64(ns[i])
-			l += -sum/float64(total) + beta*(math.Exp(d)-d-1)/float64(len(ns))
+		for i, v := range lp {
+			d := ref[i] - v
+			l += (-v + beta*(math.Exp(d)-d-1)) / T
 		}
 		return l
 	}
 	const h = 1e-6
 	for i := range lp {
-		sum := 0.0
-		for _, v := range lp[i] {
-			sum += v
-		}
-		w := rsftKLWeight((ref[i]-sum)/float64(ns[i]), beta, ns[i], total, len(ns))
-		for t0 := range lp[i] {
-			lp[i][t0] += h
-			up := obj(lp)
-			lp[i][t0] -= 2 * h
-			down := obj(lp)
-			lp[i][t0] += h
-			// Central differences of a smooth function at h = 1e-6 are
-			// exact to O(h²) plus rounding ~1e-16/h: 1e-8 is ample.
-			if fd := (up - down) / (2 * h); math.Abs(fd+w) > 1e-8 {
-				t.Fatalf("sample %d token %d: ∂L/∂log π = %v by differences, −weight = %v", i, t0, fd, -w)
-			}
+		w := rsftKLWeight(ref[i]-lp[i], beta) / T
+		lp[i] += h
+		up := obj(lp)
+		lp[i] -= 2 * h
+		down := obj(lp)
+		lp[i] += h
+		// Central differences of a smooth function at h = 1e-6 are exact
+		// to O(h²) plus rounding ~1e-16/h: 1e-8 is ample.
+		if fd := (up - down) / (2 * h); math.Abs(fd+w) > 1e-8 {
+			t.Fatalf("token %d: ∂L/∂log π = %v by differences, −weight/T = %v", i, fd, -w)
 		}
 	}
-	// With no divergence the weights are plain fine-tuning's 1/T.
-	if w := rsftKLWeight(0, 5, 4, 10, 3); w != 0.1 {
-		t.Fatalf("weight at δ = 0: %v, want 1/T = 0.1", w)
+	// With no divergence the weight is plain fine-tuning's.
+	if w := rsftKLWeight(0, 5); w != 1 {
+		t.Fatalf("weight at δ = 0: %v, want 1", w)
 	}
 }
 
