@@ -231,7 +231,7 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
 	f.IntVar(&i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
 	f.StringVar(&op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
-	f.Float64Var(&lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-4)")
+	f.Float64Var(&lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-5)")
 	f.Float64Var(&kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
 	f.StringVar(&preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
 	f.IntVar(&budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")

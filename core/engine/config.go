@@ -146,12 +146,15 @@ func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
 // reference's ablations — 6 weight steps of 32 rollouts, then the incoming
 // harness's re-score and one iteration of 2 candidates on 128 val tasks —
 // so that 4,608 model calls hold at least 4 cycles in every domain (math,
-// at about 1.8 calls an episode, about 1,050 calls a cycle).
+// at about 1.8 calls an episode, about 1,050 calls a cycle). Its learning
+// rate is the reference's, 1e-5: of the operators measured for issue 19 it
+// is the one that keeps a weight phase's samples apart in every domain
+// (docs/EXPLORATION.md).
 var presets = map[string]Config{
 	"tiny": {Schedule: "fixed", E: 0.25, I: 2, Operator: "rsft", Threshold: 0.5, LR: 3e-4,
 		PromptsPerStep: 2, Group: 2, TrainTasks: 32, Candidates: 2, ValTasks: 8, AuditTasks: 4, TestTasks: 8,
 		ValK: 1, TestK: 2, MaxRounds: 2, MaxNewTokens: 48, Temperature: 1, Harness: "h0"},
-	"small": {Schedule: "fixed", E: 0.2, I: 2, Operator: "rsft", Threshold: 0.5, LR: 1e-4,
+	"small": {Schedule: "fixed", E: 0.2, I: 2, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
 		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 2, ValTasks: 128, AuditTasks: 16, TestTasks: 64,
 		ValK: 2, TestK: 8, Budget: 4608, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
 	"paper": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
