@@ -243,120 +243,142 @@ func intLiteral(e syntax.Expr) (int, bool) {
 // key names a fragment, knob or knob=choice of the space; every target a
 // failure kind; every requirement another knob's choices.
 func (t *topLevel) readFragments(file string, a *syntax.AssignStmt) ([]Fragment, []Issue) {
-	var issues []Issue
-	bad := func(e syntax.Node, format string, args ...any) {
-		start, _ := e.Span()
-		issues = append(issues, issueAt(file, start, "fragments", format, args...))
-	}
+	r := &fragReader{t: t, file: file, dims: map[string]*Dimension{}, owner: map[string]string{}, kinds: KnownFailureKinds()}
 	d, ok := a.RHS.(*syntax.DictExpr)
 	if !ok {
-		bad(a.RHS, "FRAGMENTS must be a dict literal {\"_fragment\": {\"targets\": [...], \"requires\": {...}}, ...} so that proposers can read it without running code")
-		return nil, issues
+		r.bad(a.RHS, "FRAGMENTS must be a dict literal {\"_fragment\": {\"targets\": [...], \"requires\": {...}}, ...} so that proposers can read it without running code")
+		return nil, r.issues
 	}
-	dims := map[string]*Dimension{}
-	// owner maps a fragment name to the first knob (by name) listing it.
-	owner := map[string]string{}
 	for i := range t.space {
 		dim := &t.space[i]
-		dims[dim.Knob] = dim
+		r.dims[dim.Knob] = dim
 		if dim.Fragment {
 			for _, c := range dim.Choices {
-				if _, ok := owner[c]; !ok {
-					owner[c] = dim.Knob
+				if _, ok := r.owner[c]; !ok {
+					r.owner[c] = dim.Knob
 				}
 			}
 		}
 	}
-	kinds := KnownFailureKinds()
 	var out []Fragment
 	seen := map[string]bool{}
 	for _, x := range d.List {
 		e := x.(*syntax.DictEntry)
 		key, ok := stringLiteral(e.Key)
 		if !ok {
-			bad(e.Key, "FRAGMENTS keys must be string literals naming a fragment, a knob or \"KNOB=choice\"")
+			r.bad(e.Key, "FRAGMENTS keys must be string literals naming a fragment, a knob or \"KNOB=choice\"")
 			continue
 		}
 		if seen[key] {
-			bad(e.Key, "fragment %q listed twice", key)
+			r.bad(e.Key, "fragment %q listed twice", key)
 			continue
 		}
 		seen[key] = true
 		fr := Fragment{Key: key, Line: int(syntax.Start(e.Key).Line)}
-		switch knob, choice, isPair := strings.Cut(key, "="); {
-		case isPair:
-			knob, choice = strings.TrimSpace(knob), strings.TrimSpace(choice)
-			dim := dims[knob]
-			if dim == nil {
-				bad(e.Key, "%q: unknown knob %q (not in SEARCH_SPACE)", key, knob)
-				continue
-			}
-			if dim.Range != nil {
-				if n, err := strconv.Atoi(choice); err == nil {
-					choice = strconv.Itoa(n)
-				}
-			}
-			if !contains(dim.Choices, choice) {
-				bad(e.Key, "%q: %s is not a choice of %s (choices: %s)", key, choice, knob, choicesText(dim))
-				continue
-			}
-			fr.Knob, fr.Choice = knob, choice
-		case dims[key] != nil:
-			fr.Knob = key
-		case owner[key] != "":
-			fr.Knob, fr.Choice = owner[key], key
-		default:
-			hint := ""
-			if _, defined := t.pos[key]; defined {
-				hint = "; add it to a knob's choices in SEARCH_SPACE"
-			}
-			bad(e.Key, "unknown fragment %q: it is no knob of SEARCH_SPACE and no choice of one%s", key, hint)
+		if !r.resolve(e.Key, key, &fr) {
 			continue
 		}
 		meta, ok := e.Value.(*syntax.DictExpr)
 		if !ok {
-			bad(e.Value, "metadata of %q must be a dict literal {\"targets\": [...], \"requires\": {...}}", key)
+			r.bad(e.Value, "metadata of %q must be a dict literal {\"targets\": [...], \"requires\": {...}}", key)
 			continue
 		}
-		for _, y := range meta.List {
-			me := y.(*syntax.DictEntry)
-			field, _ := stringLiteral(me.Key)
-			switch field {
-			case "targets":
-				list, ok := me.Value.(*syntax.ListExpr)
-				if !ok {
-					bad(me.Value, "targets of %q must be a list of failure kinds (%s)", key, strings.Join(kinds, ", "))
-					continue
-				}
-				for _, it := range list.List {
-					s, ok := stringLiteral(it)
-					if !ok || !contains(kinds, s) {
-						bad(it, "targets of %q: unknown failure kind %s (known: %s)", key, t.exprText(it), strings.Join(kinds, ", "))
-						continue
-					}
-					fr.Targets = append(fr.Targets, s)
-				}
-			case "requires":
-				req, ok := me.Value.(*syntax.DictExpr)
-				if !ok {
-					bad(me.Value, "requires of %q must be a dict literal {\"KNOB\": [choice, ...]}", key)
-					continue
-				}
-				for _, z := range req.List {
-					r, problem := t.readRequirement(z.(*syntax.DictEntry), dims, fr.Knob)
-					if problem != "" {
-						bad(z, "requires of %q: %s", key, problem)
-						continue
-					}
-					fr.Requires = append(fr.Requires, r)
-				}
-			default:
-				bad(me.Key, "metadata of %q: unknown field %s; want \"targets\" or \"requires\"", key, t.exprText(me.Key))
-			}
-		}
+		r.readMeta(meta, key, &fr)
 		out = append(out, fr)
 	}
-	return out, issues
+	return out, r.issues
+}
+
+// fragReader collects the issues of one FRAGMENTS literal.
+type fragReader struct {
+	t      *topLevel
+	file   string
+	issues []Issue
+	dims   map[string]*Dimension
+	owner  map[string]string // fragment name → the first knob (by name) listing it
+	kinds  []string
+}
+
+func (r *fragReader) bad(e syntax.Node, format string, args ...any) {
+	start, _ := e.Span()
+	r.issues = append(r.issues, issueAt(r.file, start, "fragments", format, args...))
+}
+
+// resolve sets fr's knob and choice from its key — "KNOB=choice", a knob
+// or a fragment choice — and reports whether the key names one.
+func (r *fragReader) resolve(at syntax.Expr, key string, fr *Fragment) bool {
+	switch knob, choice, isPair := strings.Cut(key, "="); {
+	case isPair:
+		knob, choice = strings.TrimSpace(knob), strings.TrimSpace(choice)
+		dim := r.dims[knob]
+		if dim == nil {
+			r.bad(at, "%q: unknown knob %q (not in SEARCH_SPACE)", key, knob)
+			return false
+		}
+		if dim.Range != nil {
+			if n, err := strconv.Atoi(choice); err == nil {
+				choice = strconv.Itoa(n)
+			}
+		}
+		if !contains(dim.Choices, choice) {
+			r.bad(at, "%q: %s is not a choice of %s (choices: %s)", key, choice, knob, choicesText(dim))
+			return false
+		}
+		fr.Knob, fr.Choice = knob, choice
+	case r.dims[key] != nil:
+		fr.Knob = key
+	case r.owner[key] != "":
+		fr.Knob, fr.Choice = r.owner[key], key
+	default:
+		hint := ""
+		if _, defined := r.t.pos[key]; defined {
+			hint = "; add it to a knob's choices in SEARCH_SPACE"
+		}
+		r.bad(at, "unknown fragment %q: it is no knob of SEARCH_SPACE and no choice of one%s", key, hint)
+		return false
+	}
+	return true
+}
+
+// readMeta reads a fragment's targets and requirements into fr.
+func (r *fragReader) readMeta(meta *syntax.DictExpr, key string, fr *Fragment) {
+	t, kinds := r.t, r.kinds
+	for _, y := range meta.List {
+		me := y.(*syntax.DictEntry)
+		field, _ := stringLiteral(me.Key)
+		switch field {
+		case "targets":
+			list, ok := me.Value.(*syntax.ListExpr)
+			if !ok {
+				r.bad(me.Value, "targets of %q must be a list of failure kinds (%s)", key, strings.Join(kinds, ", "))
+				continue
+			}
+			for _, it := range list.List {
+				s, ok := stringLiteral(it)
+				if !ok || !contains(kinds, s) {
+					r.bad(it, "targets of %q: unknown failure kind %s (known: %s)", key, t.exprText(it), strings.Join(kinds, ", "))
+					continue
+				}
+				fr.Targets = append(fr.Targets, s)
+			}
+		case "requires":
+			req, ok := me.Value.(*syntax.DictExpr)
+			if !ok {
+				r.bad(me.Value, "requires of %q must be a dict literal {\"KNOB\": [choice, ...]}", key)
+				continue
+			}
+			for _, z := range req.List {
+				rq, problem := t.readRequirement(z.(*syntax.DictEntry), r.dims, fr.Knob)
+				if problem != "" {
+					r.bad(z, "requires of %q: %s", key, problem)
+					continue
+				}
+				fr.Requires = append(fr.Requires, rq)
+			}
+		default:
+			r.bad(me.Key, "metadata of %q: unknown field %s; want \"targets\" or \"requires\"", key, t.exprText(me.Key))
+		}
+	}
 }
 
 func (t *topLevel) readRequirement(e *syntax.DictEntry, dims map[string]*Dimension, self string) (Requirement, string) {

@@ -152,138 +152,162 @@ func Load(file, src string, env Env) (*Harness, error) {
 
 // validate checks the contract: names, types, ranges, tools.
 func (h *Harness) validate(t *topLevel) []Issue {
-	var issues []Issue
-	at := func(name string) syntax.Position {
-		if p, ok := t.pos[name]; ok {
-			return p
-		}
-		return syntax.MakePosition(&h.File, 1, 1)
-	}
-	bad := func(name, rule, format string, args ...any) {
-		issues = append(issues, issueAt(h.File, at(name), rule, format, args...))
-	}
-	missing := func(name, what string) {
-		msg := fmt.Sprintf("missing %s %s", what, name)
-		if i := strings.IndexByte(name, '('); i >= 0 {
-			name = name[:i]
-		}
-		if near := nearName(name, h.globals); near != "" {
-			msg += fmt.Sprintf(" (did you mean %s, defined at line %d?)", near, t.pos[near].Line)
-		}
-		issues = append(issues, Issue{File: h.File, Line: 1, Col: 1, Rule: "contract", Msg: msg})
-	}
-	str := func(name string, required bool, def string) string {
-		v, ok := h.globals[name]
-		if !ok {
-			if required {
-				missing(name, "string")
-			}
-			return def
-		}
-		s, ok := v.(starlark.String)
-		if !ok {
-			bad(name, "contract", "%s must be a string, not %s", name, v.Type())
-			return def
-		}
-		if len(s) > maxPromptBytes {
-			bad(name, "range", "%s is %d bytes; allowed 0..%d", name, len(s), maxPromptBytes)
-		}
-		return string(s)
-	}
-	intIn := func(name string, lo, hi int) int {
-		v, ok := h.globals[name]
-		if !ok {
-			missing(name, "int")
-			return lo
-		}
-		i, ok := v.(starlark.Int)
-		if !ok {
-			bad(name, "contract", "%s must be an int, not %s", name, v.Type())
-			return lo
-		}
-		n, ok := i.Int64()
-		if !ok || n < int64(lo) || n > int64(hi) {
-			bad(name, "range", "%s = %s is out of range; allowed %d..%d", name, i.String(), lo, hi)
-			return lo
-		}
-		return int(n)
-	}
-	h.SystemPrompt = str("SYSTEM_PROMPT", true, "")
-	h.UserPrompt = str("USER_PROMPT", true, "")
+	c := &contract{h: h, t: t}
+	h.SystemPrompt = c.str("SYSTEM_PROMPT", true, "")
+	h.UserPrompt = c.str("USER_PROMPT", true, "")
 	if _, ok := h.globals["USER_PROMPT"].(starlark.String); ok && !strings.Contains(h.UserPrompt, "{observation}") {
-		bad("USER_PROMPT", "contract", "USER_PROMPT must contain {observation}, where the formatted observation goes")
+		c.bad("USER_PROMPT", "contract", "USER_PROMPT must contain {observation}, where the formatted observation goes")
 	}
-	h.FormatRetryMessage = str("FORMAT_RETRY_MESSAGE", false, DefaultFormatRetryMessage)
-	h.InvalidRetryMessage = str("INVALID_RETRY_MESSAGE", false, DefaultInvalidRetryMessage)
-	h.FormatRetryBudget = intIn("FORMAT_RETRY_BUDGET", 0, MaxRetryBudget)
-	h.InvalidRetryBudget = intIn("INVALID_RETRY_BUDGET", 0, MaxRetryBudget)
-	maxTurns := 2 * h.Env.DefaultMaxTurns
-	if maxTurns < 1 {
-		maxTurns = 1
-	}
-	h.MaxTurns = intIn("MAX_TURNS", 1, maxTurns)
-	h.ContextTokens = intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
+	h.FormatRetryMessage = c.str("FORMAT_RETRY_MESSAGE", false, DefaultFormatRetryMessage)
+	h.InvalidRetryMessage = c.str("INVALID_RETRY_MESSAGE", false, DefaultInvalidRetryMessage)
+	h.FormatRetryBudget = c.intIn("FORMAT_RETRY_BUDGET", 0, MaxRetryBudget)
+	h.InvalidRetryBudget = c.intIn("INVALID_RETRY_BUDGET", 0, MaxRetryBudget)
+	h.MaxTurns = c.intIn("MAX_TURNS", 1, max(1, 2*h.Env.DefaultMaxTurns))
+	h.ContextTokens = c.intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
 	h.Samples = 1
 	if _, ok := h.globals["SAMPLES"]; ok {
-		h.Samples = intIn("SAMPLES", 1, MaxSamples)
+		h.Samples = c.intIn("SAMPLES", 1, MaxSamples)
 	}
-
-	if v, ok := h.globals["TOOLS"]; !ok {
-		missing("TOOLS", "list of tool names")
-	} else if seq, ok := v.(starlark.Indexable); !ok || (v.Type() != "list" && v.Type() != "tuple") {
-		bad("TOOLS", "contract", "TOOLS must be a list of tool names, not %s", v.Type())
-	} else {
-		seen := map[string]bool{}
-		for i := 0; i < seq.Len(); i++ {
-			s, ok := seq.Index(i).(starlark.String)
-			if !ok {
-				bad("TOOLS", "contract", "TOOLS[%d] must be a string, not %s", i, seq.Index(i).Type())
-				continue
-			}
-			name := string(s)
-			if !contains(h.Env.Tools, name) {
-				bad("TOOLS", "tools", "tool %q is not offered by domain %s (it offers: %s)", name, h.Env.Domain, strings.Join(h.Env.Tools, ", "))
-				continue
-			}
-			if !seen[name] {
-				h.Tools = append(h.Tools, name)
-			}
-			seen[name] = true
-		}
-	}
-
-	checkFn := func(name string, arity int, required bool) {
-		v, ok := h.globals[name]
-		if !ok {
-			if required {
-				missing(name+signatures[name], "function")
-			}
-			return
-		}
-		fn, ok := v.(*starlark.Function)
-		if !ok {
-			bad(name, "contract", "%s must be a function taking %d parameters, not %s", name, arity, v.Type())
-			return
-		}
-		if fn.NumParams() != arity && !(fn.HasVarargs() && fn.NumParams()-1 <= arity) {
-			issues = append(issues, issueAt(h.File, fn.Position(), "contract", "%s (bound to %s) must take %d parameters %s, it takes %d", name, fn.Name(), arity, signatures[name], fn.NumParams()))
-			return
-		}
-		h.fns[name] = fn
-	}
+	c.tools()
 	for _, name := range sortedKeys(requiredFuncs) {
-		checkFn(name, requiredFuncs[name], true)
+		c.fn(name, requiredFuncs[name], true)
 	}
 	for _, name := range sortedKeys(optionalFuncs) {
-		checkFn(name, optionalFuncs[name], false)
+		c.fn(name, optionalFuncs[name], false)
 	}
 	if v, ok := h.globals["SEARCH_SPACE"]; ok {
 		if _, ok := v.(*starlark.Dict); !ok {
-			bad("SEARCH_SPACE", "search-space", "SEARCH_SPACE must be a dict, not %s", v.Type())
+			c.bad("SEARCH_SPACE", "search-space", "SEARCH_SPACE must be a dict, not %s", v.Type())
 		}
 	}
 	h.knobs = h.readKnobs(t)
-	return issues
+	return c.issues
+}
+
+// contract collects the issues of one harness's top-level names.
+type contract struct {
+	h      *Harness
+	t      *topLevel
+	issues []Issue
+}
+
+// at is where name is defined (the file's start if it is not).
+func (c *contract) at(name string) syntax.Position {
+	if p, ok := c.t.pos[name]; ok {
+		return p
+	}
+	return syntax.MakePosition(&c.h.File, 1, 1)
+}
+
+func (c *contract) bad(name, rule, format string, args ...any) {
+	c.issues = append(c.issues, issueAt(c.h.File, c.at(name), rule, format, args...))
+}
+
+// missing reports a required name that is not defined, with the nearest
+// defined name when one is close.
+func (c *contract) missing(name, what string) {
+	msg := fmt.Sprintf("missing %s %s", what, name)
+	if i := strings.IndexByte(name, '('); i >= 0 {
+		name = name[:i]
+	}
+	if near := nearName(name, c.h.globals); near != "" {
+		msg += fmt.Sprintf(" (did you mean %s, defined at line %d?)", near, c.t.pos[near].Line)
+	}
+	c.issues = append(c.issues, Issue{File: c.h.File, Line: 1, Col: 1, Rule: "contract", Msg: msg})
+}
+
+// str reads a string global (def when absent or wrong).
+func (c *contract) str(name string, required bool, def string) string {
+	v, ok := c.h.globals[name]
+	if !ok {
+		if required {
+			c.missing(name, "string")
+		}
+		return def
+	}
+	s, ok := v.(starlark.String)
+	if !ok {
+		c.bad(name, "contract", "%s must be a string, not %s", name, v.Type())
+		return def
+	}
+	if len(s) > maxPromptBytes {
+		c.bad(name, "range", "%s is %d bytes; allowed 0..%d", name, len(s), maxPromptBytes)
+	}
+	return string(s)
+}
+
+// intIn reads a required int global in [lo, hi] (lo when absent or wrong).
+func (c *contract) intIn(name string, lo, hi int) int {
+	v, ok := c.h.globals[name]
+	if !ok {
+		c.missing(name, "int")
+		return lo
+	}
+	i, ok := v.(starlark.Int)
+	if !ok {
+		c.bad(name, "contract", "%s must be an int, not %s", name, v.Type())
+		return lo
+	}
+	n, ok := i.Int64()
+	if !ok || n < int64(lo) || n > int64(hi) {
+		c.bad(name, "range", "%s = %s is out of range; allowed %d..%d", name, i.String(), lo, hi)
+		return lo
+	}
+	return int(n)
+}
+
+// tools reads TOOLS: names the domain offers, each once.
+func (c *contract) tools() {
+	h := c.h
+	v, ok := h.globals["TOOLS"]
+	if !ok {
+		c.missing("TOOLS", "list of tool names")
+		return
+	}
+	seq, ok := v.(starlark.Indexable)
+	if !ok || (v.Type() != "list" && v.Type() != "tuple") {
+		c.bad("TOOLS", "contract", "TOOLS must be a list of tool names, not %s", v.Type())
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i < seq.Len(); i++ {
+		s, ok := seq.Index(i).(starlark.String)
+		if !ok {
+			c.bad("TOOLS", "contract", "TOOLS[%d] must be a string, not %s", i, seq.Index(i).Type())
+			continue
+		}
+		name := string(s)
+		if !contains(h.Env.Tools, name) {
+			c.bad("TOOLS", "tools", "tool %q is not offered by domain %s (it offers: %s)", name, h.Env.Domain, strings.Join(h.Env.Tools, ", "))
+			continue
+		}
+		if !seen[name] {
+			h.Tools = append(h.Tools, name)
+		}
+		seen[name] = true
+	}
+}
+
+// fn checks that name is a function of arity parameters and binds it.
+func (c *contract) fn(name string, arity int, required bool) {
+	h := c.h
+	v, ok := h.globals[name]
+	if !ok {
+		if required {
+			c.missing(name+signatures[name], "function")
+		}
+		return
+	}
+	fn, ok := v.(*starlark.Function)
+	if !ok {
+		c.bad(name, "contract", "%s must be a function taking %d parameters, not %s", name, arity, v.Type())
+		return
+	}
+	if fn.NumParams() != arity && !(fn.HasVarargs() && fn.NumParams()-1 <= arity) {
+		c.issues = append(c.issues, issueAt(h.File, fn.Position(), "contract", "%s (bound to %s) must take %d parameters %s, it takes %d", name, fn.Name(), arity, signatures[name], fn.NumParams()))
+		return
+	}
+	h.fns[name] = fn
 }
 
 func (h *Harness) readKnobs(t *topLevel) []Knob {

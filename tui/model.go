@@ -408,150 +408,11 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	up, down := key.Matches(k, keys.Up), key.Matches(k, keys.Down)
 	switch m.pane {
 	case paneHarnesses:
-		if m.knobMode {
-			switch {
-			case key.Matches(k, keys.Back), key.Matches(k, keys.Knobs):
-				m.knobMode = false
-			case up:
-				m.knobSel = max(0, m.knobSel-1)
-			case down:
-				m.knobSel = min(max(0, len(m.run.knobs)-1), m.knobSel+1)
-			case key.Matches(k, keys.Enter):
-				if m.knobSel < len(m.run.knobs) {
-					kn := m.run.knobs[m.knobSel]
-					kind := "freeze"
-					if m.run.frozen[kn] {
-						kind = "unfreeze"
-					}
-					m.send(engine.Command{Kind: kind, Target: kn})
-				}
-			}
-			return m, nil
-		}
-		if key.Matches(k, keys.Knobs) {
-			if len(m.run.knobs) == 0 {
-				m.err = "no search space seen yet: it appears with the first harness iteration"
-				return m, nil
-			}
-			m.knobMode, m.knobSel = true, min(m.knobSel, len(m.run.knobs)-1)
-			return m, nil
-		}
-		if m.diff != nil {
-			switch {
-			case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
-				m.diff, m.diffOff = nil, 0
-			case up:
-				m.diffOff = max(0, m.diffOff-1)
-			case down:
-				m.diffOff++
-			}
-			return m, nil
-		}
-		switch {
-		case key.Matches(k, keys.Enter):
-			rows := m.boardRows()
-			if m.boardSel >= len(rows) {
-				m.err = "no harness selected"
-				return m, nil
-			}
-			if m.opt.HarnessSource == nil {
-				m.err = "no harness archive to read sources from"
-				return m, nil
-			}
-			inc := ""
-			for _, r := range m.run.board {
-				if r.Status == "incumbent" {
-					inc = r.Hash
-				}
-			}
-			if inc == "" {
-				m.err = "no incumbent on the board"
-				return m, nil
-			}
-			m.diff = &diffMsg{hash: rows[m.boardSel].Hash, against: inc}
-			return m, m.loadDiff(m.diff.hash, inc)
-		case up:
-			m.boardSel = max(0, m.boardSel-1)
-		case down:
-			m.boardSel = min(max(0, len(m.boardRows())-1), m.boardSel+1)
-		case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
-			rows := m.boardRows()
-			if m.boardSel >= len(rows) {
-				m.err = "no harness selected"
-				return m, nil
-			}
-			kind := "prune"
-			if key.Matches(k, keys.Unprune) {
-				kind = "unprune"
-			}
-			m.send(engine.Command{Kind: kind, Target: rows[m.boardSel].Hash})
-		}
+		return m.harnessKey(k, up, down)
 	case paneSamples:
-		if m.detail {
-			switch {
-			case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
-				m.detail, m.detailOff = false, 0
-			case up:
-				m.detailOff = max(0, m.detailOff-1)
-			case down:
-				m.detailOff++
-			}
-			return m, nil
-		}
-		vis := m.visibleSamples()
-		switch {
-		case up:
-			m.sampleSel = max(0, m.sampleSel-1)
-		case down:
-			m.sampleSel = min(max(0, len(vis)-1), m.sampleSel+1)
-		case key.Matches(k, keys.Enter):
-			if len(vis) == 0 {
-				m.err = "no sample to open"
-			} else {
-				m.detail = true
-			}
-		case key.Matches(k, keys.Kind):
-			m.kindFilter = nextKind(m.sampleKinds(), m.kindFilter)
-			m.sampleSel = 0
-		case key.Matches(k, keys.Kept):
-			m.showKept = !m.showKept
-			m.sampleSel = 0
-		case key.Matches(k, keys.Reload):
-			return m, m.loadSamples()
-		}
+		return m.samplesKey(k, up, down)
 	case paneCheckpoints:
-		switch {
-		case key.Matches(k, keys.Export):
-			rows := m.checkpointRows()
-			if m.ckptSel >= len(rows) {
-				m.err = "no checkpoint selected"
-				return m, nil
-			}
-			if m.opt.Export == nil {
-				m.err = "export is not available here"
-				return m, nil
-			}
-			id, export := rows[m.ckptSel].ID, m.opt.Export
-			return m, func() tea.Msg {
-				dir, err := export(id)
-				return exportedMsg{id: id, dir: dir, err: err}
-			}
-		case key.Matches(k, keys.Fork):
-			rows := m.checkpointRows()
-			if m.ckptSel >= len(rows) {
-				m.err = "no checkpoint selected"
-				return m, nil
-			}
-			if m.opt.Fork == nil {
-				m.err = "starting a run from a checkpoint is not available here"
-				return m, nil
-			}
-			m.forkAsk = rows[m.ckptSel].ID
-		case up:
-			m.ckptSel = max(0, m.ckptSel-1)
-		case down:
-			m.ckptSel = min(max(0, len(m.checkpointRows())-1), m.ckptSel+1)
-		}
+		return m.checkpointsKey(k, up, down)
 	case paneLog:
 		switch {
 		case up:
@@ -559,6 +420,176 @@ func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		case down:
 			m.logOff = max(0, m.logOff-1)
 		}
+	}
+	return m, nil
+}
+
+// harnessKey handles the Harnesses pane: the knob list when open, the
+// diff when open, else the leaderboard.
+func (m *Model) harnessKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
+	if m.knobMode {
+		return m.knobKey(k, up, down)
+	}
+	if key.Matches(k, keys.Knobs) {
+		if len(m.run.knobs) == 0 {
+			m.err = "no search space seen yet: it appears with the first harness iteration"
+			return m, nil
+		}
+		m.knobMode, m.knobSel = true, min(m.knobSel, len(m.run.knobs)-1)
+		return m, nil
+	}
+	if m.diff != nil {
+		switch {
+		case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
+			m.diff, m.diffOff = nil, 0
+		case up:
+			m.diffOff = max(0, m.diffOff-1)
+		case down:
+			m.diffOff++
+		}
+		return m, nil
+	}
+	return m.boardKey(k, up, down)
+}
+
+// knobKey handles the knob list: move, freeze or unfreeze, close.
+func (m *Model) knobKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(k, keys.Back), key.Matches(k, keys.Knobs):
+		m.knobMode = false
+	case up:
+		m.knobSel = max(0, m.knobSel-1)
+	case down:
+		m.knobSel = min(max(0, len(m.run.knobs)-1), m.knobSel+1)
+	case key.Matches(k, keys.Enter):
+		if m.knobSel < len(m.run.knobs) {
+			kn := m.run.knobs[m.knobSel]
+			kind := "freeze"
+			if m.run.frozen[kn] {
+				kind = "unfreeze"
+			}
+			m.send(engine.Command{Kind: kind, Target: kn})
+		}
+	}
+	return m, nil
+}
+
+// boardKey handles the leaderboard: move, open a diff against the
+// incumbent, prune or unprune.
+func (m *Model) boardKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(k, keys.Enter):
+		rows := m.boardRows()
+		if m.boardSel >= len(rows) {
+			m.err = "no harness selected"
+			return m, nil
+		}
+		if m.opt.HarnessSource == nil {
+			m.err = "no harness archive to read sources from"
+			return m, nil
+		}
+		inc := ""
+		for _, r := range m.run.board {
+			if r.Status == "incumbent" {
+				inc = r.Hash
+			}
+		}
+		if inc == "" {
+			m.err = "no incumbent on the board"
+			return m, nil
+		}
+		m.diff = &diffMsg{hash: rows[m.boardSel].Hash, against: inc}
+		return m, m.loadDiff(m.diff.hash, inc)
+	case up:
+		m.boardSel = max(0, m.boardSel-1)
+	case down:
+		m.boardSel = min(max(0, len(m.boardRows())-1), m.boardSel+1)
+	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
+		rows := m.boardRows()
+		if m.boardSel >= len(rows) {
+			m.err = "no harness selected"
+			return m, nil
+		}
+		kind := "prune"
+		if key.Matches(k, keys.Unprune) {
+			kind = "unprune"
+		}
+		m.send(engine.Command{Kind: kind, Target: rows[m.boardSel].Hash})
+	}
+	return m, nil
+}
+
+// samplesKey handles the Samples pane: the list, its filters, a sample's
+// detail.
+func (m *Model) samplesKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
+	if m.detail {
+		switch {
+		case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
+			m.detail, m.detailOff = false, 0
+		case up:
+			m.detailOff = max(0, m.detailOff-1)
+		case down:
+			m.detailOff++
+		}
+		return m, nil
+	}
+	vis := m.visibleSamples()
+	switch {
+	case up:
+		m.sampleSel = max(0, m.sampleSel-1)
+	case down:
+		m.sampleSel = min(max(0, len(vis)-1), m.sampleSel+1)
+	case key.Matches(k, keys.Enter):
+		if len(vis) == 0 {
+			m.err = "no sample to open"
+		} else {
+			m.detail = true
+		}
+	case key.Matches(k, keys.Kind):
+		m.kindFilter = nextKind(m.sampleKinds(), m.kindFilter)
+		m.sampleSel = 0
+	case key.Matches(k, keys.Kept):
+		m.showKept = !m.showKept
+		m.sampleSel = 0
+	case key.Matches(k, keys.Reload):
+		return m, m.loadSamples()
+	}
+	return m, nil
+}
+
+// checkpointsKey handles the Checkpoints pane: move, export, fork.
+func (m *Model) checkpointsKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(k, keys.Export):
+		rows := m.checkpointRows()
+		if m.ckptSel >= len(rows) {
+			m.err = "no checkpoint selected"
+			return m, nil
+		}
+		if m.opt.Export == nil {
+			m.err = "export is not available here"
+			return m, nil
+		}
+		id, export := rows[m.ckptSel].ID, m.opt.Export
+		return m, func() tea.Msg {
+			dir, err := export(id)
+			return exportedMsg{id: id, dir: dir, err: err}
+		}
+	case key.Matches(k, keys.Fork):
+		rows := m.checkpointRows()
+		if m.ckptSel >= len(rows) {
+			m.err = "no checkpoint selected"
+			return m, nil
+		}
+		if m.opt.Fork == nil {
+			m.err = "starting a run from a checkpoint is not available here"
+			return m, nil
+		}
+		m.forkAsk = rows[m.ckptSel].ID
+	case up:
+		m.ckptSel = max(0, m.ckptSel-1)
+	case down:
+		m.ckptSel = min(max(0, len(m.checkpointRows())-1), m.ckptSel+1)
 	}
 	return m, nil
 }

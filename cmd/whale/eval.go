@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"whale/core/bundle"
 	"whale/core/eval"
@@ -118,14 +119,19 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 	return rep, nil
 }
 
+// evalFlags are whale eval's flags.
+type evalFlags struct {
+	domain, harness, split, modelPath, pol, gridDir, tracePath string
+	k, n, maxNew                                               int
+	seed, dataSeed                                             uint64
+	temp                                                       float64
+	asJSON, exact, probe                                       bool
+	server                                                     serverFlags
+	df                                                         dataFlags
+}
+
 func newEvalCmd() *cobra.Command {
-	var domain, harness, split, modelPath, pol, gridDir, tracePath string
-	var k, n, maxNew int
-	var seed, dataSeed uint64
-	var temp float64
-	var asJSON, exact, probe bool
-	var server serverFlags
-	var df dataFlags
+	var fl evalFlags
 	c := &cobra.Command{
 		Use:   "eval --domain D --harness FILE|h0 --split val|audit|test --k K",
 		Short: "Score a model through a harness: mean@k, pass@k, a bootstrap 95% interval, failures by kind",
@@ -140,159 +146,186 @@ func newEvalCmd() *cobra.Command {
 			"With --probe it only runs the copy probe on the model (greedy: random letters, word lists,\n" +
 			"lookups; made-up strings, no task data): whether the model copies from its context at all.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := server.check(cmd.Flags()); err != nil {
-				return err
-			}
-			if server.set() && (probe || exact || modelPath != "" || cmd.Flags().Changed("policy")) {
-				return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy, --model, --exact and --probe, which are for local ones")}
-			}
-			if probe {
-				if !cmd.Flags().Changed("n") {
-					n = probeN // --n's default means "the whole split", which a probe has not
-				}
-				if n < 1 || n > maxProbeN {
-					return usageError{fmt.Errorf("--n %d: a probe runs 1 to %d probes of each kind", n, maxProbeN)}
-				}
-				b, err := openModel(modelPath)
-				if err != nil {
-					return err
-				}
-				if b.TokenizerJSON != nil {
-					return fmt.Errorf("--probe: the copy probe is written in the byte tokenizer's ids, and %s has its own tokenizer", b.Name)
-				}
-				name := b.Name
-				r, err := pretrain.Probe(cmd.Context(), model.NewSampler(b.Model, model.SamplerOptions{}), n, seed)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), r)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, r)
-				return nil
-			}
-			if k < 1 || n < 1 || maxNew < 1 {
-				return usageError{fmt.Errorf("--k (%d), --n (%d) and --max-new-tokens (%d) must be at least 1", k, n, maxNew)}
-			}
-			if !slices.Contains(data.Splits, split) {
-				return usageError{fmt.Errorf("unknown --split %q (want one of %s)", split, strings.Join(data.Splits, ", "))}
-			}
-			if harness == "" {
-				return usageError{fmt.Errorf("--harness FILE|h0 is required")}
-			}
-			if !(temp >= 0) {
-				return usageError{fmt.Errorf("--temperature %v must be ≥ 0", temp)}
-			}
-			st := &evalSetup{polName: pol, opts: harnesses.RunOptions{Seed: seed, K: k, Temperature: float32(temp), MaxNewTokens: maxNew, KeyPrefix: split + "/"}}
-			var mb *bundle.Bundle
-			switch {
-			case server.set():
-				st.polName, st.dataSeed = server.name(), 1
-			case pol == "model":
-				var err error
-				if mb, err = openModel(modelPath); err != nil {
-					return err
-				}
-				st.model, st.hash, st.dataSeed = mb.Name, mb.SHA256, mb.DataSeed
-			case pol == "oracle" || pol == "random":
-				if modelPath != "" {
-					return usageError{fmt.Errorf("--model needs --policy model, not %s", pol)}
-				}
-				st.dataSeed = 1
-			default:
-				return usageError{fmt.Errorf("unknown --policy %q (want model, oracle or random)", pol)}
-			}
-			if cmd.Flags().Changed("data-seed") {
-				st.dataSeed = dataSeed
-			}
-			d, err := openHarnessDomain(domain, st.dataSeed, df)
-			if err != nil {
-				return err
-			}
-			st.dom = d
-			switch {
-			case server.set():
-				st.pol, err = server.policy(seed)
-			case pol == "model":
-				st.pol, err = mb.Policy(model.SamplerOptions{Exact: exact})
-			default:
-				st.pol, err = scriptedPolicy(pol, d)
-			}
-			if err != nil {
-				return err
-			}
-			if st.tasks, err = d.Tasks(split); err != nil {
-				return err
-			}
-			if len(st.tasks) > n {
-				st.tasks = st.tasks[:n]
-			}
-			name, src, err := readHarnessSource(harness, domain)
-			if err != nil {
-				return err
-			}
-			if tracePath != "" {
-				tf, err := os.Create(tracePath)
-				if err != nil {
-					return fmt.Errorf("--trace: %w", err)
-				}
-				defer tf.Close()
-				st.trace = tf
-			}
-			log := cmd.ErrOrStderr()
-			st.opts.Progress = progressPrinter(log, name)
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
-			base, err := runEval(ctx, st, name, src, split)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if gridDir == "" {
-				if asJSON {
-					return printJSON(out, base)
-				}
-				printEval(out, base)
-				return nil
-			}
-			rows, err := runGrid(ctx, st, log, name, src, split, gridDir, base)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(out, map[string]any{"base": base, "candidates": rows})
-			}
-			printEval(out, base)
-			fmt.Fprintf(out, "\n%-24s %-34s %8s %8s  %s\n", "knob", "choice", "mean@k", "delta", "file")
-			for _, r := range rows {
-				fmt.Fprintf(out, "%-24s %-34s %8.4f %+8.4f  %s\n", r.Knob, harnessOneLine(r.Choice), r.Report.MeanAtK, r.Delta, r.File)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return fl.run(cmd) },
 	}
-	f := c.Flags()
-	f.StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
-	f.StringVar(&harness, "harness", "", "harness file, or the name of a built-in one (h0)")
-	f.StringVar(&split, "split", data.SplitVal, "split: "+strings.Join(data.Splits, ", "))
-	f.IntVar(&k, "k", 1, "samples per task")
-	f.IntVar(&n, "n", 1<<30, "number of tasks (the first N of the split; default all)")
-	f.StringVar(&modelPath, "model", "", "model: a whale model file (safetensors written by whale pretrain or export) or a Hugging Face folder; default the embedded base model")
-	f.StringVar(&pol, "policy", "model", "policy: model, oracle or random")
-	f.Uint64Var(&seed, "seed", 1, "sampling seed (with each request's key it fixes every sampled token)")
-	f.Uint64Var(&dataSeed, "data-seed", 1, "seed of the domain (default: the model's corpus data seed, 1 for oracle and random)")
-	f.Float64Var(&temp, "temperature", 1, "sampling temperature (0 = greedy)")
-	f.IntVar(&maxNew, "max-new-tokens", 256, "completion length bound of each policy call")
-	f.BoolVar(&exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
-	f.StringVar(&gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
-	f.StringVar(&tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
-	f.BoolVar(&probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	server.register(f)
-	df.register(f)
+	fl.register(c.Flags())
 	return c
+}
+
+func (fl *evalFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&fl.domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	f.StringVar(&fl.harness, "harness", "", "harness file, or the name of a built-in one (h0)")
+	f.StringVar(&fl.split, "split", data.SplitVal, "split: "+strings.Join(data.Splits, ", "))
+	f.IntVar(&fl.k, "k", 1, "samples per task")
+	f.IntVar(&fl.n, "n", 1<<30, "number of tasks (the first N of the split; default all)")
+	f.StringVar(&fl.modelPath, "model", "", "model: a whale model file (safetensors written by whale pretrain or export) or a Hugging Face folder; default the embedded base model")
+	f.StringVar(&fl.pol, "policy", "model", "policy: model, oracle or random")
+	f.Uint64Var(&fl.seed, "seed", 1, "sampling seed (with each request's key it fixes every sampled token)")
+	f.Uint64Var(&fl.dataSeed, "data-seed", 1, "seed of the domain (default: the model's corpus data seed, 1 for oracle and random)")
+	f.Float64Var(&fl.temp, "temperature", 1, "sampling temperature (0 = greedy)")
+	f.IntVar(&fl.maxNew, "max-new-tokens", 256, "completion length bound of each policy call")
+	f.BoolVar(&fl.exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
+	f.StringVar(&fl.gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
+	f.StringVar(&fl.tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
+	f.BoolVar(&fl.probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
+	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object")
+	fl.server.register(f)
+	fl.df.register(f)
+}
+
+// run is whale eval: the probe, or the harness's evaluation (and with
+// --grid its one-knob changes).
+func (fl *evalFlags) run(cmd *cobra.Command) error {
+	if err := fl.server.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if fl.server.set() && (fl.probe || fl.exact || fl.modelPath != "" || cmd.Flags().Changed("policy")) {
+		return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy, --model, --exact and --probe, which are for local ones")}
+	}
+	if fl.probe {
+		return fl.runProbe(cmd)
+	}
+	if err := fl.check(); err != nil {
+		return err
+	}
+	st, err := fl.setup(cmd)
+	if err != nil {
+		return err
+	}
+	name, src, err := readHarnessSource(fl.harness, fl.domain)
+	if err != nil {
+		return err
+	}
+	if fl.tracePath != "" {
+		tf, err := os.Create(fl.tracePath)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer tf.Close()
+		st.trace = tf
+	}
+	log := cmd.ErrOrStderr()
+	st.opts.Progress = progressPrinter(log, name)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	base, err := runEval(ctx, st, name, src, fl.split)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if fl.gridDir == "" {
+		if fl.asJSON {
+			return printJSON(out, base)
+		}
+		printEval(out, base)
+		return nil
+	}
+	rows, err := runGrid(ctx, st, log, name, src, fl.split, fl.gridDir, base)
+	if err != nil {
+		return err
+	}
+	if fl.asJSON {
+		return printJSON(out, map[string]any{"base": base, "candidates": rows})
+	}
+	printEval(out, base)
+	fmt.Fprintf(out, "\n%-24s %-34s %8s %8s  %s\n", "knob", "choice", "mean@k", "delta", "file")
+	for _, r := range rows {
+		fmt.Fprintf(out, "%-24s %-34s %8.4f %+8.4f  %s\n", r.Knob, harnessOneLine(r.Choice), r.Report.MeanAtK, r.Delta, r.File)
+	}
+	return nil
+}
+
+// runProbe runs the copy probe on the model.
+func (fl *evalFlags) runProbe(cmd *cobra.Command) error {
+	n := fl.n
+	if !cmd.Flags().Changed("n") {
+		n = probeN // --n's default means "the whole split", which a probe has not
+	}
+	if n < 1 || n > maxProbeN {
+		return usageError{fmt.Errorf("--n %d: a probe runs 1 to %d probes of each kind", n, maxProbeN)}
+	}
+	b, err := openModel(fl.modelPath)
+	if err != nil {
+		return err
+	}
+	if b.TokenizerJSON != nil {
+		return fmt.Errorf("--probe: the copy probe is written in the byte tokenizer's ids, and %s has its own tokenizer", b.Name)
+	}
+	r, err := pretrain.Probe(cmd.Context(), model.NewSampler(b.Model, model.SamplerOptions{}), n, fl.seed)
+	if err != nil {
+		return err
+	}
+	if fl.asJSON {
+		return printJSON(cmd.OutOrStdout(), r)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", b.Name, r)
+	return nil
+}
+
+// check validates the evaluation's flags.
+func (fl *evalFlags) check() error {
+	switch {
+	case fl.k < 1 || fl.n < 1 || fl.maxNew < 1:
+		return usageError{fmt.Errorf("--k (%d), --n (%d) and --max-new-tokens (%d) must be at least 1", fl.k, fl.n, fl.maxNew)}
+	case !slices.Contains(data.Splits, fl.split):
+		return usageError{fmt.Errorf("unknown --split %q (want one of %s)", fl.split, strings.Join(data.Splits, ", "))}
+	case fl.harness == "":
+		return usageError{fmt.Errorf("--harness FILE|h0 is required")}
+	case !(fl.temp >= 0):
+		return usageError{fmt.Errorf("--temperature %v must be ≥ 0", fl.temp)}
+	}
+	return nil
+}
+
+// setup opens the policy, the domain and the split's first N tasks.
+func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
+	st := &evalSetup{polName: fl.pol, opts: harnesses.RunOptions{Seed: fl.seed, K: fl.k, Temperature: float32(fl.temp), MaxNewTokens: fl.maxNew, KeyPrefix: fl.split + "/"}}
+	var mb *bundle.Bundle
+	switch {
+	case fl.server.set():
+		st.polName, st.dataSeed = fl.server.name(), 1
+	case fl.pol == "model":
+		var err error
+		if mb, err = openModel(fl.modelPath); err != nil {
+			return nil, err
+		}
+		st.model, st.hash, st.dataSeed = mb.Name, mb.SHA256, mb.DataSeed
+	case fl.pol == "oracle" || fl.pol == "random":
+		if fl.modelPath != "" {
+			return nil, usageError{fmt.Errorf("--model needs --policy model, not %s", fl.pol)}
+		}
+		st.dataSeed = 1
+	default:
+		return nil, usageError{fmt.Errorf("unknown --policy %q (want model, oracle or random)", fl.pol)}
+	}
+	if cmd.Flags().Changed("data-seed") {
+		st.dataSeed = fl.dataSeed
+	}
+	d, err := openHarnessDomain(fl.domain, st.dataSeed, fl.df)
+	if err != nil {
+		return nil, err
+	}
+	st.dom = d
+	switch {
+	case fl.server.set():
+		st.pol, err = fl.server.policy(fl.seed)
+	case fl.pol == "model":
+		st.pol, err = mb.Policy(model.SamplerOptions{Exact: fl.exact})
+	default:
+		st.pol, err = scriptedPolicy(fl.pol, d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.tasks, err = d.Tasks(fl.split); err != nil {
+		return nil, err
+	}
+	if len(st.tasks) > fl.n {
+		st.tasks = st.tasks[:fl.n]
+	}
+	return st, nil
 }
 
 // runGrid scores every one-knob mutation of src, then the combination of

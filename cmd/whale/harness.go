@@ -242,20 +242,7 @@ func newHarnessRunCmd() *cobra.Command {
 			if !(temp >= 0) {
 				return usageError{fmt.Errorf("--temperature %v must be ≥ 0", temp)}
 			}
-			var p policy.Policy
-			switch {
-			case server.set() && cmd.Flags().Changed("policy"):
-				return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy %s", pol)}
-			case server.set():
-				p, err = server.policy(seed)
-				pol = server.name()
-			case cmd.Flags().Changed("temperature"):
-				return usageError{fmt.Errorf("--temperature needs --policy-url: the checking policies do not sample")}
-			case pol != "oracle" && pol != "random":
-				return usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
-			default:
-				p, err = scriptedPolicy(pol, d)
-			}
+			p, pol, err := checkingPolicy(cmd.Flags(), server, pol, d, seed)
 			if err != nil {
 				return err
 			}
@@ -280,21 +267,8 @@ func newHarnessRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep := harnessRunReport{File: name, Hash: h.Hash, Domain: domain, Split: split, Policy: pol, Tasks: len(tasks), Rollouts: len(ts), Failures: map[string]int{}}
-			sum := 0.0
-			for _, tr := range ts {
-				sum += tr.Reward
-				rep.Calls += tr.ModelCalls()
-				if tr.Failure != data.FailNone {
-					rep.Failures[string(tr.Failure)]++
-				}
-				if tr.Error != "" && len(rep.Errors) < 5 {
-					rep.Errors = append(rep.Errors, tr.TaskID+": "+tr.Error)
-				}
-			}
-			if len(ts) > 0 {
-				rep.Mean = sum / float64(len(ts))
-			}
+			rep := harnessRunReport{File: name, Hash: h.Hash, Domain: domain, Split: split, Policy: pol, Tasks: len(tasks)}
+			rep.add(ts)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return printJSON(out, rep)
@@ -318,6 +292,44 @@ func newHarnessRunCmd() *cobra.Command {
 	server.register(f)
 	df.register(f)
 	return c
+}
+
+// checkingPolicy is whale harness run's policy: the server's, or the
+// oracle or random checking policy; it returns the policy's name too.
+func checkingPolicy(flags *pflag.FlagSet, server serverFlags, pol string, d data.Domain, seed uint64) (policy.Policy, string, error) {
+	switch {
+	case server.set() && flags.Changed("policy"):
+		return nil, "", usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy %s", pol)}
+	case server.set():
+		p, err := server.policy(seed)
+		return p, server.name(), err
+	case flags.Changed("temperature"):
+		return nil, "", usageError{fmt.Errorf("--temperature needs --policy-url: the checking policies do not sample")}
+	case pol != "oracle" && pol != "random":
+		return nil, "", usageError{fmt.Errorf("unknown --policy %q (want oracle or random)", pol)}
+	}
+	p, err := scriptedPolicy(pol, d)
+	return p, pol, err
+}
+
+// add counts the trajectories into the report: rollouts, calls, mean
+// reward, failures by kind and the first harness errors.
+func (rep *harnessRunReport) add(ts []harnesses.Trajectory) {
+	rep.Rollouts, rep.Failures = len(ts), map[string]int{}
+	sum := 0.0
+	for _, tr := range ts {
+		sum += tr.Reward
+		rep.Calls += tr.ModelCalls()
+		if tr.Failure != data.FailNone {
+			rep.Failures[string(tr.Failure)]++
+		}
+		if tr.Error != "" && len(rep.Errors) < 5 {
+			rep.Errors = append(rep.Errors, tr.TaskID+": "+tr.Error)
+		}
+	}
+	if len(ts) > 0 {
+		rep.Mean = sum / float64(len(ts))
+	}
 }
 
 func newHarnessDiffCmd() *cobra.Command {

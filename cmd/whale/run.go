@@ -99,16 +99,20 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 	return dom, nil
 }
 
+// runFlags are whale run's flags.
+type runFlags struct {
+	domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
+	proposer, gridKnobs, proposerURL, proposerModel, condition, fromCkpt       string
+	e, lr, kl                                                                  float64
+	i, budget, rounds, replay, candidates                                      int
+	seed                                                                       uint64
+	headless, asJSON                                                           bool
+	resumeEvery                                                                resumeEveryFlag
+	server                                                                     serverFlags
+}
+
 func newRunCmd() *cobra.Command {
-	var domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
-	var proposer, gridKnobs, proposerURL, proposerModel, condition string
-	var fromCkpt string
-	var e, lr, kl float64
-	var i, budget, rounds, replay, candidates int
-	var seed uint64
-	var headless, asJSON bool
-	var resumeEvery resumeEveryFlag
-	var server serverFlags
+	var fl runFlags
 	c := &cobra.Command{
 		Use:   "run --headless --domain D",
 		Short: "Run a WHALE alternation: weight phases and harness phases under a schedule",
@@ -118,140 +122,152 @@ func newRunCmd() *cobra.Command {
 			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'. With --condition harness-only,\n" +
 			"--policy-url URL --policy-model NAME makes an OpenAI-compatible server sample the rollouts.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !headless {
-				return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
-			}
-			if err := server.check(cmd.Flags()); err != nil {
-				return err
-			}
-			if server.set() && fromCkpt == "" && condition != "harness-only" {
-				return usageError{errors.New("--policy-url: a weight phase cannot train a model behind a server; add --condition harness-only")}
-			}
-			if fromCkpt != "" {
-				return runFromCheckpoint(cmd, dbPath, fromCkpt, dataPath, format, asJSON)
-			}
-			if domain == "" {
-				return usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + ")")}
-			}
-			if (dataPath == "") != (format == "") {
-				return usageError{errors.New("--data and --format go together")}
-			}
-			cfg, err := engine.Preset(preset, domain)
-			if err != nil {
-				return usageError{err}
-			}
-			cfg.Seed = seed
-			flags := cmd.Flags()
-			if flags.Changed("schedule") {
-				cfg.Schedule = schedule
-			}
-			if flags.Changed("E") {
-				cfg.E = e
-			}
-			if flags.Changed("I") {
-				cfg.I = i
-			}
-			if flags.Changed("weights") {
-				cfg.Operator = op
-			}
-			if flags.Changed("budget") {
-				cfg.Budget = budget
-			}
-			if flags.Changed("rounds") {
-				cfg.MaxRounds = rounds
-			}
-			if flags.Changed("replay") {
-				cfg.Replay = replay
-			}
-			if flags.Changed("lr") {
-				cfg.LR = lr
-			}
-			if flags.Changed("kl") {
-				cfg.KL = kl
-			}
-			if condition != "whale" {
-				cfg.Condition = condition
-			}
-			if flags.Changed("candidates") {
-				cfg.Candidates = candidates
-			}
-			cfg.Proposer, cfg.ProposerURL, cfg.ProposerModel = proposer, proposerURL, proposerModel
-			if server.set() {
-				cfg.PolicyServer = server.config()
-			}
-			if gridKnobs != "" {
-				cfg.GridKnobs = strings.Split(gridKnobs, ",")
-			}
-			if flags.Changed("harness") {
-				if cfg.Harness, err = harnessArg(harness, domain); err != nil {
-					return err
-				}
-			}
-			if err := cfg.Validate(); err != nil {
-				return usageError{err}
-			}
-			db, err := openStore(dbPath)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			b, err := openModel(modelPath)
-			if err != nil {
-				return err
-			}
-			dom, err := runDomain(domain, dataPath, format, b.DataSeed)
-			if err != nil {
-				return err
-			}
-			cfg.DataSeed = b.DataSeed
-			if cfg.Start, err = startRecord(b); err != nil {
-				return err
-			}
-			env := engine.BundleEnv(b, dom, db)
-			env.ResumeEvery = resumeEvery.env()
-			id, err := newRunID(db, domain)
-			if err != nil {
-				return err
-			}
-			eng, err := engine.New(cfg, env, id)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", id, domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, dbPath)
-			return drive(cmd, db, eng, asJSON)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return fl.run(cmd) },
 	}
-	f := c.Flags()
-	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
-	f.StringVar(&domain, "domain", "", "math, searchqa or chess")
-	f.StringVar(&dataPath, "data", "", "import tasks from FILE instead of the generated splits")
-	f.StringVar(&format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
-	f.StringVar(&schedule, "schedule", "fixed", "fixed or adaptive")
-	f.Float64Var(&e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
-	f.IntVar(&i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
-	f.StringVar(&op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
-	f.Float64Var(&lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-5)")
-	f.Float64Var(&kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
-	f.StringVar(&preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
-	f.IntVar(&budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
-	f.IntVar(&rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
-	f.Uint64Var(&seed, "seed", 1, "seed of everything the run samples")
-	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
-	f.StringVar(&modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
-	f.StringVar(&harness, "harness", "h0", "starting harness: a built-in name or a .star file")
-	f.IntVar(&replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
-	f.StringVar(&condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
-	f.IntVar(&candidates, "candidates", 0, "harness candidates per iteration, M (preset default)")
-	f.StringVar(&proposer, "proposer", "fragment", "harness proposer: fragment (fragments steered by the incumbent's failures and past paired gains; never runs dry), mutation, grid or llm")
-	f.StringVar(&gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
-	f.StringVar(&proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-	f.StringVar(&proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
-	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
-	f.StringVar(&fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
-	resumeEvery.register(f)
-	server.register(f)
+	fl.register(c.Flags())
 	return c
+}
+
+func (fl *runFlags) register(f *pflag.FlagSet) {
+	f.BoolVar(&fl.headless, "headless", false, "run without the TUI, progress on stderr")
+	f.StringVar(&fl.domain, "domain", "", "math, searchqa or chess")
+	f.StringVar(&fl.dataPath, "data", "", "import tasks from FILE instead of the generated splits")
+	f.StringVar(&fl.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	f.StringVar(&fl.schedule, "schedule", "fixed", "fixed or adaptive")
+	f.Float64Var(&fl.e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
+	f.IntVar(&fl.i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
+	f.StringVar(&fl.op, "weights", "rsft", "weight operator: rsft, dpo or grpo")
+	f.Float64Var(&fl.lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-5)")
+	f.Float64Var(&fl.kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
+	f.StringVar(&fl.preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
+	f.IntVar(&fl.budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
+	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
+	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
+	f.StringVar(&fl.dbPath, "db", "whale.db", "workspace file")
+	f.StringVar(&fl.modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	f.StringVar(&fl.harness, "harness", "h0", "starting harness: a built-in name or a .star file")
+	f.IntVar(&fl.replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
+	f.StringVar(&fl.condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
+	f.IntVar(&fl.candidates, "candidates", 0, "harness candidates per iteration, M (preset default)")
+	f.StringVar(&fl.proposer, "proposer", "fragment", "harness proposer: fragment (fragments steered by the incumbent's failures and past paired gains; never runs dry), mutation, grid or llm")
+	f.StringVar(&fl.gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
+	f.StringVar(&fl.proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+	f.StringVar(&fl.proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
+	f.BoolVar(&fl.asJSON, "json", false, "print the summary as one JSON object")
+	f.StringVar(&fl.fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
+	fl.resumeEvery.register(f)
+	fl.server.register(f)
+}
+
+// run is whale run: a new run (or one from a checkpoint), driven to its end.
+func (fl *runFlags) run(cmd *cobra.Command) error {
+	if !fl.headless {
+		return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
+	}
+	if err := fl.server.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if fl.server.set() && fl.fromCkpt == "" && fl.condition != "harness-only" {
+		return usageError{errors.New("--policy-url: a weight phase cannot train a model behind a server; add --condition harness-only")}
+	}
+	if fl.fromCkpt != "" {
+		return runFromCheckpoint(cmd, fl.dbPath, fl.fromCkpt, fl.dataPath, fl.format, fl.asJSON)
+	}
+	if fl.domain == "" {
+		return usageError{errors.New("--domain is required (" + strings.Join(domains.Names(), ", ") + ")")}
+	}
+	if (fl.dataPath == "") != (fl.format == "") {
+		return usageError{errors.New("--data and --format go together")}
+	}
+	cfg, err := fl.config(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	db, err := openStore(fl.dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.resumeEvery.env())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", eng.RunID, fl.domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, fl.dbPath)
+	return drive(cmd, db, eng, fl.asJSON)
+}
+
+// config is the preset with the flags the person set.
+func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
+	cfg, err := engine.Preset(fl.preset, fl.domain)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	cfg.Seed = fl.seed
+	set := func(name string, apply func()) {
+		if flags.Changed(name) {
+			apply()
+		}
+	}
+	set("schedule", func() { cfg.Schedule = fl.schedule })
+	set("E", func() { cfg.E = fl.e })
+	set("I", func() { cfg.I = fl.i })
+	set("weights", func() { cfg.Operator = fl.op })
+	set("budget", func() { cfg.Budget = fl.budget })
+	set("rounds", func() { cfg.MaxRounds = fl.rounds })
+	set("replay", func() { cfg.Replay = fl.replay })
+	set("lr", func() { cfg.LR = fl.lr })
+	set("kl", func() { cfg.KL = fl.kl })
+	set("candidates", func() { cfg.Candidates = fl.candidates })
+	if fl.condition != "whale" {
+		cfg.Condition = fl.condition
+	}
+	cfg.Proposer, cfg.ProposerURL, cfg.ProposerModel = fl.proposer, fl.proposerURL, fl.proposerModel
+	if fl.server.set() {
+		cfg.PolicyServer = fl.server.config()
+	}
+	if fl.gridKnobs != "" {
+		cfg.GridKnobs = strings.Split(fl.gridKnobs, ",")
+	}
+	if flags.Changed("harness") {
+		if cfg.Harness, err = harnessArg(fl.harness, fl.domain); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// newRunEngine starts a new run of cfg in db, from the model at modelPath
+// (the embedded one if empty) over the domain's generated splits or its
+// --data: the run's data seed and starting-weights record come from the
+// model. whale run and the workbench start runs through it. resumeEvery
+// is engine.Env's (0: its default).
+func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format string, resumeEvery time.Duration) (*engine.Engine, *bundle.Bundle, error) {
+	b, err := openModel(modelPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	dom, err := runDomain(cfg.Domain, dataPath, format, b.DataSeed)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DataSeed = b.DataSeed
+	if cfg.Start, err = startRecord(b); err != nil {
+		return nil, nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usageError{err}
+	}
+	env := engine.BundleEnv(b, dom, db)
+	env.ResumeEvery = resumeEvery
+	id, err := newRunID(db, cfg.Domain)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := engine.New(cfg, env, id)
+	return eng, b, err
 }
 
 // resumeEveryFlag is --resume-every: how often a run writes a resume point

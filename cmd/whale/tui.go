@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"whale/core/attach"
+	"whale/core/bundle"
 	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/store"
@@ -157,30 +158,12 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return usageError{err}
 		}
 		cfg.Seed = fl.seed
-		b, err := openModel(fl.model)
-		if err != nil {
+		var b *bundle.Bundle
+		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", 0); err != nil {
 			return err
 		}
 		if fl.model != "" {
 			modelDesc = b.Name
-		}
-		dom, err := runDomain(fl.domain, "", "", b.DataSeed)
-		if err != nil {
-			return err
-		}
-		cfg.DataSeed = b.DataSeed
-		if cfg.Start, err = startRecord(b); err != nil {
-			return err
-		}
-		if err := cfg.Validate(); err != nil {
-			return usageError{err}
-		}
-		id, err := newRunID(db, fl.domain)
-		if err != nil {
-			return err
-		}
-		if eng, err = engine.New(cfg, engine.BundleEnv(b, dom, db), id); err != nil {
-			return err
 		}
 	}
 	for {

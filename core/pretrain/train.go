@@ -150,101 +150,32 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Log, format+"\n", args...)
 		}
 	}
-	rec := trainRecord{Preset: o.Preset, Config: o.Config, Seed: o.Seed, DataSeed: o.DataSeed, Steps: o.Steps, Batch: o.Batch,
-		PeakLR: o.PeakLR, Warmup: o.Warmup, Mix: o.Corpus.Mix, Tasks: o.Corpus.TasksPerDomain, FloorLR: o.FloorLR}
-	var init *ckpt.File
-	if o.Init != "" {
-		b, err := os.ReadFile(o.Init)
-		if err != nil {
-			return nil, fmt.Errorf("pretrain: init: %w", err)
-		}
-		if init, err = ckpt.Decode(b, o.Init); err != nil {
-			return nil, fmt.Errorf("pretrain: init: %w", err)
-		}
-		sum := sha256.Sum256(b)
-		rec.Init = hex.EncodeToString(sum[:])
-	}
-	recJSON, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("pretrain: encode settings: %w", err)
-	}
-
-	t0 := time.Now()
-	copts := o.Corpus
-	copts.Seed, copts.DataSeed = o.Seed, o.DataSeed
-	corpus, err := BuildCorpus(ctx, copts)
+	rec, recJSON, init, err := settings(o)
 	if err != nil {
 		return nil, err
 	}
-	if len(corpus.Seqs) == 0 {
-		return nil, errors.New("pretrain: the corpus is empty")
-	}
-	for _, s := range corpus.Seqs {
-		if len(s.Tokens)-1 > o.Config.MaxPositionEmbeddings {
-			return nil, fmt.Errorf("pretrain: a demonstration of %d tokens exceeds max_position_embeddings %d", len(s.Tokens), o.Config.MaxPositionEmbeddings)
-		}
-	}
-	total := 0
-	for _, st := range corpus.Stats {
-		total += st.Tokens
-	}
-	logf("pretrain: corpus %s: %d sequences, %d tokens, built in %.1fs", corpus.Hash[:12], len(corpus.Seqs), total, time.Since(t0).Seconds())
-	for _, name := range sortedNames(corpus.Stats) {
-		st := corpus.Stats[name]
-		logf("pretrain:   %-8s %d demos (%d variants, demo reward %.2f), %d sequences, %d tokens (%d completion), %d too long",
-			name, st.Demos, st.Variants, st.Reward, st.Sequences, st.Tokens, st.Completion, st.Dropped)
-	}
-
-	m, err := model.New(o.Config, kernels.NewCPU(), o.Seed)
+	t0 := time.Now()
+	corpus, err := buildLogged(ctx, o, logf)
 	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+		return nil, err
 	}
-	if init != nil {
-		if err := fillParams(m, init); err != nil {
-			return nil, fmt.Errorf("pretrain: init: %w", err)
-		}
-		logf("pretrain: starting from the weights of %s (sha256 %s)", o.Init, rec.Init[:12])
-	}
-	tc := model.DefaultTrainConfig()
-	floor := o.FloorLR
-	if floor == 0 {
-		floor = o.PeakLR / 20
-	}
-	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: floor, Warmup: o.Warmup, Total: o.Steps}
-	tr, err := model.NewTrainer(m, tc)
+	m, tr, err := newModel(o, init, rec.Init, logf)
 	if err != nil {
-		return nil, fmt.Errorf("pretrain: %w", err)
+		return nil, err
 	}
-	start := 0
-	var ema float64
 	resumePath := o.Out + resumeSuffix
-	if o.Resume {
-		s, l, err := loadResume(resumePath, m, tr, string(recJSON), corpus.Hash)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			logf("pretrain: no resume point at %s; starting from scratch", resumePath)
-		case err != nil:
-			return nil, err
-		default:
-			start, ema = s, l
-			logf("pretrain: resumed from %s at step %d", resumePath, start)
-		}
+	start, ema, err := resumeAt(o.Resume, resumePath, m, tr, recJSON, corpus.Hash, logf)
+	if err != nil {
+		return nil, err
 	}
 
 	res := &Result{CorpusHash: corpus.Hash, Stats: corpus.Stats, Steps: start, Loss: ema}
-	meta := func(step int, loss float64) map[string]string {
-		return map[string]string{MetaSeed: strconv.FormatUint(o.Seed, 10), MetaDataSeed: strconv.FormatUint(o.DataSeed, 10),
-			MetaSteps: strconv.Itoa(step), MetaTarget: strconv.Itoa(o.Steps), MetaCorpusHash: corpus.Hash,
-			MetaTrain: string(recJSON), MetaTokenizer: "bytes", MetaLoss: strconv.FormatFloat(loss, 'f', 4, 64)}
-	}
+	meta := func(step int, loss float64) map[string]string { return modelMeta(o, corpus.Hash, recJSON, step, loss) }
 	save := func(step int, loss float64) error {
 		if err := saveResume(resumePath, m, tr, string(recJSON), corpus.Hash, step, loss); err != nil {
 			return err
 		}
-		if err := ckpt.SaveModel(o.Out, m, ckpt.BF16, meta(step, loss)); err != nil {
-			return fmt.Errorf("pretrain: %w", err)
-		}
-		return nil
+		return wrap(ckpt.SaveModel(o.Out, m, ckpt.BF16, meta(step, loss)))
 	}
 
 	order := newOrder(o.Seed, len(corpus.Seqs))
@@ -300,6 +231,119 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	}
 	logf("pretrain: wrote %s (%d steps, loss %.4f) in %s", o.Out, o.Steps, res.Loss, time.Since(t0).Round(time.Second))
 	return res, nil
+}
+
+// modelMeta is the model file's metadata at step (loss: the running mean).
+func modelMeta(o Options, corpusHash string, recJSON []byte, step int, loss float64) map[string]string {
+	return map[string]string{MetaSeed: strconv.FormatUint(o.Seed, 10), MetaDataSeed: strconv.FormatUint(o.DataSeed, 10),
+		MetaSteps: strconv.Itoa(step), MetaTarget: strconv.Itoa(o.Steps), MetaCorpusHash: corpusHash,
+		MetaTrain: string(recJSON), MetaTokenizer: "bytes", MetaLoss: strconv.FormatFloat(loss, 'f', 4, 64)}
+}
+
+// wrap prefixes an error with the package name.
+func wrap(err error) error {
+	if err != nil {
+		return fmt.Errorf("pretrain: %w", err)
+	}
+	return nil
+}
+
+// resumeAt loads the resume point when asked and there is one: the step
+// to start at and the running loss (0, 0 otherwise).
+func resumeAt(resume bool, path string, m *model.Model, tr *model.Trainer, recJSON []byte, corpusHash string, logf func(string, ...any)) (int, float64, error) {
+	if !resume {
+		return 0, 0, nil
+	}
+	s, l, err := loadResume(path, m, tr, string(recJSON), corpusHash)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		logf("pretrain: no resume point at %s; starting from scratch", path)
+		return 0, 0, nil
+	case err != nil:
+		return 0, 0, err
+	}
+	logf("pretrain: resumed from %s at step %d", path, s)
+	return s, l, nil
+}
+
+// settings is the run's record of its settings (stored in the model's
+// metadata and checked on resume), as JSON, and the --init file if any.
+func settings(o Options) (trainRecord, []byte, *ckpt.File, error) {
+	rec := trainRecord{Preset: o.Preset, Config: o.Config, Seed: o.Seed, DataSeed: o.DataSeed, Steps: o.Steps, Batch: o.Batch,
+		PeakLR: o.PeakLR, Warmup: o.Warmup, Mix: o.Corpus.Mix, Tasks: o.Corpus.TasksPerDomain, FloorLR: o.FloorLR}
+	var init *ckpt.File
+	if o.Init != "" {
+		b, err := os.ReadFile(o.Init)
+		if err != nil {
+			return rec, nil, nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		if init, err = ckpt.Decode(b, o.Init); err != nil {
+			return rec, nil, nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		rec.Init = hex.EncodeToString(sum[:])
+	}
+	recJSON, err := json.Marshal(rec)
+	if err != nil {
+		return rec, nil, nil, fmt.Errorf("pretrain: encode settings: %w", err)
+	}
+	return rec, recJSON, init, nil
+}
+
+// buildLogged builds the corpus, checks its lengths and logs its sizes.
+func buildLogged(ctx context.Context, o Options, logf func(string, ...any)) (*Corpus, error) {
+	t0 := time.Now()
+	copts := o.Corpus
+	copts.Seed, copts.DataSeed = o.Seed, o.DataSeed
+	corpus, err := BuildCorpus(ctx, copts)
+	if err != nil {
+		return nil, err
+	}
+	if len(corpus.Seqs) == 0 {
+		return nil, errors.New("pretrain: the corpus is empty")
+	}
+	for _, s := range corpus.Seqs {
+		if len(s.Tokens)-1 > o.Config.MaxPositionEmbeddings {
+			return nil, fmt.Errorf("pretrain: a demonstration of %d tokens exceeds max_position_embeddings %d", len(s.Tokens), o.Config.MaxPositionEmbeddings)
+		}
+	}
+	total := 0
+	for _, st := range corpus.Stats {
+		total += st.Tokens
+	}
+	logf("pretrain: corpus %s: %d sequences, %d tokens, built in %.1fs", corpus.Hash[:12], len(corpus.Seqs), total, time.Since(t0).Seconds())
+	for _, name := range sortedNames(corpus.Stats) {
+		st := corpus.Stats[name]
+		logf("pretrain:   %-8s %d demos (%d variants, demo reward %.2f), %d sequences, %d tokens (%d completion), %d too long",
+			name, st.Demos, st.Variants, st.Reward, st.Sequences, st.Tokens, st.Completion, st.Dropped)
+	}
+	return corpus, nil
+}
+
+// newModel is the model, from the seed or --init's weights (initHash its
+// sha256), and its trainer under the cosine schedule.
+func newModel(o Options, init *ckpt.File, initHash string, logf func(string, ...any)) (*model.Model, *model.Trainer, error) {
+	m, err := model.New(o.Config, kernels.NewCPU(), o.Seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pretrain: %w", err)
+	}
+	if init != nil {
+		if err := fillParams(m, init); err != nil {
+			return nil, nil, fmt.Errorf("pretrain: init: %w", err)
+		}
+		logf("pretrain: starting from the weights of %s (sha256 %s)", o.Init, initHash[:12])
+	}
+	tc := model.DefaultTrainConfig()
+	floor := o.FloorLR
+	if floor == 0 {
+		floor = o.PeakLR / 20
+	}
+	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: floor, Warmup: o.Warmup, Total: o.Steps}
+	tr, err := model.NewTrainer(m, tc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pretrain: %w", err)
+	}
+	return m, tr, nil
 }
 
 // order is the sequence order: one seeded permutation per epoch, so the

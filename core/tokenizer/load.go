@@ -167,13 +167,24 @@ func Parse(data []byte) (*BPE, error) {
 		t.byteID[b] = id
 	}
 
+	if err := t.readAdded(f.AddedTokens); err != nil {
+		return nil, err
+	}
+	if err := t.readMerges(m.Merges, vocab); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readAdded enters the added tokens and builds their matchers.
+func (t *BPE) readAdded(added []hfAddedToken) error {
 	var raw, plain, norm, normPlain []addedToken
-	for _, a := range f.AddedTokens {
+	for _, a := range added {
 		if a.LStrip || a.RStrip || a.SingleWord {
-			return nil, fmt.Errorf("tokenizer: added token %q uses lstrip, rstrip or single_word, which are not supported", a.Content)
+			return fmt.Errorf("tokenizer: added token %q uses lstrip, rstrip or single_word, which are not supported", a.Content)
 		}
 		if a.Content == "" {
-			return nil, fmt.Errorf("tokenizer: added token %d is empty", a.ID)
+			return fmt.Errorf("tokenizer: added token %d is empty", a.ID)
 		}
 		t.tokens[a.ID], t.bytes[a.ID], t.ids[a.Content] = a.Content, []byte(a.Content), a.ID
 		t.special[a.ID] = a.Special
@@ -192,10 +203,14 @@ func Parse(data []byte) (*BPE, error) {
 	}
 	t.withSpecial, t.plain = newAddedMatcher(raw), newAddedMatcher(plain)
 	t.normalizedAdded, t.normalizedPlain = newAddedMatcher(norm), newAddedMatcher(normPlain)
+	return nil
+}
 
-	pairs, err := scanMerges(m.Merges)
+// readMerges ranks the merges (raw: model.merges as stored).
+func (t *BPE) readMerges(raw json.RawMessage, vocab map[string]int32) error {
+	pairs, err := scanMerges(raw)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.merges = make(map[uint64]merge, len(pairs))
 	t.ranked = make([][2]int32, 0, len(pairs))
@@ -204,13 +219,13 @@ func Parse(data []byte) (*BPE, error) {
 		b, okB := vocab[p[1]]
 		c, okC := vocab[p[0]+p[1]]
 		if !okA || !okB || !okC {
-			return nil, fmt.Errorf("tokenizer: merge %d (%q %q) names a token missing from the vocab", i, p[0], p[1])
+			return fmt.Errorf("tokenizer: merge %d (%q %q) names a token missing from the vocab", i, p[0], p[1])
 		}
 		// A repeated pair keeps its last rank, as in Hugging Face.
 		t.merges[pairKey(a, b)] = merge{rank: int32(i), id: c}
 		t.ranked = append(t.ranked, [2]int32{a, b})
 	}
-	return t, nil
+	return nil
 }
 
 // splitMerge reads a merge written as one string "a b".

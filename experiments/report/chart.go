@@ -70,20 +70,7 @@ func Chart(runs []Run, domain string, meta Meta) ([]byte, error) {
 	leg.TextStyle.Font.Size = vg.Points(9)
 	leg.Padding = vg.Points(3)
 
-	// Shading first, so every line is drawn over it.
-	if r, ok := firstFinished(runs, WhaleFixed, domain); ok {
-		h, w := phaseSpans(r)
-		if len(w) > 0 {
-			sh := &shade{spans: w, col: weightShade}
-			p.Add(sh)
-			leg.Add(fmt.Sprintf("whale-fixed seed %d: weight phase", r.Seed), sh)
-		}
-		if len(h) > 0 {
-			sh := &shade{spans: h, col: harnessShade}
-			p.Add(sh)
-			leg.Add(fmt.Sprintf("whale-fixed seed %d: harness phase", r.Seed), sh)
-		}
-	}
+	shadePhases(p, &leg, runs, domain) // first, so every line is drawn over it
 
 	ymin, ymax, xmax := math.Inf(1), math.Inf(-1), 0.0
 	anyVal, anyLine := false, false
@@ -159,6 +146,31 @@ func Chart(runs []Run, domain string, meta Meta) ([]byte, error) {
 		p.X.Max = xmax
 	}
 
+	return renderPNG(p, &leg, domain)
+}
+
+// shadePhases shades the phases of the domain's first finished whale-fixed
+// run behind the curves.
+func shadePhases(p *plot.Plot, leg *plot.Legend, runs []Run, domain string) {
+	r, ok := firstFinished(runs, WhaleFixed, domain)
+	if !ok {
+		return
+	}
+	h, w := phaseSpans(r)
+	if len(w) > 0 {
+		sh := &shade{spans: w, col: weightShade}
+		p.Add(sh)
+		leg.Add(fmt.Sprintf("whale-fixed seed %d: weight phase", r.Seed), sh)
+	}
+	if len(h) > 0 {
+		sh := &shade{spans: h, col: harnessShade}
+		p.Add(sh)
+		leg.Add(fmt.Sprintf("whale-fixed seed %d: harness phase", r.Seed), sh)
+	}
+}
+
+// renderPNG draws the plot with its legend to the right, as PNG bytes.
+func renderPNG(p *plot.Plot, leg *plot.Legend, domain string) ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(8*vg.Inch, 5*vg.Inch), vgimg.UseDPI(ChartDPI), vgimg.UseBackgroundColor(color.White))
 	c := draw.New(img)
 	lr := leg.Rectangle(c)

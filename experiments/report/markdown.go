@@ -357,18 +357,7 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string, meta Me
 	}
 	p("\nGains are points of %s (val where a boundary has no test score), after minus before each phase; gains and model calls are means over the %s that ran such a phase in that round.\n\n", meta.curveLabel(), plural(len(fin), "finished seed"))
 
-	var base []float64
-	for _, r := range runs {
-		if r.Domain != domain || r.Condition != HarnessOnly || !r.Done {
-			continue
-		}
-		for _, g := range phaseGains(r) {
-			if g.phase == PhaseHarness {
-				base = append(base, g.gain)
-				break
-			}
-		}
-	}
+	base := baseHarnessGains(runs, domain)
 	var ss []string
 	if len(base) > 0 {
 		ss = append(ss, fmt.Sprintf("Harness search on the base weights (harness-only's first harness phase, mean over %s): %s points.", plural(len(base), "seed"), signed(mean(base)/100)))
@@ -388,6 +377,24 @@ func writeAttribution(b *bytes.Buffer, runs []Run, domain, whale string, meta Me
 	mw, mh := totalW/n, totalH/n
 	p("Over a whole run, %s's weight phases gained %s points and its harness phases %s (mean over seeds): %s.\n\n",
 		whale, signed(mw/100), signed(mh/100), bottleneck(mw, mh))
+}
+
+// baseHarnessGains is, per finished harness-only run of domain, what its
+// first harness phase gained: harness search on the base weights.
+func baseHarnessGains(runs []Run, domain string) []float64 {
+	var base []float64
+	for _, r := range runs {
+		if r.Domain != domain || r.Condition != HarnessOnly || !r.Done {
+			continue
+		}
+		for _, g := range phaseGains(r) {
+			if g.phase == PhaseHarness {
+				base = append(base, g.gain)
+				break
+			}
+		}
+	}
+	return base
 }
 
 // bottleneck reads which side of the model+harness pair held the run back,
