@@ -2,6 +2,7 @@ package harnesses
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func (r Requirement) String() string {
 }
 
 // Satisfied reports whether a knob value (as written) meets r.
-func (r Requirement) Satisfied(value string) bool { return contains(r.Choices, value) }
+func (r Requirement) Satisfied(value string) bool { return slices.Contains(r.Choices, value) }
 
 // FragmentFor returns the metadata that applies to a knob's choice: the
 // choice's own entry, else the knob's.
@@ -320,7 +321,7 @@ func (r *fragReader) resolve(at syntax.Expr, key string, fr *Fragment) bool {
 				choice = strconv.Itoa(n)
 			}
 		}
-		if !contains(dim.Choices, choice) {
+		if !slices.Contains(dim.Choices, choice) {
 			r.bad(at, "%q: %s is not a choice of %s (choices: %s)", key, choice, knob, choicesText(dim))
 			return false
 		}
@@ -355,7 +356,7 @@ func (r *fragReader) readMeta(meta *syntax.DictExpr, key string, fr *Fragment) {
 			}
 			for _, it := range list.List {
 				s, ok := stringLiteral(it)
-				if !ok || !contains(kinds, s) {
+				if !ok || !slices.Contains(kinds, s) {
 					r.bad(it, "targets of %q: unknown failure kind %s (known: %s)", key, t.exprText(it), strings.Join(kinds, ", "))
 					continue
 				}
@@ -420,7 +421,7 @@ func (t *topLevel) readRequirement(e *syntax.DictEntry, dims map[string]*Dimensi
 		return r, fmt.Sprintf("%s: no choices", knob)
 	}
 	for _, text := range texts {
-		if !contains(dim.Choices, text) {
+		if !slices.Contains(dim.Choices, text) {
 			return r, fmt.Sprintf("%s is not a choice of %s (choices: %s)", text, knob, choicesText(dim))
 		}
 		r.Choices = append(r.Choices, text)

@@ -2,6 +2,8 @@ package harnesses
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -169,10 +171,10 @@ func (h *Harness) validate(t *topLevel) []Issue {
 		h.Samples = c.intIn("SAMPLES", 1, MaxSamples)
 	}
 	c.tools()
-	for _, name := range sortedKeys(requiredFuncs) {
+	for _, name := range slices.Sorted(maps.Keys(requiredFuncs)) {
 		c.fn(name, requiredFuncs[name], true)
 	}
-	for _, name := range sortedKeys(optionalFuncs) {
+	for _, name := range slices.Sorted(maps.Keys(optionalFuncs)) {
 		c.fn(name, optionalFuncs[name], false)
 	}
 	if v, ok := h.globals["SEARCH_SPACE"]; ok {
@@ -277,7 +279,7 @@ func (c *contract) tools() {
 			continue
 		}
 		name := string(s)
-		if !contains(h.Env.Tools, name) {
+		if !slices.Contains(h.Env.Tools, name) {
 			c.bad("TOOLS", "tools", "tool %q is not offered by domain %s (it offers: %s)", name, h.Env.Domain, strings.Join(h.Env.Tools, ", "))
 			continue
 		}
@@ -344,21 +346,12 @@ func (h *Harness) readKnobs(t *topLevel) []Knob {
 	return out
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // nearName finds a defined global within edit distance 2 of a missing
 // contract name: the usual cause of a "missing" error is a typo.
 func nearName(want string, globals starlark.StringDict) string {
 	best, bestD := "", 3
 	for name := range globals {
-		if contains(contractNames, name) {
+		if slices.Contains(contractNames, name) {
 			continue
 		}
 		if d := editDistance(strings.ToLower(want), strings.ToLower(name)); d < bestD || (d == bestD && name < best) {

@@ -3,6 +3,7 @@ package harnesses
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -471,7 +472,7 @@ func (rt *runner) readRoute(r *rollout, v starlark.Value) (*data.Action, error) 
 	if act == nil || act.Kind != data.ActTool {
 		return nil, fmt.Errorf("%s: runtime: next_step may issue only tool calls, not answers or moves (a harness presents, it does not solve)", h.where("next_step"))
 	}
-	if !contains(h.Tools, act.Tool) {
+	if !slices.Contains(h.Tools, act.Tool) {
 		return nil, fmt.Errorf("%s: runtime: next_step called tool %q, which is not in TOOLS %v", h.where("next_step"), act.Tool, h.Tools)
 	}
 	return act, nil
@@ -890,7 +891,7 @@ func (rt *runner) validate(r *rollout, v starlark.Value, act *data.Action) (bool
 		}
 		return false, msg, nil
 	}
-	if act.Kind == data.ActTool && !contains(h.Tools, act.Tool) {
+	if act.Kind == data.ActTool && !slices.Contains(h.Tools, act.Tool) {
 		return false, fmt.Sprintf("Unknown tool %q. Tools: %s.", act.Tool, strings.Join(h.Tools, ", ")), nil
 	}
 	ok, err := rt.hook(r, "is_valid_action", r.obsVal, v)

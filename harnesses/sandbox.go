@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -625,7 +626,7 @@ func guardIterables(name string, positions ...int) *starlark.Builtin {
 	return starlark.NewBuiltin(name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		args = append(starlark.Tuple(nil), args...)
 		for i := range args {
-			if len(positions) > 0 && !containsInt(positions, i) {
+			if len(positions) > 0 && !slices.Contains(positions, i) {
 				continue
 			}
 			switch args[i].(type) {
@@ -646,15 +647,6 @@ func guardIterables(name string, positions ...int) *starlark.Builtin {
 		}
 		return starlark.Call(thread, orig, args, kwargs)
 	})
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // guardSized shadows str and repr: the text of a value is bounded by its

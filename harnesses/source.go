@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,7 +249,7 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			} else {
 				issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not an int in its SEARCH_SPACE %s", name, dim.Current, dim.Range))
 			}
-		} else if !contains(dim.Choices, dim.Current) {
+		} else if !slices.Contains(dim.Choices, dim.Current) {
 			issues = append(issues, issueAt(file, syntax.Start(as.RHS), "search-space", "%s = %s is not one of its SEARCH_SPACE choices %v", name, dim.Current, dim.Choices))
 		}
 		dims = append(dims, dim)
@@ -295,15 +296,6 @@ func firstDup(xs []string) string {
 	return ""
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
-}
-
 // Mutate rewrites the top-level assignment `knob = ...` of src to the given
 // choice, which must be one of the knob's SEARCH_SPACE choices as written
 // there. The result is normalised source; everything else is kept byte for
@@ -339,7 +331,7 @@ func Mutate(src, knob, choice string) (string, error) {
 		}
 		choice = strconv.Itoa(n)
 	}
-	if !contains(dim.Choices, choice) {
+	if !slices.Contains(dim.Choices, choice) {
 		return "", fmt.Errorf("harnesses: mutate: %s is not a choice of %s (choices: %s)", choice, knob, strings.Join(dim.Choices, ", "))
 	}
 	as := t.assign[knob]
@@ -458,7 +450,7 @@ func (v *Variants) Render(values map[string]string) (string, error) {
 		if d == nil {
 			return "", fmt.Errorf("harnesses: variants: %q is not a knob of SEARCH_SPACE", knob)
 		}
-		if !contains(d.Choices, strings.TrimSpace(choice)) {
+		if !slices.Contains(d.Choices, strings.TrimSpace(choice)) {
 			if d.Range != nil {
 				return "", fmt.Errorf("harnesses: variants: %s is not a choice of %s: want an int in %s (%s)", choice, knob, d.Range, d.Range.Describe())
 			}

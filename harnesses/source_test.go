@@ -1,6 +1,7 @@
 package harnesses
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestSearchSpaceOfBuiltins(t *testing.T) {
 		byName := map[string]Dimension{}
 		for _, dim := range space {
 			byName[dim.Knob] = dim
-			if !contains(dim.Choices, dim.Current) {
+			if !slices.Contains(dim.Choices, dim.Current) {
 				t.Fatalf("%s: %s current %s not among %v", d.name, dim.Knob, dim.Current, dim.Choices)
 			}
 		}

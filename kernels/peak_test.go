@@ -1,12 +1,13 @@
 package kernels
 
 import (
-	"os"
 	"testing"
+
+	"whale/internal/longtests"
 )
 
 func TestPeakGFLOPS(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") != "1" && testing.Short() {
+	if !longtests.Enabled() && testing.Short() {
 		t.Skip("short mode")
 	}
 	p := PeakGFLOPS()
@@ -26,7 +27,7 @@ func BenchmarkFMALoop(b *testing.B) {
 }
 
 func TestReadGBPS(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") != "1" && testing.Short() {
+	if !longtests.Enabled() && testing.Short() {
 		t.Skip("short mode")
 	}
 	g := ReadGBPS()

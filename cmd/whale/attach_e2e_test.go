@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"whale/internal/longtests"
 )
 
 // liveRun asks the holder of db (through its socket, as `whale runs` does)
@@ -67,9 +69,7 @@ func waitFile(t *testing.T, path string, limit time.Duration, what string, s tmu
 // timeline advancing, and q leaves the bench running; in the dashboard,
 // enter opens a run in the workbench and q comes back.
 func TestAttachToARunningBench(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") == "" {
-		t.Skip("drives a tiny bench and an attached workbench in tmux for minutes; set WHALE_LONG_TESTS=1")
-	}
+	longtests.Skip(t, "drives a tiny bench and an attached workbench in tmux for minutes")
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"whale/internal/longtests"
 )
 
 // TestKillAndResumeMatchesUninterrupted runs a tiny run in a child process,
@@ -20,7 +22,7 @@ func TestKillAndResumeMatchesUninterrupted(t *testing.T) {
 		t.Skip("two tiny runs in child processes; the race pass (-short) leaves them out")
 	}
 	kills := []int{5} // progress lines seen before the kill
-	if os.Getenv("WHALE_LONG_TESTS") != "" {
+	if longtests.Enabled() {
 		kills = append(kills, 14)
 	}
 	dir := t.TempDir()

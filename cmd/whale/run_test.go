@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"whale/internal/longtests"
 )
 
 func TestRunsShowMisuse(t *testing.T) {
@@ -33,9 +34,7 @@ func TestRunsShowMisuse(t *testing.T) {
 // TestRunTinyThenResumeFinished drives the real wiring with the embedded
 // model: a tiny run to its end, then show and resume of the finished run.
 func TestRunTinyThenResumeFinished(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") == "" {
-		t.Skip("a tiny run takes about a minute; set WHALE_LONG_TESTS=1")
-	}
+	longtests.Skip(t, "a tiny run takes about a minute")
 	db := filepath.Join(t.TempDir(), "w.db")
 	out, err := runWhale(t, "run", "--headless", "--domain", "math", "--preset", "tiny", "--db", db, "--json")
 	if err != nil {

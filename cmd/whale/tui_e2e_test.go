@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"whale/internal/longtests"
 )
 
 // tmuxSession drives the real binary (this test binary as whale) in a
@@ -71,9 +73,7 @@ func rollouts(scr string) int {
 // exit status lands in.
 func startWorkbench(t *testing.T, name, preset string) (tmuxSession, string, string) {
 	t.Helper()
-	if os.Getenv("WHALE_LONG_TESTS") == "" {
-		t.Skip("drives the binary in tmux for about a minute; set WHALE_LONG_TESTS=1")
-	}
+	longtests.Skip(t, "drives the binary in tmux for about a minute")
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"whale/internal/longtests"
 )
 
 // smallStore writes a workspace like a few finished runs leave: events,
@@ -142,7 +144,7 @@ func TestDamagedPagesNeverPanic(t *testing.T) {
 	const pageSize = 4096
 	pages := len(file) / pageSize
 	patterns := 4
-	if os.Getenv("WHALE_LONG_TESTS") != "" {
+	if longtests.Enabled() {
 		patterns = 16
 	}
 	dir := t.TempDir()

@@ -23,6 +23,7 @@ import (
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -150,7 +151,7 @@ func TestFailingWritesNeverStrandARun(t *testing.T) {
 	// writes (a commit's page writes fail alike), one kind of failure each.
 	// WHALE_LONG_TESTS: every write, all four kinds. -short (the race
 	// pass): every tenth write.
-	long := os.Getenv("WHALE_LONG_TESTS") != ""
+	long := longtests.Enabled()
 	kinds := 1
 	if long {
 		kinds = len(faultKinds)

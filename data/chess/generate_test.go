@@ -9,15 +9,14 @@ import (
 	"time"
 
 	"whale/data"
+	"whale/internal/longtests"
 )
 
 var update = flag.Bool("update", false, "regenerate the committed splits in splits/")
 
 func longTests(t *testing.T) {
 	t.Helper()
-	if os.Getenv("WHALE_LONG_TESTS") == "" {
-		t.Skip("set WHALE_LONG_TESTS=1 to run")
-	}
+	longtests.Skip(t, "generates and checks chess puzzles for minutes")
 }
 
 // checkSplits asserts the splits have the asked sizes, hold no position
@@ -189,7 +188,7 @@ func TestBuiltin(t *testing.T) {
 	}
 	// Every committed task with WHALE_LONG_TESTS, a sample otherwise.
 	step := 23
-	if os.Getenv("WHALE_LONG_TESTS") != "" {
+	if longtests.Enabled() {
 		step = 1
 	}
 	n := 0

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"whale/data"
+	"whale/internal/longtests"
 )
 
 // small keeps default test runs fast; the full default sizes run behind
@@ -14,7 +15,7 @@ import (
 var small = data.Sizes{Train: 400, Val: 40, Audit: 20, Test: 60}
 
 func sizes(t *testing.T) data.Sizes {
-	if os.Getenv("WHALE_LONG_TESTS") != "" {
+	if longtests.Enabled() {
 		return data.DefaultSizes
 	}
 	return small

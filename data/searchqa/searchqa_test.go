@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"whale/data"
+	"whale/internal/longtests"
 )
 
 var small = data.Sizes{Train: 400, Val: 40, Audit: 20, Test: 60}
 
 func sizes() data.Sizes {
-	if os.Getenv("WHALE_LONG_TESTS") != "" {
+	if longtests.Enabled() {
 		return data.DefaultSizes
 	}
 	return small
