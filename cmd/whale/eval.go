@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/pretrain"
+	"whale/core/search"
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
@@ -328,70 +328,42 @@ func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
 	return st, nil
 }
 
-// runGrid scores every one-knob mutation of src, then the combination of
-// every knob choice that beat src.
+// runGrid scores the knob grid of src (search.KnobGrid), writing each
+// candidate's source into dir.
 func runGrid(ctx context.Context, st *evalSetup, log io.Writer, name, src, split, dir string, base evalReport) ([]gridRow, error) {
-	space, err := harnesses.SpaceOf(src)
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("grid: %w", err)
 	}
-	var rows []gridRow
-	best := map[string]gridRow{}
-	for _, d := range space {
-		for _, choice := range d.Choices {
-			if choice == d.Current {
-				continue
-			}
-			cand, err := harnesses.Mutate(src, d.Knob, choice)
-			if err != nil {
-				return nil, err
-			}
-			file := filepath.Join(dir, gridFileName(d.Knob, choice))
-			if err := os.WriteFile(file, []byte(cand), 0o644); err != nil {
-				return nil, fmt.Errorf("grid: %w", err)
-			}
-			rep, err := runEval(ctx, st, file, cand, split)
-			if err != nil {
-				return nil, err
-			}
-			row := gridRow{Knob: d.Knob, Choice: choice, File: file, Report: rep, Delta: rep.MeanAtK - base.MeanAtK}
-			fmt.Fprintf(log, "grid: %s = %s: mean@k %.4f (%+.4f)\n", d.Knob, harnessOneLine(choice), rep.MeanAtK, row.Delta)
-			rows = append(rows, row)
-			if row.Delta > 0 && row.Delta > best[d.Knob].Delta {
-				best[d.Knob] = row
-			}
+	reports := map[string]evalReport{}
+	files := map[string]string{}
+	key := func(c search.GridCandidate) string { return c.Knob + "\x00" + c.Choice }
+	res, err := search.KnobGrid(src, base.MeanAtK, func(c search.GridCandidate) (float64, error) {
+		file := filepath.Join(dir, gridFileName(c.Knob, c.Choice))
+		if c.Knob == "combined" {
+			file = filepath.Join(dir, "combined.star")
 		}
-	}
-	if len(best) > 1 {
-		knobs := make([]string, 0, len(best))
-		for kn := range best {
-			knobs = append(knobs, kn)
+		if err := os.WriteFile(file, []byte(c.Source), 0o644); err != nil {
+			return 0, fmt.Errorf("grid: %w", err)
 		}
-		sort.Strings(knobs)
-		cand := src
-		var parts []string
-		for _, kn := range knobs {
-			if cand, err = harnesses.Mutate(cand, kn, best[kn].Choice); err != nil {
-				return nil, err
-			}
-			parts = append(parts, kn+"="+best[kn].Choice)
-		}
-		file := filepath.Join(dir, "combined.star")
-		if err := os.WriteFile(file, []byte(cand), 0o644); err != nil {
-			return nil, fmt.Errorf("grid: %w", err)
-		}
-		rep, err := runEval(ctx, st, file, cand, split)
+		rep, err := runEval(ctx, st, file, c.Source, split)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		row := gridRow{Knob: "combined", Choice: strings.Join(parts, ", "), File: file, Report: rep, Delta: rep.MeanAtK - base.MeanAtK}
-		fmt.Fprintf(log, "grid: combined (%s): mean@k %.4f (%+.4f)\n", row.Choice, rep.MeanAtK, row.Delta)
-		rows = append(rows, row)
+		if c.Knob == "combined" {
+			fmt.Fprintf(log, "grid: combined (%s): mean@k %.4f (%+.4f)\n", c.Choice, rep.MeanAtK, rep.MeanAtK-base.MeanAtK)
+		} else {
+			fmt.Fprintf(log, "grid: %s = %s: mean@k %.4f (%+.4f)\n", c.Knob, harnessOneLine(c.Choice), rep.MeanAtK, rep.MeanAtK-base.MeanAtK)
+		}
+		reports[key(c)], files[key(c)] = rep, file
+		return rep.MeanAtK, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Delta > rows[j].Delta })
+	rows := make([]gridRow, len(res))
+	for i, r := range res {
+		rows[i] = gridRow{Knob: r.Knob, Choice: r.Choice, File: files[key(r.GridCandidate)], Report: reports[key(r.GridCandidate)], Delta: r.Score - base.MeanAtK}
+	}
 	return rows, nil
 }
 
