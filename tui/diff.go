@@ -1,36 +1,5 @@
 package tui
 
-import (
-	"fmt"
-	"strings"
-
-	tea "github.com/charmbracelet/bubbletea"
-)
-
-// diffMsg carries a harness's source diffed against the incumbent's.
-type diffMsg struct {
-	hash, against string
-	lines         []string
-	err           error
-}
-
-// loadDiff reads both sources through Options.HarnessSource (store I/O, so
-// in a tea.Cmd) and diffs them by lines.
-func (m *Model) loadDiff(hash, against string) tea.Cmd {
-	src := m.opt.HarnessSource
-	return func() tea.Msg {
-		a, err := src(against)
-		if err != nil {
-			return diffMsg{hash: hash, against: against, err: fmt.Errorf("incumbent %s: %w", short(against), err)}
-		}
-		b, err := src(hash)
-		if err != nil {
-			return diffMsg{hash: hash, against: against, err: fmt.Errorf("harness %s: %w", short(hash), err)}
-		}
-		return diffMsg{hash: hash, against: against, lines: lineDiff(strings.Split(a, "\n"), strings.Split(b, "\n"))}
-	}
-}
-
 // lineDiff is a unified-style line diff (no context trimming): lines only
 // in a are "- ", only in b "+ ", common "  ". It uses the longest common
 // subsequence table, which is quadratic but harness sources are short.
@@ -66,37 +35,4 @@ func lineDiff(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-func (m *Model) viewDiff(h int) []string {
-	d := m.diff
-	head := fmt.Sprintf("harness %s against incumbent %s", short(d.hash), short(d.against))
-	if d.err != nil {
-		return []string{head, stError.Render(d.err.Error()), stMuted.Render("esc back")}
-	}
-	if d.lines == nil {
-		return []string{head, stMuted.Render("loading…")}
-	}
-	changed := 0
-	for _, l := range d.lines {
-		if !strings.HasPrefix(l, "  ") {
-			changed++
-		}
-	}
-	out := []string{head + fmt.Sprintf(" · %d lines changed", changed)}
-	off := min(m.diffOff, max(0, len(d.lines)-(h-2)))
-	m.diffOff = off
-	for _, l := range d.lines[off:] {
-		switch {
-		case strings.HasPrefix(l, "+ "):
-			l = stGood.Render(l)
-		case strings.HasPrefix(l, "- "):
-			l = stError.Render(l)
-		}
-		out = append(out, l)
-		if len(out) == h-1 {
-			break
-		}
-	}
-	return append(out, stMuted.Render("esc back · ↑↓ scroll"))
 }
