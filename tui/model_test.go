@@ -288,10 +288,23 @@ func TestFilterNarrowsTheBoard(t *testing.T) {
 	}
 }
 
-func TestLineDiff(t *testing.T) {
-	got := strings.Join(lineDiff([]string{"a", "b", "c"}, []string{"a", "x", "c", "d"}), "|")
-	if want := "  a|- b|+ x|  c|+ d"; got != want {
-		t.Fatalf("diff = %q, want %q", got, want)
+// TestWorkbenchDiffIsHarnessDiff opens a candidate's diff and checks the
+// pane shows harnesses.Diff's lines, the ones `whale harness diff` prints,
+// so the two cannot disagree.
+func TestWorkbenchDiffIsHarnessDiff(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	press(m, "2", "down")
+	_, cmd := m.Update(keyMsg("enter"))
+	if cmd == nil {
+		t.Fatal("enter on a candidate read no sources")
+	}
+	m.Update(cmd())
+	a, _ := m.opt.HarnessSource("aaaaaaaa1111")
+	b, _ := m.opt.HarnessSource("bbbbbbbb2222")
+	want := strings.Split(strings.TrimSuffix(harnesses.Diff("incumbent", a, "harness", b), "\n"), "\n")
+	got := strings.Split(m.View(), "\n")[2 : 2+len(want)] // under the tabs and the diff's header
+	if !slices.Equal(got, want) {
+		t.Fatalf("workbench diff:\n%s\nwant harnesses.Diff:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

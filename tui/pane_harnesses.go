@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"whale/core/engine"
+	"whale/harnesses"
 )
 
 // harnessPane is the Harnesses pane: the leaderboard; the incumbent's
@@ -25,7 +26,7 @@ type harnessPane struct {
 // diffMsg carries a harness's source diffed against the incumbent's.
 type diffMsg struct {
 	hash, against string
-	lines         []string
+	lines         []string // harnesses.Diff's, without the final newline
 	err           error
 }
 
@@ -129,7 +130,7 @@ func (p *harnessPane) openDiff(m *Model) tea.Cmd {
 }
 
 // loadDiff reads both sources through src (store I/O, so in a tea.Cmd) and
-// diffs them by lines.
+// diffs them with harnesses.Diff, the diff `whale harness diff` prints.
 func loadDiff(src func(hash string) (string, error), hash, against string) tea.Cmd {
 	return func() tea.Msg {
 		a, err := src(against)
@@ -140,7 +141,8 @@ func loadDiff(src func(hash string) (string, error), hash, against string) tea.C
 		if err != nil {
 			return diffMsg{hash: hash, against: against, err: fmt.Errorf("harness %s: %w", short(hash), err)}
 		}
-		return diffMsg{hash: hash, against: against, lines: lineDiff(strings.Split(a, "\n"), strings.Split(b, "\n"))}
+		d := harnesses.Diff("incumbent", a, "harness", b)
+		return diffMsg{hash: hash, against: against, lines: strings.Split(strings.TrimSuffix(d, "\n"), "\n")}
 	}
 }
 
@@ -196,6 +198,8 @@ func (p *harnessPane) viewKnobs(m *Model, h int) []string {
 	return append(out, stMuted.Render("enter freeze / free · ↑↓ select · k or esc back"))
 }
 
+// viewDiff is harnesses.Diff's lines under a header, scrolled: the two
+// file lines first, then hunks of changes with their context.
 func (p *harnessPane) viewDiff(h int) []string {
 	d := p.diff
 	head := fmt.Sprintf("harness %s against incumbent %s", short(d.hash), short(d.against))
@@ -205,13 +209,18 @@ func (p *harnessPane) viewDiff(h int) []string {
 	if d.lines == nil {
 		return []string{head, stMuted.Render("loading…")}
 	}
+	const fileLines = 2 // "--- incumbent HASH", "+++ harness HASH"
 	styled := make([]string, len(d.lines))
 	changed := 0
 	for i, l := range d.lines {
 		switch {
-		case strings.HasPrefix(l, "+ "):
+		case i < fileLines:
+			l = stHeader.Render(l)
+		case strings.HasPrefix(l, "@@"):
+			l = stMuted.Render(l)
+		case strings.HasPrefix(l, "+"):
 			l, changed = stGood.Render(l), changed+1
-		case strings.HasPrefix(l, "- "):
+		case strings.HasPrefix(l, "-"):
 			l, changed = stError.Render(l), changed+1
 		}
 		styled[i] = l
