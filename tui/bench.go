@@ -295,7 +295,7 @@ func (b *Bench) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 		b.open = r
 		r.m.now = b.now
-		return b, r.m.loadSamples()
+		return b, r.m.panes.samples.load(r.m.opt.Samples)
 	}
 	return b, nil
 }

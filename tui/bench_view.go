@@ -116,7 +116,7 @@ func (b *Bench) selectedTimeline(w int) []string {
 		what = "not started yet"
 	}
 	out := []string{"", stHeader.Render(r.job.ID) + stMuted.Render("  "+what)}
-	return append(out, r.m.timeline(r.m.axis(w-2))...)
+	return append(out, run.timeline(run.axis(w-2, r.m.opt.Budget))...)
 }
 
 func (b *Bench) footer() string {

@@ -104,7 +104,8 @@ func (m *Model) harnessIteration(ev engine.Event, d engine.HarnessIterationData)
 	for _, k := range d.Frozen {
 		r.frozen[k] = true
 	}
-	m.boardSel = min(m.boardSel, max(0, len(r.board)-1))
+	h := &m.panes.harnesses
+	h.sel = min(h.sel, max(0, len(r.board)-1))
 	line := fmt.Sprintf("iteration %d: %d on the board", ev.Iteration, len(d.Board))
 	if len(d.Board) > 0 {
 		line += fmt.Sprintf(", best %s %.3f", short(d.Board[0].Hash), d.Board[0].Score)

@@ -3,6 +3,9 @@ package tui
 import (
 	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -23,53 +26,39 @@ func matches(filter string, fields ...string) bool {
 	return false
 }
 
+// newFilterInput is the filter's line editor: a textinput that types and
+// erases at the end. The footer draws its value with a cursor of its own,
+// so the input's cursor neither moves nor blinks.
+func newFilterInput() textinput.Model {
+	in := textinput.New()
+	in.KeyMap = textinput.KeyMap{DeleteCharacterBackward: keys.Erase}
+	in.Cursor.SetMode(cursor.CursorHide)
+	return in
+}
+
+// startFilter opens the focused pane's filter for typing.
+func (m *Model) startFilter() {
+	m.filtering = true
+	m.input.SetValue(m.filter[m.pane])
+	m.input.CursorEnd()
+	m.input.Focus()
+}
+
 // filterKey edits the filter being typed; enter keeps it, esc drops it.
+// Every list goes back to its top, as what it holds changed.
 func (m *Model) filterKey(k tea.KeyMsg) {
-	f := &m.filter[m.pane]
-	switch k.Type {
-	case tea.KeyEnter:
+	switch {
+	case key.Matches(k, keys.Enter):
 		m.filtering = false
-	case tea.KeyEsc:
-		m.filtering, *f = false, ""
-	case tea.KeyBackspace:
-		if r := []rune(*f); len(r) > 0 {
-			*f = string(r[:len(r)-1])
-		}
-	case tea.KeyRunes, tea.KeySpace:
-		*f += string(k.Runes)
+		m.input.Blur()
+	case key.Matches(k, keys.Clear):
+		m.filtering = false
+		m.input.Blur()
+		m.input.Reset()
+	default:
+		m.input, _ = m.input.Update(k)
 	}
-	m.boardSel, m.sampleSel, m.ckptSel, m.logOff = 0, 0, 0, 0
-}
-
-func (m *Model) boardRows() []BoardRow {
-	var out []BoardRow
-	for _, r := range m.run.board {
-		if matches(m.filter[paneHarnesses], r.Hash, r.Parent, r.Mechanism, r.Status) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (m *Model) checkpointRows() []checkpoint {
-	var out []checkpoint
-	for _, c := range m.run.checkpoints {
-		if matches(m.filter[paneCheckpoints], c.ID, c.Harness, c.Weights) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (m *Model) logRows() []string {
-	if m.filter[paneLog] == "" {
-		return m.run.log
-	}
-	var out []string
-	for _, l := range m.run.log {
-		if matches(m.filter[paneLog], l) {
-			out = append(out, l)
-		}
-	}
-	return out
+	m.filter[m.pane] = m.input.Value()
+	p := &m.panes
+	p.harnesses.sel, p.samples.sel, p.checkpoints.sel, p.log.off = 0, 0, 0, 0
 }

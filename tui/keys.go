@@ -10,6 +10,8 @@ type keyMap struct {
 	Prune, Unprune, Knobs, Export, Fork       key.Binding
 	Kind, Kept, Reload                        key.Binding
 	Filter, Yes                               key.Binding
+	// While the filter is typed: esc drops it, backspace erases a rune.
+	Clear, Erase key.Binding
 }
 
 var keys = keyMap{
@@ -38,6 +40,8 @@ var keys = keyMap{
 	Fork:   key.NewBinding(key.WithKeys("r")),
 	Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the focused list")),
 	Yes:    key.NewBinding(key.WithKeys("y", "Y")),
+	Clear:  key.NewBinding(key.WithKeys("esc")),
+	Erase:  key.NewBinding(key.WithKeys("backspace")),
 }
 
 func (k keyMap) all() []key.Binding {

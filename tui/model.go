@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"whale/core/engine"
@@ -74,7 +75,8 @@ const (
 
 var paneNames = [paneCount]string{"Run", "Harnesses", "Samples", "Checkpoints", "Log"}
 
-// Model is the workbench's top tea.Model.
+// Model is the workbench's top tea.Model: the state the panes share, and
+// one sub-model per pane that it hands the focused pane's keys and view.
 type Model struct {
 	opt    Options
 	ctx    context.Context
@@ -90,30 +92,41 @@ type Model struct {
 	started       time.Time
 	now           time.Time
 
-	run runView
-	// Harnesses pane; diff is open when non-nil.
-	boardSel int
-	diff     *diffMsg
-	diffOff  int
-	// Samples pane.
-	samples     []Sample
-	sampleSel   int
-	kindFilter  string
-	showKept    bool
-	detail      bool
-	detailOff   int
-	samplesErr  string
-	loadingSamp bool
-	// Checkpoints and Log panes.
-	ckptSel int
-	logOff  int
-	// knobMode shows the incumbent's search-space knobs (`k`); enter
-	// freezes or frees the selected one.
-	knobMode bool
-	knobSel  int
-	// filter narrows each pane's list (`/`); filtering while it is typed.
+	run   runView
+	panes struct {
+		run         runPane
+		harnesses   harnessPane
+		samples     samplePane
+		checkpoints checkpointPane
+		log         logPane
+	}
+	// filter narrows each pane's list (`/`); filtering while it is typed
+	// into input.
 	filter    [paneCount]string
 	filtering bool
+	input     textinput.Model
+}
+
+// paneModel is one pane: update handles the keys the frame leaves to it,
+// view draws it in w×h.
+type paneModel interface {
+	update(m *Model, k tea.KeyMsg) tea.Cmd
+	view(m *Model, w, h int) []string
+}
+
+// focused is the pane on screen.
+func (m *Model) focused() paneModel {
+	switch m.pane {
+	case paneHarnesses:
+		return &m.panes.harnesses
+	case paneSamples:
+		return &m.panes.samples
+	case paneCheckpoints:
+		return &m.panes.checkpoints
+	case paneLog:
+		return &m.panes.log
+	}
+	return &m.panes.run
 }
 
 // runView is what the events have told: the latest-value snapshot the
@@ -191,10 +204,6 @@ type (
 	}
 	runEndedMsg struct{ err error }
 	tickMsg     time.Time
-	samplesMsg  struct {
-		samples []Sample
-		err     error
-	}
 )
 
 // New returns a workbench for opt; History is applied at once.
@@ -203,7 +212,9 @@ func New(opt Options) *Model {
 		opt.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24}
+	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput()}
+	m.panes.harnesses.diffView = newScroller()
+	m.panes.samples.detailView = newScroller()
 	m.started = opt.Now()
 	m.now = m.started
 	for _, ev := range opt.History {
@@ -220,7 +231,7 @@ func (m *Model) Stop() { m.cancel() }
 
 // Init starts the engine, the event reader and the redraw tick.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tick(), m.loadSamples()}
+	cmds := []tea.Cmd{tick(), m.panes.samples.load(m.opt.Samples)}
 	if m.opt.Run != nil {
 		run, ctx := m.opt.Run, m.ctx
 		cmds = append(cmds, func() tea.Msg { return runEndedMsg{err: run(ctx)} })
@@ -243,18 +254,6 @@ func waitEvents(sub *engine.Subscription[engine.Event]) tea.Cmd {
 
 func tick() tea.Cmd {
 	return tea.Tick(100*time.Millisecond, func(t time.Time) tea.Msg { return tickMsg(t) })
-}
-
-func (m *Model) loadSamples() tea.Cmd {
-	if m.opt.Samples == nil {
-		return nil
-	}
-	m.loadingSamp = true
-	load := m.opt.Samples
-	return func() tea.Msg {
-		s, err := load()
-		return samplesMsg{samples: s, err: err}
-	}
 }
 
 // Update handles one message; it never does I/O.
@@ -295,18 +294,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status = "exported " + msg.id + " to " + msg.dir
 		}
 	case diffMsg:
-		if m.diff != nil && m.diff.hash == msg.hash {
-			m.diff = &msg
-		}
+		m.panes.harnesses.loaded(msg)
 	case samplesMsg:
-		m.loadingSamp = false
-		if msg.err != nil {
-			m.samplesErr = msg.err.Error()
-		} else {
-			m.samplesErr = ""
-			m.samples = msg.samples
-			m.clampSamples()
-		}
+		m.panes.samples.loaded(m, msg)
 	case tea.KeyMsg:
 		// Keys typed faster than the screen reads them arrive as one
 		// message of several runes; each is a key of its own.
@@ -371,10 +361,10 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, keys.Force):
 		m.confirm = true
 	case key.Matches(k, keys.Filter):
-		if m.pane == paneRun || (m.pane == paneSamples && m.detail) {
+		if m.pane == paneRun || (m.pane == paneSamples && m.panes.samples.detail) {
 			m.err = "nothing to filter here"
 		} else {
-			m.filtering = true
+			m.startFilter()
 		}
 	case key.Matches(k, keys.Pause):
 		if m.run.paused {
@@ -388,7 +378,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.pane = paneHarnesses
 	case key.Matches(k, keys.Samples):
 		m.pane = paneSamples
-		return m, m.loadSamples()
+		return m, m.panes.samples.load(m.opt.Samples)
 	case key.Matches(k, keys.Checkpoints):
 		m.pane = paneCheckpoints
 	case key.Matches(k, keys.Log):
@@ -396,200 +386,10 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, keys.Tab):
 		m.pane = (m.pane + 1) % paneCount
 		if m.pane == paneSamples {
-			return m, m.loadSamples()
+			return m, m.panes.samples.load(m.opt.Samples)
 		}
 	default:
-		return m.paneKey(k)
-	}
-	return m, nil
-}
-
-func (m *Model) paneKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	up, down := key.Matches(k, keys.Up), key.Matches(k, keys.Down)
-	switch m.pane {
-	case paneHarnesses:
-		return m.harnessKey(k, up, down)
-	case paneSamples:
-		return m.samplesKey(k, up, down)
-	case paneCheckpoints:
-		return m.checkpointsKey(k, up, down)
-	case paneLog:
-		switch {
-		case up:
-			m.logOff = min(max(0, len(m.logRows())-1), m.logOff+1)
-		case down:
-			m.logOff = max(0, m.logOff-1)
-		}
-	}
-	return m, nil
-}
-
-// harnessKey handles the Harnesses pane: the knob list when open, the
-// diff when open, else the leaderboard.
-func (m *Model) harnessKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
-	if m.knobMode {
-		return m.knobKey(k, up, down)
-	}
-	if key.Matches(k, keys.Knobs) {
-		if len(m.run.knobs) == 0 {
-			m.err = "no search space seen yet: it appears with the first harness iteration"
-			return m, nil
-		}
-		m.knobMode, m.knobSel = true, min(m.knobSel, len(m.run.knobs)-1)
-		return m, nil
-	}
-	if m.diff != nil {
-		switch {
-		case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
-			m.diff, m.diffOff = nil, 0
-		case up:
-			m.diffOff = max(0, m.diffOff-1)
-		case down:
-			m.diffOff++
-		}
-		return m, nil
-	}
-	return m.boardKey(k, up, down)
-}
-
-// knobKey handles the knob list: move, freeze or unfreeze, close.
-func (m *Model) knobKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
-	switch {
-	case key.Matches(k, keys.Back), key.Matches(k, keys.Knobs):
-		m.knobMode = false
-	case up:
-		m.knobSel = max(0, m.knobSel-1)
-	case down:
-		m.knobSel = min(max(0, len(m.run.knobs)-1), m.knobSel+1)
-	case key.Matches(k, keys.Enter):
-		if m.knobSel < len(m.run.knobs) {
-			kn := m.run.knobs[m.knobSel]
-			kind := "freeze"
-			if m.run.frozen[kn] {
-				kind = "unfreeze"
-			}
-			m.send(engine.Command{Kind: kind, Target: kn})
-		}
-	}
-	return m, nil
-}
-
-// boardKey handles the leaderboard: move, open a diff against the
-// incumbent, prune or unprune.
-func (m *Model) boardKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
-	switch {
-	case key.Matches(k, keys.Enter):
-		rows := m.boardRows()
-		if m.boardSel >= len(rows) {
-			m.err = "no harness selected"
-			return m, nil
-		}
-		if m.opt.HarnessSource == nil {
-			m.err = "no harness archive to read sources from"
-			return m, nil
-		}
-		inc := ""
-		for _, r := range m.run.board {
-			if r.Status == "incumbent" {
-				inc = r.Hash
-			}
-		}
-		if inc == "" {
-			m.err = "no incumbent on the board"
-			return m, nil
-		}
-		m.diff = &diffMsg{hash: rows[m.boardSel].Hash, against: inc}
-		return m, m.loadDiff(m.diff.hash, inc)
-	case up:
-		m.boardSel = max(0, m.boardSel-1)
-	case down:
-		m.boardSel = min(max(0, len(m.boardRows())-1), m.boardSel+1)
-	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
-		rows := m.boardRows()
-		if m.boardSel >= len(rows) {
-			m.err = "no harness selected"
-			return m, nil
-		}
-		kind := "prune"
-		if key.Matches(k, keys.Unprune) {
-			kind = "unprune"
-		}
-		m.send(engine.Command{Kind: kind, Target: rows[m.boardSel].Hash})
-	}
-	return m, nil
-}
-
-// samplesKey handles the Samples pane: the list, its filters, a sample's
-// detail.
-func (m *Model) samplesKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
-	if m.detail {
-		switch {
-		case key.Matches(k, keys.Back), key.Matches(k, keys.Enter):
-			m.detail, m.detailOff = false, 0
-		case up:
-			m.detailOff = max(0, m.detailOff-1)
-		case down:
-			m.detailOff++
-		}
-		return m, nil
-	}
-	vis := m.visibleSamples()
-	switch {
-	case up:
-		m.sampleSel = max(0, m.sampleSel-1)
-	case down:
-		m.sampleSel = min(max(0, len(vis)-1), m.sampleSel+1)
-	case key.Matches(k, keys.Enter):
-		if len(vis) == 0 {
-			m.err = "no sample to open"
-		} else {
-			m.detail = true
-		}
-	case key.Matches(k, keys.Kind):
-		m.kindFilter = nextKind(m.sampleKinds(), m.kindFilter)
-		m.sampleSel = 0
-	case key.Matches(k, keys.Kept):
-		m.showKept = !m.showKept
-		m.sampleSel = 0
-	case key.Matches(k, keys.Reload):
-		return m, m.loadSamples()
-	}
-	return m, nil
-}
-
-// checkpointsKey handles the Checkpoints pane: move, export, fork.
-func (m *Model) checkpointsKey(k tea.KeyMsg, up, down bool) (tea.Model, tea.Cmd) {
-	switch {
-	case key.Matches(k, keys.Export):
-		rows := m.checkpointRows()
-		if m.ckptSel >= len(rows) {
-			m.err = "no checkpoint selected"
-			return m, nil
-		}
-		if m.opt.Export == nil {
-			m.err = "export is not available here"
-			return m, nil
-		}
-		id, export := rows[m.ckptSel].ID, m.opt.Export
-		return m, func() tea.Msg {
-			dir, err := export(id)
-			return exportedMsg{id: id, dir: dir, err: err}
-		}
-	case key.Matches(k, keys.Fork):
-		rows := m.checkpointRows()
-		if m.ckptSel >= len(rows) {
-			m.err = "no checkpoint selected"
-			return m, nil
-		}
-		if m.opt.Fork == nil {
-			m.err = "starting a run from a checkpoint is not available here"
-			return m, nil
-		}
-		m.forkAsk = rows[m.ckptSel].ID
-	case up:
-		m.ckptSel = max(0, m.ckptSel-1)
-	case down:
-		m.ckptSel = min(max(0, len(m.checkpointRows())-1), m.ckptSel+1)
+		return m, m.focused().update(m, k)
 	}
 	return m, nil
 }
@@ -599,17 +399,4 @@ func (m *Model) logLine(s string) {
 	if len(m.run.log) > logCap {
 		m.run.log = append(m.run.log[:0:0], m.run.log[len(m.run.log)-logCap:]...)
 	}
-}
-
-func short(h string) string {
-	if len(h) > 8 {
-		return h[:8]
-	}
-	return h
-}
-
-// exportedMsg reports a finished checkpoint export.
-type exportedMsg struct {
-	id, dir string
-	err     error
 }

@@ -138,6 +138,8 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyTab}
 	case "esc":
 		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
 	case "down":
 		return tea.KeyMsg{Type: tea.KeyDown}
 	case " ":
@@ -273,7 +275,7 @@ func TestFilterNarrowsTheBoard(t *testing.T) {
 	ctl := &fakeControl{}
 	m := newTest(t, ctl)
 	press(m, "2", "/", "m", "a", "x", "_", "enter")
-	if rows := m.boardRows(); len(rows) != 1 || rows[0].Hash != "cccccccc3333" {
+	if rows := m.panes.harnesses.rows(m); len(rows) != 1 || rows[0].Hash != "cccccccc3333" {
 		t.Fatalf("filtered board = %v", rows)
 	}
 	press(m, "u")
@@ -281,15 +283,28 @@ func TestFilterNarrowsTheBoard(t *testing.T) {
 		t.Fatalf("sent %v, want unprune of the one row left", ctl.sent)
 	}
 	press(m, "/", "esc")
-	if len(m.boardRows()) != 3 {
+	if len(m.panes.harnesses.rows(m)) != 3 {
 		t.Fatal("esc did not clear the filter")
 	}
 }
 
-func TestLineDiff(t *testing.T) {
-	got := strings.Join(lineDiff([]string{"a", "b", "c"}, []string{"a", "x", "c", "d"}), "|")
-	if want := "  a|- b|+ x|  c|+ d"; got != want {
-		t.Fatalf("diff = %q, want %q", got, want)
+// TestWorkbenchDiffIsHarnessDiff opens a candidate's diff and checks the
+// pane shows harnesses.Diff's lines, the ones `whale harness diff` prints,
+// so the two cannot disagree.
+func TestWorkbenchDiffIsHarnessDiff(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	press(m, "2", "down")
+	_, cmd := m.Update(keyMsg("enter"))
+	if cmd == nil {
+		t.Fatal("enter on a candidate read no sources")
+	}
+	m.Update(cmd())
+	a, _ := m.opt.HarnessSource("aaaaaaaa1111")
+	b, _ := m.opt.HarnessSource("bbbbbbbb2222")
+	want := strings.Split(strings.TrimSuffix(harnesses.Diff("incumbent", a, "harness", b), "\n"), "\n")
+	got := strings.Split(m.View(), "\n")[2 : 2+len(want)] // under the tabs and the diff's header
+	if !slices.Equal(got, want) {
+		t.Fatalf("workbench diff:\n%s\nwant harnesses.Diff:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -334,19 +349,19 @@ func TestQuitStopsTheRun(t *testing.T) {
 func TestSampleFilterCyclesKinds(t *testing.T) {
 	m := newTest(t, &fakeControl{})
 	press(m, "3")
-	if n := len(m.visibleSamples()); n != 2 {
+	if n := len(m.panes.samples.visible(m)); n != 2 {
 		t.Fatalf("rejected samples = %d, want 2", n)
 	}
 	press(m, "c")
-	if m.kindFilter != "format" || len(m.visibleSamples()) != 1 {
-		t.Fatalf("after c: filter %q, %d samples", m.kindFilter, len(m.visibleSamples()))
+	if m.panes.samples.kind != "format" || len(m.panes.samples.visible(m)) != 1 {
+		t.Fatalf("after c: filter %q, %d samples", m.panes.samples.kind, len(m.panes.samples.visible(m)))
 	}
 	press(m, "c", "c")
-	if m.kindFilter != "" {
-		t.Fatalf("filter did not cycle back to all: %q", m.kindFilter)
+	if m.panes.samples.kind != "" {
+		t.Fatalf("filter did not cycle back to all: %q", m.panes.samples.kind)
 	}
 	press(m, "/", "r", "o", "u", "n", "d", " ", "2", "enter")
-	if n := len(m.visibleSamples()); n != 0 {
+	if n := len(m.panes.samples.visible(m)); n != 0 {
 		t.Fatalf("round 2 filter kept %d samples of round 1", n)
 	}
 }
@@ -384,7 +399,7 @@ func TestKnobsFreezeAndFree(t *testing.T) {
 	sink := &fakeControl{}
 	m := newTest(t, sink)
 	press(m, "2", "k")
-	if m.knobMode {
+	if m.panes.harnesses.knobMode {
 		t.Fatal("knob list opened before any search space was seen")
 	}
 	m.apply(engine.Event{Kind: engine.EvHarnessIteration, Round: 1, Iteration: 1,
@@ -394,7 +409,7 @@ func TestKnobsFreezeAndFree(t *testing.T) {
 	if len(sink.sent) != 2 || sink.sent[0] != want[0] || sink.sent[1] != want[1] {
 		t.Fatalf("sent %v, want %v", sink.sent, want)
 	}
-	if m.knobMode {
+	if m.panes.harnesses.knobMode {
 		t.Fatal("esc did not close the knob list")
 	}
 }
@@ -452,7 +467,7 @@ func TestForkedRunSaysWhereItCameFrom(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "from checkpoint math-a/01-harness (run math-a, round 1 harness phase)") {
 		t.Fatalf("run pane does not say the origin:\n%s", v)
 	}
-	if l := strings.Join(m.logRows(), "\n"); !strings.Contains(l, "started from checkpoint math-a/01-harness") {
+	if l := strings.Join(m.panes.log.rows(m), "\n"); !strings.Contains(l, "started from checkpoint math-a/01-harness") {
 		t.Fatalf("log does not say the origin:\n%s", l)
 	}
 }
@@ -506,10 +521,10 @@ func TestChartsShadePhases(t *testing.T) {
 	m.apply(ev(t, 13, engine.EvPhaseEnded, 1, 3, 2, 112, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 1, Rollouts: 64, ValBefore: 0.36, ValAfter: 0.41, ValPassBefore: 0.47, ValPassAfter: 0.52}))
 	m.apply(ev(t, 14, engine.EvPhaseStarted, 2, 3, 2, 112, map[string]any{"kind": engine.PhaseWeights, "round": 2}))
 	m.apply(ev(t, 15, engine.EvWeightStep, 2, 4, 2, 128, map[string]any{"reward_mean": 0.5, "patience": engine.Patience{Phase: engine.PhaseWeights}}))
-	a := m.axis(78)
+	a := m.run.axis(78, m.opt.Budget)
 	colour := map[engine.Phase]string{engine.PhaseWeights: "88;166;255", engine.PhaseHarness: "227;179;65", "": ""}
 	seen := map[engine.Phase]bool{}
-	for _, chart := range [][]string{m.valChart(a, 3), m.rewardChart(a, 3)} {
+	for _, chart := range [][]string{m.run.valChart(a, 3), m.run.rewardChart(a, 3)} {
 		if len(chart) != 4 {
 			t.Fatalf("chart of 3 rows has %d lines", len(chart))
 		}
@@ -530,7 +545,7 @@ func TestChartsShadePhases(t *testing.T) {
 		t.Fatalf("the script does not cover both phases and the future: %v", seen)
 	}
 	// The val chart draws the harness phase's level over its columns.
-	vals := m.valChart(a, 1)[1]
+	vals := m.run.valChart(a, 1)[1]
 	hx := slices.Index(a.kinds, engine.PhaseHarness)
 	if []rune(ansi.Strip(vals))[1+hx] != '█' {
 		t.Fatalf("no val level over the harness phase: %q", ansi.Strip(vals))
@@ -546,5 +561,32 @@ func TestFlatChartIsAFloorLine(t *testing.T) {
 	got = phaseChart("val", []float64{1, math.NaN(), math.NaN()}, []float64{1}, kinds, 1)
 	if got[1] != " █  " {
 		t.Fatalf("flat one chart row = %q, want a full bar", got[1])
+	}
+}
+
+// TestScrolledViewsStopAtTheirEnds scrolls a sample's detail (a viewport)
+// past both ends in a window that shows five of its thirteen lines.
+func TestScrolledViewsStopAtTheirEnds(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 8})
+	press(m, "3", "enter")
+	body := func() []string { v := strings.Split(m.View(), "\n"); return v[1 : len(v)-2] }
+	for range 20 {
+		press(m, "down")
+		m.View()
+	}
+	if got := body(); got[0] != "[completion 1, stop]" || got[4] != "  shown: 42" {
+		t.Fatalf("down past the end shows:\n%s", strings.Join(got, "\n"))
+	}
+	for range 20 {
+		press(m, "up")
+		m.View()
+	}
+	if got := body(); !strings.HasPrefix(got[0], "rejected sample 9") {
+		t.Fatalf("up past the top shows:\n%s", strings.Join(got, "\n"))
+	}
+	press(m, "esc", "enter")
+	if got := body(); !strings.HasPrefix(got[0], "rejected sample 9") {
+		t.Fatalf("a reopened sample does not start at its top:\n%s", strings.Join(got, "\n"))
 	}
 }

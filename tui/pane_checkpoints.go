@@ -1,0 +1,89 @@
+package tui
+
+import (
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// checkpointPane is the Checkpoints pane: the kept checkpoints, the
+// selected one to export (`e`) or to start a new run from (`r`, asks y/n).
+type checkpointPane struct {
+	sel int
+}
+
+// exportedMsg reports a finished checkpoint export.
+type exportedMsg struct {
+	id, dir string
+	err     error
+}
+
+// update handles the list: move, export, fork.
+func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, keys.Export):
+		rows := p.rows(m)
+		if p.sel >= len(rows) {
+			m.err = "no checkpoint selected"
+			return nil
+		}
+		if m.opt.Export == nil {
+			m.err = "export is not available here"
+			return nil
+		}
+		id, export := rows[p.sel].ID, m.opt.Export
+		return func() tea.Msg {
+			dir, err := export(id)
+			return exportedMsg{id: id, dir: dir, err: err}
+		}
+	case key.Matches(k, keys.Fork):
+		rows := p.rows(m)
+		if p.sel >= len(rows) {
+			m.err = "no checkpoint selected"
+			return nil
+		}
+		if m.opt.Fork == nil {
+			m.err = "starting a run from a checkpoint is not available here"
+			return nil
+		}
+		m.forkAsk = rows[p.sel].ID
+	case key.Matches(k, keys.Up):
+		p.sel = max(0, p.sel-1)
+	case key.Matches(k, keys.Down):
+		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
+	}
+	return nil
+}
+
+// rows is the checkpoints narrowed by the pane's filter.
+func (p *checkpointPane) rows(m *Model) []checkpoint {
+	var out []checkpoint
+	for _, c := range m.run.checkpoints {
+		if matches(m.filter[paneCheckpoints], c.ID, c.Harness, c.Weights) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (p *checkpointPane) view(m *Model, w, h int) []string {
+	cs := p.rows(m)
+	if len(m.run.checkpoints) == 0 {
+		return []string{stMuted.Render("no checkpoint yet: one is kept at each phase boundary")}
+	}
+	out := []string{stHeader.Render(fmt.Sprintf("  %-24s %-5s %-5s %-8s %-8s %s", "id", "round", "step", "harness", "weights", "val"))}
+	rows := h - 2
+	first := max(0, min(p.sel-rows+1, len(cs)-rows))
+	for i := first; i < len(cs) && i < first+rows; i++ {
+		c := cs[i]
+		line := fmt.Sprintf("%-24s %-5d %-5d %-8s %-8s %.3f", c.ID, c.Round, c.Step, short(c.Harness), short(c.Weights), c.Val)
+		if i == p.sel {
+			line = stSelected.Render("> " + line)
+		} else {
+			line = "  " + line
+		}
+		out = append(out, line)
+	}
+	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))
+}

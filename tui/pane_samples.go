@@ -1,0 +1,236 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// samplePane is the Samples pane: the stored rollouts newest first,
+// narrowed to a failure kind (`c`) and to rejected ones unless `a`; enter
+// opens the selected one's whole trajectory.
+type samplePane struct {
+	samples  []Sample // as loaded
+	sel      int
+	kind     string // the failure kind shown; "" all
+	showKept bool
+	detail   bool
+	// detailView scrolls the open sample.
+	detailView scroller
+	err        string // the last load's error
+	loading    bool
+}
+
+type samplesMsg struct {
+	samples []Sample
+	err     error
+}
+
+// load returns the command that reads the samples through src (store I/O);
+// nil when there is nothing to read them from.
+func (p *samplePane) load(src func() ([]Sample, error)) tea.Cmd {
+	if src == nil {
+		return nil
+	}
+	p.loading = true
+	return func() tea.Msg {
+		s, err := src()
+		return samplesMsg{samples: s, err: err}
+	}
+}
+
+// loaded takes a finished load.
+func (p *samplePane) loaded(m *Model, msg samplesMsg) {
+	p.loading = false
+	if msg.err != nil {
+		p.err = msg.err.Error()
+		return
+	}
+	p.err = ""
+	p.samples = msg.samples
+	n := len(p.visible(m))
+	p.sel = min(p.sel, max(0, n-1))
+	if n == 0 {
+		p.detail = false
+	}
+}
+
+// update handles the list, its filters, and an open sample.
+func (p *samplePane) update(m *Model, k tea.KeyMsg) tea.Cmd {
+	if p.detail {
+		if key.Matches(k, keys.Back) || key.Matches(k, keys.Enter) {
+			p.detail = false
+			p.detailView.top()
+		} else {
+			p.detailView.update(k)
+		}
+		return nil
+	}
+	vis := p.visible(m)
+	switch {
+	case key.Matches(k, keys.Up):
+		p.sel = max(0, p.sel-1)
+	case key.Matches(k, keys.Down):
+		p.sel = min(max(0, len(vis)-1), p.sel+1)
+	case key.Matches(k, keys.Enter):
+		if len(vis) == 0 {
+			m.err = "no sample to open"
+		} else {
+			p.detail = true
+		}
+	case key.Matches(k, keys.Kind):
+		p.kind = nextKind(p.kinds(), p.kind)
+		p.sel = 0
+	case key.Matches(k, keys.Kept):
+		p.showKept = !p.showKept
+		p.sel = 0
+	case key.Matches(k, keys.Reload):
+		return p.load(m.opt.Samples)
+	}
+	return nil
+}
+
+// visible is the samples the list shows: the pane's kind and kept
+// choices, and its `/` filter.
+func (p *samplePane) visible(m *Model) []Sample {
+	var out []Sample
+	for _, s := range p.samples {
+		if s.Kept && !p.showKept {
+			continue
+		}
+		if p.kind != "" && s.Why != p.kind {
+			continue
+		}
+		// "round 2" (or "r2") narrows to a cycle, a hash prefix to a harness.
+		if !matches(m.filter[paneSamples], s.Why, s.Harness, s.Trajectory.TaskID,
+			fmt.Sprintf("round %d", s.Round), fmt.Sprintf("r%d ", s.Round)) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// kinds lists the failure kinds present, sorted.
+func (p *samplePane) kinds() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range p.samples {
+		if !s.Kept && !seen[s.Why] {
+			seen[s.Why] = true
+			out = append(out, s.Why)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// nextKind cycles "" (all) → each kind → "".
+func nextKind(kinds []string, cur string) string {
+	if cur == "" {
+		if len(kinds) == 0 {
+			return ""
+		}
+		return kinds[0]
+	}
+	i := slices.Index(kinds, cur)
+	if i < 0 || i+1 >= len(kinds) {
+		return ""
+	}
+	return kinds[i+1]
+}
+
+func (p *samplePane) view(m *Model, w, h int) []string {
+	if p.err != "" {
+		return []string{stError.Render(p.err)}
+	}
+	vis := p.visible(m)
+	if p.detail && p.sel < len(vis) {
+		return p.viewSample(vis[p.sel], w, h)
+	}
+	filter := "all kinds"
+	if p.kind != "" {
+		filter = p.kind
+	}
+	kept := "rejected only"
+	if p.showKept {
+		kept = "kept too"
+	}
+	out := []string{fmt.Sprintf("%d samples · %s · %s", len(vis), filter, kept)}
+	if p.loading && len(p.samples) == 0 {
+		return append(out, stMuted.Render("loading…"))
+	}
+	out = append(out, stHeader.Render(fmt.Sprintf("  %-6s %-4s %-5s %-8s %-6s %-20s %s", "seq", "rnd", "step", "harness", "reward", "why", "task")))
+	rows := h - 3
+	first := max(0, min(p.sel-rows+1, len(vis)-rows))
+	for i := first; i < len(vis) && i < first+rows; i++ {
+		s := vis[i]
+		at := s.Step
+		if s.Kind == "s" {
+			at = s.Iteration
+		}
+		line := fmt.Sprintf("%-6d %-4d %s%-4d %-8s %-6.2f %-20s %s", s.Seq, s.Round, s.Kind, at, short(s.Harness), s.Trajectory.Reward, s.Why, s.Trajectory.TaskID)
+		if i == p.sel {
+			line = stSelected.Render("> " + line)
+		} else {
+			line = "  " + line
+		}
+		out = append(out, line)
+	}
+	return append(out, stMuted.Render("enter open · c kind · a kept · r reload"))
+}
+
+// viewSample is the whole trajectory, scrolled: messages, completions,
+// tool calls, reward and why.
+func (p *samplePane) viewSample(s Sample, w, h int) []string {
+	p.detailView.set(sampleLines(s, w), h-1)
+	return append(p.detailView.window(), stMuted.Render("esc back · ↑↓ scroll"))
+}
+
+// sampleLines is a sample's trajectory as lines, its texts wrapped to w.
+func sampleLines(s Sample, w int) []string {
+	t := s.Trajectory
+	state := stError.Render("rejected")
+	if s.Kept {
+		state = stGood.Render("kept")
+	}
+	all := []string{
+		fmt.Sprintf("%s sample %d · task %s · round %d · harness %s · reward %.3f", state, s.Seq, t.TaskID, s.Round, short(s.Harness), t.Reward),
+		"why: " + s.Why,
+	}
+	if t.Error != "" {
+		all = append(all, "error: "+t.Error)
+	}
+	all = append(all, fmt.Sprintf("turns %d · format retries %d · invalid retries %d", t.Turns, t.FormatRetries, t.InvalidRetries), "")
+	wrap := func(prefix, text string) {
+		for _, l := range strings.Split(ansi.Wrap(text, max(10, w-len(prefix)-1), ""), "\n") {
+			all = append(all, prefix+l)
+		}
+	}
+	for _, msg := range t.Messages {
+		all = append(all, stHeader.Render("["+msg.Role+"]"))
+		wrap("  ", msg.Content)
+	}
+	for i, c := range t.Calls {
+		vote := ""
+		if c.NotChosen {
+			vote = fmt.Sprintf(", sample %d, not chosen", c.Sample)
+		}
+		all = append(all, stHeader.Render(fmt.Sprintf("[completion %d, %s%s]", i+1, c.Finish, vote)))
+		wrap("  ", c.Text)
+	}
+	for _, tc := range t.Tools {
+		fail := ""
+		if tc.Failed {
+			fail = " (failed)"
+		}
+		all = append(all, stHeader.Render(fmt.Sprintf("[tool %s, turn %d%s]", tc.Tool, tc.Turn, fail)))
+		wrap("  args: ", tc.Args)
+		wrap("  shown: ", tc.Shown)
+	}
+	return all
+}
