@@ -78,11 +78,7 @@ func (p *checkpointPane) view(m *Model, w, h int) []string {
 	for i := first; i < len(cs) && i < first+rows; i++ {
 		c := cs[i]
 		line := fmt.Sprintf("%-24s %-5d %-5d %-8s %-8s %.3f", c.ID, c.Round, c.Step, short(c.Harness), short(c.Weights), c.Val)
-		if i == p.sel {
-			line = stSelected.Render("> " + line)
-		} else {
-			line = "  " + line
-		}
+		line = listLine(line, i == p.sel)
 		out = append(out, line)
 	}
 	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))

@@ -185,11 +185,7 @@ func (p *harnessPane) viewKnobs(m *Model, h int) []string {
 			mark = "[frozen]"
 		}
 		line := fmt.Sprintf("%-8s %s", mark, kn)
-		if i == p.knobSel {
-			line = stSelected.Render("> " + line)
-		} else {
-			line = "  " + line
-		}
+		line = listLine(line, i == p.knobSel)
 		out = append(out, line)
 		if len(out) >= h-1 {
 			break
@@ -241,11 +237,7 @@ func (p *harnessPane) boardTable(m *Model, rows int) []string {
 		r := b[i]
 		line := fmt.Sprintf("%-3d %-8s %-24s %.3f ±%.3f %-22s %6d %4d %s", i+1, short(r.Hash), boardMechanism(r.Mechanism, 24),
 			r.Score, (r.CIHi-r.CILo)/2, pairedGain(r), r.Calls, r.Iteration, boardStatus(r))
-		if i == p.sel {
-			line = stSelected.Render("> " + line)
-		} else {
-			line = "  " + line
-		}
+		line = listLine(line, i == p.sel)
 		out = append(out, line)
 	}
 	return out

@@ -174,11 +174,7 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 			at = s.Iteration
 		}
 		line := fmt.Sprintf("%-6d %-4d %s%-4d %-8s %-6.2f %-20s %s", s.Seq, s.Round, s.Kind, at, short(s.Harness), s.Trajectory.Reward, s.Why, s.Trajectory.TaskID)
-		if i == p.sel {
-			line = stSelected.Render("> " + line)
-		} else {
-			line = "  " + line
-		}
+		line = listLine(line, i == p.sel)
 		out = append(out, line)
 	}
 	return append(out, stMuted.Render("enter open · c kind · a kept · r reload"))

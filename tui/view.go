@@ -103,3 +103,12 @@ func short(h string) string {
 	}
 	return h
 }
+
+// listLine is a list's row: marked and styled when selected, indented
+// like the marker otherwise.
+func listLine(line string, selected bool) string {
+	if selected {
+		return stSelected.Render("> " + line)
+	}
+	return "  " + line
+}
