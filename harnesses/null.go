@@ -3,8 +3,6 @@ package harnesses
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"regexp"
 	"strings"
 
@@ -57,9 +55,7 @@ var spanWords = []int{1, 1, 1, 1, 2, 2, 2, 3, 4, 4}
 func (p *Null) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
 	out := make([]policy.Completion, len(reqs))
 	for i, r := range reqs {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "null/%d/%s", r.Seed, r.Key)
-		rng := rand.New(rand.NewPCG(r.Seed, h.Sum64()))
+		rng := requestRNG("null/", r)
 		shown := shown(r.Messages)
 		var reply string
 		switch p.dom {

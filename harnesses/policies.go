@@ -100,13 +100,20 @@ func NewRandom() *Random { return &Random{} }
 
 var randomPieces = []string{"<answer>", "</answer>", "<move>", "</move>", "<tool>", "</tool>", "search:", "calc:", "[", "]", "\n", " ", " ", " ", ".", ",", "?", "!", ":", "-", "+", "=", "(", ")"}
 
+// requestRNG is one request's random source: its seed, and a hash of tag,
+// the seed and its key (a tag per policy, so two policies never share
+// draws).
+func requestRNG(tag string, r policy.Request) *rand.Rand {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s%d/%s", tag, r.Seed, r.Key)
+	return rand.New(rand.NewPCG(r.Seed, h.Sum64()))
+}
+
 // Generate returns one random completion per request.
 func (p *Random) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
 	out := make([]policy.Completion, len(reqs))
 	for i, r := range reqs {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%d/%s", r.Seed, r.Key)
-		rng := rand.New(rand.NewPCG(r.Seed, h.Sum64()))
+		rng := requestRNG("", r)
 		n := 1 + rng.IntN(max(r.MaxNewTokens, 1)+16)
 		var b strings.Builder
 		for b.Len() < n {

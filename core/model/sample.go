@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 
+	"whale/core/policy"
 	"whale/kernels"
 )
 
@@ -559,15 +560,10 @@ func (s *Sampler) Generate(ctx context.Context, reqs []Request) ([]Completion, e
 	for i := range reqs {
 		st.submit(i, &reqs[i])
 	}
-	out := make([]Completion, len(reqs))
-	for range reqs {
+	return policy.Collect(ctx, len(reqs), func(ctx context.Context) (int, Completion, error) {
 		res, err := st.Next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[res.ID] = res.Completion
-	}
-	return out, nil
+		return res.ID, res.Completion, err
+	})
 }
 
 // prefill fills every sequence's cache with its prompt and sets its first

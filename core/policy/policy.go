@@ -168,13 +168,23 @@ func GenerateStream(ctx context.Context, st Stream, reqs []Request) ([]Completio
 			return nil, err
 		}
 	}
-	out := make([]Completion, len(reqs))
-	for range reqs {
+	return Collect(ctx, len(reqs), func(ctx context.Context) (int, Completion, error) {
 		res, err := st.Next(ctx)
+		return res.ID, res.Completion, err
+	})
+}
+
+// Collect gathers the n results next delivers, each put at the id it was
+// submitted under: the completions of a batch submitted to a stream, in
+// request order.
+func Collect[C any](ctx context.Context, n int, next func(context.Context) (int, C, error)) ([]C, error) {
+	out := make([]C, n)
+	for range n {
+		id, c, err := next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out[res.ID] = res.Completion
+		out[id] = c
 	}
 	return out, nil
 }
