@@ -91,10 +91,15 @@ func startWorkbench(t *testing.T, name, preset string) (tmuxSession, string, str
 // timeline advances, f y forces a switch that the store records, x prunes a
 // candidate that then never becomes incumbent, a rejected sample opens, and
 // q exits 0 leaving the run resumable.
+// boardRow is a leaderboard row: rank, then the harness's short hash.
+var boardRow = regexp.MustCompile(`^(> |  )\s*\d+\s+[0-9a-f]{8}\s`)
+
 func TestWorkbenchEndToEnd(t *testing.T) {
 	s, db, exit := startWorkbench(t, "whale-e2e", "small")
 
-	first := rollouts(s.waitFor("the run to start", 60*time.Second, func(scr string) bool { return rollouts(scr) > 0 }))
+	// The run's first rollouts come after the start's val pass (128 math
+	// tasks × 2): a minute on a quiet 2-core machine, several on a busy one.
+	first := rollouts(s.waitFor("the run to start", 300*time.Second, func(scr string) bool { return rollouts(scr) > 0 }))
 	s.waitFor("the timeline to advance", 60*time.Second, func(scr string) bool { return rollouts(scr) > first })
 
 	s.keys("f")
@@ -110,14 +115,20 @@ func TestWorkbenchEndToEnd(t *testing.T) {
 	// The small preset scores on 128 val tasks (issue 14): the val pass at
 	// the forced boundary, the incumbent's re-score and three candidates
 	// come before the first candidate row, minutes on a busy 2-core machine.
-	scr := s.waitFor("a candidate on the board", 360*time.Second, func(scr string) bool { return strings.Contains(scr, " candidate") })
-	var target string
-	for _, l := range strings.Split(scr, "\n") {
-		if f := strings.Fields(l); len(f) > 2 && strings.HasSuffix(l, "candidate") && f[0] != ">" {
-			target = f[1]
-			break
+	// At 80 columns the board's status column is cut off: a candidate is
+	// a row with a paired gain over the incumbent (an interval), where the
+	// incumbent's row shows "—".
+	candidate := func(scr string) string {
+		for _, l := range strings.Split(scr, "\n") {
+			f := strings.Fields(strings.TrimPrefix(l, "> "))
+			if len(f) > 2 && boardRow.MatchString(l) && strings.Contains(l, " [") {
+				return f[1]
+			}
 		}
+		return ""
 	}
+	scr := s.waitFor("a candidate on the board", 360*time.Second, func(scr string) bool { return candidate(scr) != "" })
+	target := candidate(scr)
 	if target == "" {
 		t.Fatalf("no candidate row:\n%s", scr)
 	}
