@@ -19,35 +19,44 @@ type exportedMsg struct {
 	err     error
 }
 
+// selected is the selected checkpoint's id; without one it says so in
+// the footer.
+func (p *checkpointPane) selected(m *Model) (string, bool) {
+	rows := p.rows(m)
+	if p.sel >= len(rows) {
+		m.err = "no checkpoint selected"
+		return "", false
+	}
+	return rows[p.sel].ID, true
+}
+
 // update handles the list: move, export, fork.
 func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, keys.Export):
-		rows := p.rows(m)
-		if p.sel >= len(rows) {
-			m.err = "no checkpoint selected"
+		id, ok := p.selected(m)
+		if !ok {
 			return nil
 		}
 		if m.opt.Export == nil {
 			m.err = "export is not available here"
 			return nil
 		}
-		id, export := rows[p.sel].ID, m.opt.Export
+		export := m.opt.Export
 		return func() tea.Msg {
 			dir, err := export(id)
 			return exportedMsg{id: id, dir: dir, err: err}
 		}
 	case key.Matches(k, keys.Fork):
-		rows := p.rows(m)
-		if p.sel >= len(rows) {
-			m.err = "no checkpoint selected"
+		id, ok := p.selected(m)
+		if !ok {
 			return nil
 		}
 		if m.opt.Fork == nil {
 			m.err = "starting a run from a checkpoint is not available here"
 			return nil
 		}
-		m.forkAsk = rows[p.sel].ID
+		m.forkAsk = id
 	case key.Matches(k, keys.Up):
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
