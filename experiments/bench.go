@@ -85,6 +85,29 @@ func (p Plan) Jobs() ([]Job, error) {
 	return jobs, nil
 }
 
+// fixedPoint is WHALE-fixed's (E, I): the plan's, where set, over the
+// preset's in pre.
+func (p Plan) fixedPoint(pre engine.Config) (float64, int) {
+	e, i := pre.E, pre.I
+	if p.E > 0 {
+		e = p.E
+	}
+	if p.I > 0 {
+		i = p.I
+	}
+	return e, i
+}
+
+// FixedPoint is WHALE-fixed's (E, I) under the plan, for reports.
+func (p Plan) FixedPoint() (float64, int, error) {
+	pre, err := engine.Preset(p.Preset, "math")
+	if err != nil {
+		return 0, 0, err
+	}
+	e, i := p.fixedPoint(pre)
+	return e, i, nil
+}
+
 // config is the engine configuration of one condition.
 func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
 	cfg, err := engine.Preset(p.Preset, domain)
@@ -98,12 +121,7 @@ func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
 	case "fast-slow":
 		cfg.Condition, cfg.E, cfg.I = cond, p.FastSlowE, 1
 	case "whale-fixed":
-		if p.E > 0 {
-			cfg.E = p.E
-		}
-		if p.I > 0 {
-			cfg.I = p.I
-		}
+		cfg.E, cfg.I = p.fixedPoint(cfg)
 	case "whale-adaptive":
 		cfg.Schedule = "adaptive"
 	default:

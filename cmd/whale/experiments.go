@@ -29,9 +29,9 @@ import (
 func init() { register(newSweepCmd) }
 
 // benchBudgets are the default budgets (model calls) per run of each
-// preset. small's is the small preset's own, 4,608: at least 4 WHALE-fixed
-// cycles in every domain (core/engine's presets); docs/results/RESULTS.md
-// records how long the committed bench took.
+// preset. small's is the small preset's own, 4,608 (core/engine's presets
+// say how it was sized); docs/results/RESULTS.md records how long the
+// committed bench took.
 var benchBudgets = map[string]int{"tiny": 64, "small": 4608, "paper": 200000}
 
 // sweepBudgets are the pre-check's smaller budgets.
@@ -96,11 +96,7 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	}
 	f.modelName, f.modelHash = b.Name, b.SHA256
 	dataSeed := b.DataSeed
-	pre, err := engine.Preset(f.preset, ds[0])
-	if err != nil {
-		return p, experiments.Env{}, usageError{err}
-	}
-	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, E: pre.E, I: pre.I, FastSlowE: 0.1,
+	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, FastSlowE: 0.1,
 		DataSeed: dataSeed, Prefix: prefix}
 	db, err := openStore(f.dbPath)
 	if err != nil {
@@ -240,13 +236,7 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			defer env.Store.Close()
-			if e > 0 {
-				p.E = e
-			}
-			if i > 0 {
-				p.I = i
-			}
-			p.CurveK = curveK
+			p.E, p.I, p.CurveK = e, i, curveK
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
 			}
@@ -288,9 +278,10 @@ func newBenchConditionsCmd() *cobra.Command {
 
 // benchNotes says what the numbers rest on.
 func benchNotes(name, sum string, p experiments.Plan, took time.Duration) []string {
+	e, i, _ := p.FixedPoint() // the plan's preset was checked when its jobs were made
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),
-		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, p.E, p.I),
+		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, e, i),
 		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).", took.Round(time.Second)),
 	}
 }

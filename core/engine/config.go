@@ -145,8 +145,11 @@ func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
 // demo and the bench's size (issue 19): (E, I) = (0.2, 2), one of the
 // reference's ablations — 6 weight steps of 32 rollouts, then the incoming
 // harness's re-score and one iteration of 2 candidates on 128 val tasks —
-// so that 4,608 model calls hold at least 4 cycles in every domain (math,
-// at about 1.8 calls an episode, about 1,050 calls a cycle). Its learning
+// at 4,608 model calls a run. It was sized for at least 4 cycles from
+// estimated costs (about 1,050 calls a math cycle); measured in the issue-19
+// bench, a math weight phase costs 290–361 calls but a harness phase
+// 452–2,847 (more passes for unresolved leads, voting harnesses paying
+// several calls a rollout), so math may see fewer cycles. Its learning
 // rate is the reference's, 1e-5: of the operators measured for issue 19 it
 // is the one that keeps a weight phase's samples apart in every domain
 // (docs/EXPLORATION.md).

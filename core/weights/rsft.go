@@ -83,31 +83,35 @@ func (r *RSFT) Step(samples []Sample) (Stats, error) {
 	for _, s := range kept {
 		total += completionTokens(s)
 	}
-	nll, kl := 0.0, 0.0
 	for _, s := range kept {
-		q := sequences(s, 1)
-		cur, err := r.Model.TokenLogProbs(q)
+		seqs = append(seqs, sequences(s, 1)...)
+	}
+	// One forward pass of each model per micro-batch gives every kept
+	// token's log-ratio; the masks then carry the per-token weights.
+	micro := microBatches(seqs, mt)
+	nll, kl := 0.0, 0.0
+	for _, mb := range micro {
+		cur, err := r.Model.TokenLogProbs(mb)
 		if err != nil {
 			return st, err
 		}
-		ref, err := r.Ref.TokenLogProbs(q)
+		ref, err := r.Ref.TokenLogProbs(mb)
 		if err != nil {
 			return st, err
 		}
-		for i := range q {
-			for t, m := range q[i].Mask {
+		for i := range mb {
+			for t, m := range mb[i].Mask {
 				if m == 0 {
 					continue
 				}
 				delta := ref[i][t] - cur[i][t]
 				nll -= cur[i][t]
 				kl += math.Exp(delta) - delta - 1
-				q[i].Mask[t] = float32(rsftKLWeight(delta, r.KLBeta))
+				mb[i].Mask[t] = float32(rsftKLWeight(delta, r.KLBeta))
 			}
 		}
-		seqs = append(seqs, q...)
 	}
-	ss, err := r.Trainer.StepWeighted(microBatches(seqs, mt), float64(total))
+	ss, err := r.Trainer.StepWeighted(micro, float64(total))
 	if err != nil {
 		return st, err
 	}
