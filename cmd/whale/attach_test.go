@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,5 +89,34 @@ func TestHeadlessBenchPrintsProgressOfRunningRuns(t *testing.T) {
 	progress := regexp.MustCompile(`\[1/1\] bench-math-weight-only-b16-s1: (starting|round \d+ (weights|harness)), \d+/16 model calls \(\d+%\), best val \S+, elapsed \S+, ETA \S+`)
 	if !progress.MatchString(errb.String()) || !strings.Contains(errb.String(), "[1/1] bench-math-weight-only-b16-s1: starting") {
 		t.Fatalf("stderr has no progress line of the running run:\n%s", errb.String())
+	}
+}
+
+// TestLockedWriterKeepsConcurrentLinesWhole: the bench's workers and its
+// headless dashboard write progress lines from their own goroutines; each
+// line arrives whole (and, under -race, without a data race).
+func TestLockedWriterKeepsConcurrentLinesWhole(t *testing.T) {
+	var buf bytes.Buffer
+	w := &lockedWriter{w: &buf}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				fmt.Fprintf(w, "worker %d line %03d of this bench\n", g, i)
+			}
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	whole := regexp.MustCompile(`^worker \d line \d{3} of this bench$`)
+	if len(lines) != 8*200 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*200)
+	}
+	for _, l := range lines {
+		if !whole.MatchString(l) {
+			t.Fatalf("a torn line: %q", l)
+		}
 	}
 }

@@ -145,7 +145,9 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 	if err != nil {
 		return nil, err
 	}
-	log := cmd.ErrOrStderr()
+	// The bench's workers, the headless dashboard's commands and the live
+	// hook all write here, each from its own goroutine.
+	log := &lockedWriter{w: cmd.ErrOrStderr()}
 	opts := tui.BenchOptions{Title: planTitle(p), Jobs: bjobs, Stop: cancel}
 	popts := []tea.ProgramOption{tea.WithAltScreen()}
 	if in, ok := cmd.InOrStdin().(*os.File); !ok || !isTerminal(in) || !isTerminal(cmd.OutOrStdout()) {
@@ -329,4 +331,17 @@ func newSweepCmd() *cobra.Command {
 	f.add(c, 1)
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
+}
+
+// lockedWriter serializes writes to w: each Write reaches w whole, never
+// interleaved with another goroutine's.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
