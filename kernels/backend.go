@@ -136,7 +136,8 @@ type Backend interface {
 	// saved for the backward pass (rstd may be zero to skip saving it).
 	RMSNorm(out, rstd, x, w Tensor, rows, C int, eps float64)
 	// RMSNormBackward: dx (rows,C) += ∂L/∂x and dw (C) += ∂L/∂w from dout,
-	// the forward input x, the weight w and the saved rstd.
+	// the forward input x, the weight w and the saved rstd; dw may be zero
+	// (a frozen weight) to skip its gradient.
 	RMSNormBackward(dx, dw, dout, x, w, rstd Tensor, rows, C int)
 
 	// RoPE rotates every head of x (rows, heads*hd) by its row's position

@@ -212,11 +212,13 @@ func (c *CPU[T]) RMSNorm(out, rstd, x, w Tensor, rows, C int, eps float64) {
 
 // RMSNormBackward implements Backend.
 func (c *CPU[T]) RMSNormBackward(dx, dw, dout, x, w, rstd Tensor, rows, C int) {
-	dxs, dws, dys, xs, ws, rs := c.s(dx), c.s(dw), c.s(dout), c.s(x), c.s(w), c.s(rstd)
+	dxs, dws, dys, xs, ws, rs := c.s(dx), c.opt(dw), c.s(dout), c.s(x), c.s(w), c.s(rstd)
 	need("RMSNormBackward dx", len(dxs), rows*C)
 	need("RMSNormBackward dout", len(dys), rows*C)
 	need("RMSNormBackward x", len(xs), rows*C)
-	need("RMSNormBackward dw", len(dws), C)
+	if !dw.IsZero() {
+		need("RMSNormBackward dw", len(dws), C)
+	}
 	need("RMSNormBackward w", len(ws), C)
 	need("RMSNormBackward rstd", len(rs), rows)
 	Parallel(rows, rowGrain(C), func(lo, hi int) {
@@ -242,6 +244,9 @@ func (c *CPU[T]) RMSNormBackward(dx, dw, dout, x, w, rstd Tensor, rows, C int) {
 			}
 		}
 	})
+	if dw.IsZero() {
+		return
+	}
 	colSum(dws[:C], rows, C, func(r int, tmp []T) {
 		xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
 		for j, v := range xr {

@@ -23,6 +23,8 @@ type layerActs struct {
 	// q, k, v (and g, u) are views of them: each group is then one product
 	// with the adjacent weights (wqkv, wGateUp).
 	qkv, gu kernels.Tensor
+	// lu are the LoRA terms' (α/r)·x·Aᵀ (N,r) of the targets with adapters.
+	lu [nTargets]kernels.Tensor
 }
 
 // gradScratch holds the activation gradients of one layer; the backward
@@ -34,6 +36,7 @@ type gradScratch struct {
 	dqr, dqn, dq kernels.Tensor // (N,Hq)
 	dkr, dkn, dk kernels.Tensor // (N,Hk)
 	dv           kernels.Tensor // (N,Hk)
+	dlu          kernels.Tensor // (N,r) under LoRA
 }
 
 // linear: out (N,outDim) (+)= x (N,in) · Wᵀ with W (outDim,in) in HF layout;
@@ -90,6 +93,9 @@ func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, pw *packedLayer, 
 		m.linear(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false)
 		m.linear(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false)
 	}
+	m.adapt(a, w, tQ, a.q, a.ln1, N)
+	m.adapt(a, w, tK, a.k, a.ln1, N)
+	m.adapt(a, w, tV, a.v, a.ln1, N)
 	if m.Config.AttentionBias {
 		be.BiasAdd(a.q, w.bq, N, d.Hq)
 		be.BiasAdd(a.k, w.bk, N, d.Hk)
@@ -118,7 +124,7 @@ func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScr
 		be.RMSNormBackward(dq, g.qNorm, s.dqn, a.q, w.qNorm, a.qrstd, N*d.H, d.hd)
 		be.RMSNormBackward(dk, g.kNorm, s.dkn, a.k, w.kNorm, a.krstd, N*d.KVH, d.hd)
 	}
-	if m.Config.AttentionBias {
+	if m.Config.AttentionBias && !g.bq.IsZero() {
 		be.BiasBackward(g.bq, dq, N, d.Hq)
 		be.BiasBackward(g.bk, dk, N, d.Hk)
 		be.BiasBackward(g.bv, s.dv, N, d.Hk)
@@ -126,9 +132,12 @@ func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScr
 	be.Gemm(kernels.NN, s.dln, dq, w.wq, N, d.Hq, d.C, false)
 	be.Gemm(kernels.NN, s.dln, dk, w.wk, N, d.Hk, d.C, true)
 	be.Gemm(kernels.NN, s.dln, s.dv, w.wv, N, d.Hk, d.C, true)
-	be.Gemm(kernels.TN, g.wq, dq, a.ln1, d.Hq, N, d.C, true)
-	be.Gemm(kernels.TN, g.wk, dk, a.ln1, d.Hk, N, d.C, true)
-	be.Gemm(kernels.TN, g.wv, s.dv, a.ln1, d.Hk, N, d.C, true)
+	weightGrad(be, g.wq, dq, a.ln1, d.Hq, N, d.C)
+	weightGrad(be, g.wk, dk, a.ln1, d.Hk, N, d.C)
+	weightGrad(be, g.wv, s.dv, a.ln1, d.Hk, N, d.C)
+	m.adaptBackward(a, w, g, s, tQ, dq, a.ln1, s.dln, N)
+	m.adaptBackward(a, w, g, s, tK, dk, a.ln1, s.dln, N)
+	m.adaptBackward(a, w, g, s, tV, s.dv, a.ln1, s.dln, N)
 	be.RMSNormBackward(dres, g.inNorm, s.dln, x, w.inNorm, a.rstd1, N, d.C)
 }
 
@@ -140,13 +149,15 @@ func (m *Model) attnForward(a *layerActs, w *layerWeights, x kernels.Tensor, pos
 	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
 	m.be.Copy(a.x2, x)
 	m.linear(a.x2, a.att, w.wo, kernels.Tensor{}, kernels.Tensor{}, N, d.Hq, d.C, true)
+	m.adapt(a, w, tO, a.x2, a.att, N)
 }
 
 // attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.
 func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, B, T int, dres kernels.Tensor) {
 	d, be, N := m.d, m.be, B*T
 	be.Gemm(kernels.NN, s.datt, dres, w.wo, N, d.C, d.Hq, false)
-	be.Gemm(kernels.TN, g.wo, dres, a.att, d.C, N, d.Hq, true)
+	weightGrad(be, g.wo, dres, a.att, d.C, N, d.Hq)
+	m.adaptBackward(a, w, g, s, tO, dres, a.att, s.datt, N)
 	be.Fill(s.dqr, 0)
 	be.Fill(s.dkr, 0)
 	be.Fill(s.dv, 0)
@@ -165,21 +176,35 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 		m.linear(a.g, a.ln2, w.wGate, b.wGate, p.g, N, d.C, d.F, false)
 		m.linear(a.u, a.ln2, w.wUp, b.wUp, p.u, N, d.C, d.F, false)
 	}
+	m.adapt(a, w, tGate, a.g, a.ln2, N)
+	m.adapt(a, w, tUp, a.u, a.ln2, N)
 	be.SwiGLU(a.h, a.g, a.u)
 	m.linear(out, a.h, w.wDown, b.wDown, p.down, N, d.F, d.C, true)
+	m.adapt(a, w, tDown, out, a.h, N)
 }
 
 // mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).
 func (m *Model) mlpBackward(a *layerActs, w, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
 	d, be := m.d, m.be
 	be.Gemm(kernels.NN, s.dh, dres, w.wDown, N, d.C, d.F, false)
-	be.Gemm(kernels.TN, g.wDown, dres, a.h, d.C, N, d.F, true)
+	weightGrad(be, g.wDown, dres, a.h, d.C, N, d.F)
+	m.adaptBackward(a, w, g, s, tDown, dres, a.h, s.dh, N)
 	be.Fill(s.dg, 0)
 	be.Fill(s.du, 0)
 	be.SwiGLUBackward(s.dg, s.du, s.dh, a.g, a.u)
 	be.Gemm(kernels.NN, s.dln, s.dg, w.wGate, N, d.F, d.C, false)
 	be.Gemm(kernels.NN, s.dln, s.du, w.wUp, N, d.F, d.C, true)
-	be.Gemm(kernels.TN, g.wGate, s.dg, a.ln2, d.F, N, d.C, true)
-	be.Gemm(kernels.TN, g.wUp, s.du, a.ln2, d.F, N, d.C, true)
+	weightGrad(be, g.wGate, s.dg, a.ln2, d.F, N, d.C)
+	weightGrad(be, g.wUp, s.du, a.ln2, d.F, N, d.C)
+	m.adaptBackward(a, w, g, s, tGate, s.dg, a.ln2, s.dln, N)
+	m.adaptBackward(a, w, g, s, tUp, s.du, a.ln2, s.dln, N)
 	be.RMSNormBackward(dres, g.postNorm, s.dln, a.x2, w.postNorm, a.rstd2, N, d.C)
+}
+
+// weightGrad: g (out,in) += dyᵀ (out,N) · x (N,in), a projection's weight
+// gradient; nothing when g is zero (the weights are frozen under LoRA).
+func weightGrad(be kernels.Backend, g, dy, x kernels.Tensor, out, N, in int) {
+	if !g.IsZero() {
+		be.Gemm(kernels.TN, g, dy, x, out, N, in, true)
+	}
 }

@@ -40,6 +40,12 @@ type Model struct {
 	// version counts parameter changes, so samplers drop caches (bf16
 	// copies, prefix KV) computed from older weights.
 	version uint64
+	// baseVersion counts changes of the arena alone (not the adapters'),
+	// so samplers re-pack their copies of it only when it changed.
+	baseVersion uint64
+	// lora holds the adapters when LoRA is enabled (the arena is then
+	// frozen, and grad and gw hold the adapters' gradients only).
+	lora *loraState
 	// rowChunk > 0 makes linear run in blocks of at most that many rows.
 	rowChunk int
 }
@@ -109,8 +115,12 @@ func (m *Model) WriteParam(name string, v []float32) error {
 	if len(v) != p.Len {
 		return fmt.Errorf("model: write %s: %d values for shape %v (%d)", name, len(v), p.Shape, p.Len)
 	}
+	if err := m.writable(); err != nil {
+		return err
+	}
 	m.be.Load(m.arena.View(p.Offset, p.Len), v)
 	m.version++
+	m.baseVersion++
 	return nil
 }
 
@@ -127,8 +137,20 @@ func (m *Model) SetParamValues(v []float32) error {
 	if len(v) != m.arena.Len() {
 		return fmt.Errorf("model: set parameters: %d values for an arena of %d", len(v), m.arena.Len())
 	}
+	if err := m.writable(); err != nil {
+		return err
+	}
 	m.be.Load(m.arena, v)
 	m.version++
+	m.baseVersion++
+	return nil
+}
+
+// writable refuses writes to frozen weights.
+func (m *Model) writable() error {
+	if m.lora != nil {
+		return errors.New("model: the weights are frozen under LoRA (set the adapters with SetTrainableValues)")
+	}
 	return nil
 }
 
@@ -163,6 +185,7 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 		if m.Config.QKNorm() {
 			la.qn, la.kn, la.qrstd, la.krstd = take(N*d.Hq), take(N*d.Hk), take(N*d.H), take(N*d.KVH)
 		}
+		m.takeLoRAActs(&la, N, take)
 		a.layers = append(a.layers, la)
 	}
 	a.hc = headChunk(N, d.V)
@@ -170,6 +193,9 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 	a.s = gradScratch{dln: take(N * d.C), dh: take(N * d.F), dg: take(N * d.F), du: take(N * d.F),
 		datt: take(N * d.Hq), dqr: take(N * d.Hq), dqn: take(N * d.Hq), dq: take(N * d.Hq),
 		dkr: take(N * d.Hk), dkn: take(N * d.Hk), dk: take(N * d.Hk), dv: take(N * d.Hk)}
+	if m.lora != nil {
+		a.s.dlu = take(N * m.lora.cfg.Rank)
+	}
 	return a
 }
 
@@ -193,11 +219,21 @@ func (m *Model) ensureActs(B, T int) *acts {
 	return m.act
 }
 
+// ensureGrads allocates the gradients of what trains: every parameter,
+// or under LoRA the adapters alone (gw's other views stay zero, which
+// the backward pass reads as frozen).
 func (m *Model) ensureGrads() {
-	if m.grad.IsZero() {
+	if !m.grad.IsZero() {
+		return
+	}
+	if m.lora == nil {
 		m.grad = m.be.Alloc(m.arena.Len())
 		m.gw = bind(m.Config, m.params, m.grad)
+		return
 	}
+	m.grad = m.be.Alloc(m.lora.arena.Len())
+	m.gw = weights{layers: make([]layerWeights, m.d.L)}
+	m.lora.bindAdapters(&m.gw, m.grad)
 }
 
 // headChunk is how many rows of logits the output head materialises at
@@ -236,7 +272,7 @@ func (m *Model) head(a *acts, r0, n int) kernels.Tensor {
 func (m *Model) headBackward(a *acts, dl kernels.Tensor, r0, n int) {
 	d := m.d
 	m.be.Gemm(kernels.NN, a.s.dln.View(r0*d.C, n*d.C), dl, m.w.lmHead, n, d.V, d.C, false)
-	m.be.Gemm(kernels.TN, m.gw.lmHead, dl, a.lnf.View(r0*d.C, n*d.C), d.V, n, d.C, true)
+	weightGrad(m.be, m.gw.lmHead, dl, a.lnf.View(r0*d.C, n*d.C), d.V, n, d.C)
 }
 
 // backward: from s.dln (B,T,C) = ∂L/∂lnf, adds every parameter's gradient
@@ -250,7 +286,9 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 		m.mlpBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, N, a.dres)
 		m.attnBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
 	}
-	be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
+	if !m.gw.embed.IsZero() {
+		be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
+	}
 }
 
 // Sequence is one training or evaluation example. Mask[t] weighs the loss

@@ -44,6 +44,8 @@ type layerWeights struct {
 	// wqkv and wGateUp view the adjacent q, k, v (and gate, up) weights as
 	// one matrix ((Hq+2Hk),C) and (2F,C), for single-row products.
 	wqkv, wGateUp kernels.Tensor
+	// ad are the LoRA adapters (zero without one on that projection).
+	ad [nTargets]adapter
 }
 
 // weights are views of every parameter inside an arena.

@@ -69,11 +69,15 @@ type SamplerOptions struct {
 // On a backend that packs weights (the CPU float32 one) it keeps a packed
 // copy of every matrix, in float32 or, with BF16, in bfloat16 (so as much
 // memory again as the model's matrices, or half), repacked on the first
-// Generate after the weights change.
+// Generate after the weights change (under LoRA only the adapters
+// change, which are never copied).
 type Sampler struct {
 	m       *Model
 	opts    SamplerOptions
-	version uint64 // Model.Version the packed or bf16 copy and prefix cache belong to
+	version uint64 // Model.Version the prefix cache belongs to
+	// packed is the Model's baseVersion the packed or bf16 copy belongs
+	// to: under LoRA the adapters train and the copy stays good.
+	packed  uint64
 	bfArena kernels.Tensor
 	bw      *weights // bf16 views, or nil
 	// pk holds every matrix prepacked (see packed.go), or nil when the
@@ -128,6 +132,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 		s.releasePrompt(e.pre)
 	}, max(budget, 0))
 	s.version = m.Version() - 1 // force a refresh on first use
+	s.packed = m.baseVersion - 1
 	return s
 }
 
@@ -330,10 +335,11 @@ type inferScratch struct {
 	lastn  kernels.Tensor // (S,C) their final norm
 	logits kernels.Tensor // (S,V)
 	arena  kernels.Tensor
+	lora   *loraState // the adapters the scratch has room for (lu)
 }
 
 func (s *Sampler) scratch(R, S int) *inferScratch {
-	if s.sc != nil && s.sc.R == R && s.sc.S == S {
+	if s.sc != nil && s.sc.R == R && s.sc.S == S && s.sc.lora == s.m.lora {
 		return s.sc
 	}
 	d := s.m.d
@@ -342,6 +348,7 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 		sc.a = layerActs{ln1: take(R * d.C), qkv: take(R * (d.Hq + 2*d.Hk)),
 			qr: take(R * d.Hq), kr: take(R * d.Hk), att: take(R * d.Hq), ln2: take(R * d.C),
 			gu: take(R * 2 * d.F), h: take(R * d.F)}
+		s.m.takeLoRAActs(&sc.a, R, take)
 		a := &sc.a
 		a.q, a.k, a.v = a.qkv.View(0, R*d.Hq), a.qkv.View(R*d.Hq, R*d.Hk), a.qkv.View(R*(d.Hq+d.Hk), R*d.Hk)
 		a.g, a.u = a.gu.View(0, R*d.F), a.gu.View(R*d.F, R*d.F)
@@ -370,7 +377,7 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 	}
 	off := 0
 	sc := layout(func(n int) kernels.Tensor { t := arena.View(off, n); off += n; return t })
-	sc.arena = arena
+	sc.arena, sc.lora = arena, s.m.lora
 	s.sc = sc
 	return sc
 }
@@ -445,6 +452,7 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		}
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
 		m.linear(sc.x, sc.a.att, w.wo, bfOf(bw).wo, packedOf(pw).o, R, d.Hq, d.C, true)
+		m.adapt(&sc.a, w, tO, sc.x, sc.a.att, R)
 		m.mlpForward(&sc.a, w, bw, pw, sc.x, sc.x, R)
 	}
 	last := sc.x
@@ -492,6 +500,11 @@ func (s *Sampler) refresh() {
 		return
 	}
 	s.cache.clear()
+	s.version = s.m.Version()
+	if s.packed == s.m.baseVersion {
+		return
+	}
+	s.packed = s.m.baseVersion
 	switch {
 	case s.pk != nil:
 		s.pk.repack(s.m)
@@ -512,7 +525,6 @@ func (s *Sampler) refresh() {
 		w := bind(s.m.Config, s.m.params, s.bfArena)
 		s.bw = &w
 	}
-	s.version = s.m.Version()
 }
 
 // checkRequest refuses a request the sampler cannot serve, naming the

@@ -82,13 +82,15 @@ type Trainer struct {
 	step   int            // optimizer steps taken
 }
 
-// NewTrainer returns a trainer for m with fresh optimizer state.
+// NewTrainer returns a trainer for m with fresh optimizer state. Under
+// LoRA (Model.EnableLoRA, which must come first) it trains the adapters
+// alone.
 func NewTrainer(m *Model, cfg TrainConfig) (*Trainer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	m.ensureGrads()
-	return &Trainer{m: m, cfg: cfg, mo: m.be.Alloc(m.arena.Len()), ve: m.be.Alloc(m.arena.Len())}, nil
+	return &Trainer{m: m, cfg: cfg, mo: m.be.Alloc(m.grad.Len()), ve: m.be.Alloc(m.grad.Len())}, nil
 }
 
 // StepStats reports one optimizer step.
@@ -182,20 +184,24 @@ func (t *Trainer) apply(loss, tokens float64) (StepStats, error) {
 		return StepStats{}, fmt.Errorf("model: train step %d: schedule gave learning rate %v", t.step+1, lr)
 	}
 	t.step++
-	for _, p := range m.params {
+	params, arena := m.trainable()
+	if m.lora == nil {
+		m.baseVersion++
+	}
+	for _, p := range params {
 		h := kernels.AdamW{LR: lr, Beta1: t.cfg.Beta1, Beta2: t.cfg.Beta2, Eps: t.cfg.Eps, GradScale: scale, Step: t.step}
 		if p.Decay {
 			h.WeightDecay = t.cfg.WeightDecay
 		}
 		v := func(a kernels.Tensor) kernels.Tensor { return a.View(p.Offset, p.Len) }
-		m.be.AdamWUpdate(v(m.arena), v(m.grad), v(t.mo), v(t.ve), h)
+		m.be.AdamWUpdate(v(arena), v(m.grad), v(t.mo), v(t.ve), h)
 	}
 	m.version++
 	return StepStats{Step: t.step, Loss: loss, GradNorm: norm, LR: lr, Tokens: tokens}, nil
 }
 
 // OptimizerState is the trainer's state for checkpoints: the step count and
-// AdamW moments in the parameter arena's layout (see Model.Params).
+// AdamW moments in the layout of what trains (see Model.TrainableParams).
 type OptimizerState struct {
 	Step int
 	M, V []float32
