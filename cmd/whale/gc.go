@@ -45,7 +45,7 @@ func newGCCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights, cfg.Tokenizer} {
+				for _, h := range engine.ResumeBlobs(cfg, st) {
 					live[h] = true
 				}
 				if !cmd.Flags().Changed("keep") {

@@ -62,6 +62,14 @@ type Config struct {
 	// the phase's starting weights (rsft and grpo: the k3 estimate, weight
 	// KL), so a weight phase keeps more of the diversity it starts with.
 	KL float64 `json:"kl,omitempty"`
+	// LoRA, when set, freezes the starting weights and trains low-rank
+	// adapters on them instead (model.EnableLoRA, seeded by Seed): the
+	// weights and optimizer blobs of resume points and checkpoints hold
+	// the adapters alone, and Base names the frozen weights' blob.
+	LoRA *model.LoRAConfig `json:"lora,omitempty"`
+	// Base is the sha256 of the frozen weights under LoRA, stored as a
+	// blob when the run began (set by New).
+	Base string `json:"base,omitempty"`
 
 	// PromptsPerStep (P) train tasks per weight step, each sampled Group
 	// (G) times; an epoch is TrainTasks/P steps.
@@ -286,6 +294,12 @@ func (c Config) Validate() error {
 		return bad("temperature", "%v (rollouts sample, want > 0)", c.Temperature)
 	case c.Harness == "":
 		return bad("harness", "empty")
+	case c.LoRA != nil && c.Condition == "harness-only":
+		return bad("lora", "the harness-only condition trains no weights, so it takes no adapters")
+	case c.LoRA != nil && c.Model != nil:
+		if err := c.LoRA.Validate(*c.Model); err != nil {
+			return bad("lora", "%v", err)
+		}
 	}
 	return nil
 }

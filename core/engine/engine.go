@@ -137,14 +137,26 @@ var errStopped = errors.New("engine: stopped by test hook")
 
 // New starts a run: it checks cfg, records the run in the store before
 // anything else happens (with its tokenizer file, when env has one), and
-// stores the starting weights.
+// stores the starting weights. With cfg.LoRA it stores the model's
+// weights as the frozen base and enables the adapters on env.Model.
 func New(cfg Config, env Env, runID string) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var base []byte
 	if env.Model != nil {
 		mc := env.Model.Config
 		cfg.Model = &mc
+		if cfg.LoRA != nil {
+			if err := cfg.Validate(); err != nil {
+				return nil, err
+			}
+			base = f32bytes(env.Model.ParamValues())
+			cfg.Base = store.Hash(base)
+			if err := withLoRA(env.Store, env.Model, cfg.LoRA, "", cfg.Seed); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if env.Tokenizer != nil {
 		// Else (a fork) the configuration already names the tokenizer,
@@ -152,8 +164,11 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 		cfg.Tokenizer, cfg.Generation = tokenizerHash(env.TokenizerJSON), env.Generation
 	}
 	return start(cfg, env, runID, func() error {
-		if env.TokenizerJSON != nil {
-			if _, err := env.Store.PutBlob(env.TokenizerJSON); err != nil {
+		for _, b := range [][]byte{env.TokenizerJSON, base} {
+			if b == nil {
+				continue
+			}
+			if _, err := env.Store.PutBlob(b); err != nil {
 				return err
 			}
 		}
@@ -247,6 +262,11 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 		if env.Model == nil {
 			return nil, fmt.Errorf("engine: run %s stopped before its first resume point: resume it with its starting model", runID)
 		}
+		// The starting weights are the frozen ones (the base blob holds
+		// the same), unless they came with adapters of their own.
+		if err := withLoRA(env.Store, env.Model, cfg.LoRA, "", cfg.Seed); err != nil {
+			return nil, fmt.Errorf("engine: run %s: %w", runID, err)
+		}
 		return start(cfg, env, runID, func() error { return nil })
 	}
 	if env.Model == nil {
@@ -256,6 +276,9 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 		if env.Model, err = model.New(*cfg.Model, be, 0); err != nil {
 			return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 		}
+	}
+	if err := withLoRA(env.Store, env.Model, cfg.LoRA, cfg.Base, cfg.Seed); err != nil {
+		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 	}
 	e, err := newEngine(cfg, env, runID)
 	if err != nil {

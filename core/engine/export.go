@@ -48,16 +48,19 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 	if err != nil {
 		return nil, man, err
 	}
-	blob, err := db.GetBlob(man.Weights)
-	if err != nil {
-		return nil, man, fmt.Errorf("engine: checkpoint %s: weights: %w", id, err)
-	}
 	m, err := model.New(man.Config, kernels.NewCPU(), 0)
 	if err != nil {
 		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
 	}
-	if err := m.SetParamValues(bytesf32(blob)); err != nil {
+	if err := checkpointWeights(db, m, man); err != nil {
 		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	if man.LoRA != nil {
+		// What leaves whale, or is evaluated, is one model: the adapters
+		// folded into the frozen weights.
+		if m, err = m.MergeLoRA(); err != nil {
+			return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		}
 	}
 	var cfg Config
 	if r, err := db.GetRun(man.Run); err == nil {

@@ -79,12 +79,8 @@ func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error)
 	} else if env.Model.Config != man.Config {
 		return nil, fmt.Errorf("engine: fork %s: the environment's model configuration differs from the checkpoint's", ckptID)
 	}
-	blob, err := env.Store.GetBlob(man.Weights)
-	if err != nil {
-		return nil, fmt.Errorf("engine: fork %s: weights: %w", ckptID, err)
-	}
-	if err := env.Model.SetParamValues(bytesf32(blob)); err != nil {
-		return nil, fmt.Errorf("engine: fork %s: weights: %w", ckptID, err)
+	if err := checkpointWeights(env.Store, env.Model, man); err != nil {
+		return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 	}
 	e, err := New(cfg, env, newRunID)
 	if err != nil {

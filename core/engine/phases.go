@@ -370,7 +370,12 @@ func (e *Engine) prepareReference() error {
 		return nil
 	}
 	if e.ref == nil {
-		ref, err := model.New(e.env.Model.Config, e.env.Model.Backend(), 0)
+		// Under LoRA the reference shares the frozen weights and differs
+		// in its adapters only.
+		ref, err := e.env.Model.WithAdapters()
+		if e.Cfg.LoRA == nil {
+			ref, err = model.New(e.env.Model.Config, e.env.Model.Backend(), 0)
+		}
 		if err != nil {
 			return err
 		}
@@ -380,7 +385,7 @@ func (e *Engine) prepareReference() error {
 	if err != nil {
 		return err
 	}
-	if err := e.ref.SetParamValues(bytesf32(b)); err != nil {
+	if err := e.ref.SetTrainableValues(bytesf32(b)); err != nil {
 		return err
 	}
 	switch op := e.op.(type) {
@@ -456,23 +461,29 @@ type CheckpointManifest struct {
 	Config    model.Config `json:"config"`
 	// Tokenizer is the blob of the model's tokenizer.json ("" for the
 	// byte tokenizer), as Config.Tokenizer.
-	Tokenizer string         `json:"tokenizer,omitempty"`
-	Metrics   map[string]any `json:"metrics"`
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// LoRA is the run's adapter configuration when Weights holds LoRA
+	// adapters over the frozen weights in blob Base.
+	LoRA    *model.LoRAConfig `json:"lora,omitempty"`
+	Base    string            `json:"base,omitempty"`
+	Metrics map[string]any    `json:"metrics"`
 }
 
 func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	id := fmt.Sprintf("%s/%02d-%s", e.RunID, rec.Round, rec.Kind)
 	man := CheckpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
 		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config, Tokenizer: e.Cfg.Tokenizer,
-		Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
+		LoRA: e.Cfg.LoRA, Base: e.Cfg.Base, Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
 	if err := e.persist(); err != nil {
 		return "", err
 	}
 	man.Optimizer = e.st.Optimizer // persist names the stored state
 	stop := e.timeStore()
 	blobs := []string{e.st.Weights, e.st.Optimizer}
-	if man.Tokenizer != "" {
-		blobs = append(blobs, man.Tokenizer)
+	for _, h := range []string{man.Tokenizer, man.Base} {
+		if h != "" {
+			blobs = append(blobs, h)
+		}
 	}
 	err := e.env.Store.PutCheckpoint(store.Checkpoint{ID: id, Manifest: mustJSON(man), Blobs: blobs})
 	stop()

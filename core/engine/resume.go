@@ -108,12 +108,7 @@ func (e *Engine) saveResume() error {
 	if e.st.Done {
 		status = "finished"
 	}
-	var pins []string
-	for _, h := range []string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights, e.Cfg.Tokenizer} {
-		if h != "" {
-			pins = append(pins, h)
-		}
-	}
+	pins := ResumeBlobs(e.Cfg, e.st)
 	var spent time.Duration // outside Run (New's first point) nothing is timed
 	if !e.clock.IsZero() {
 		now := time.Now()
@@ -139,14 +134,29 @@ func (e *Engine) saveResume() error {
 	return nil
 }
 
+// ResumeBlobs are the blobs a run's resume point at st needs: weights,
+// optimizer state, the phase's starting weights, the tokenizer and, under
+// LoRA, the frozen weights.
+func ResumeBlobs(cfg Config, st State) []string {
+	var out []string
+	for _, h := range []string{st.Weights, st.Optimizer, st.PhaseWeights, cfg.Tokenizer, cfg.Base} {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // hashWeights names the model's current weights without storing them.
+// "Weights" are what trains: the adapters alone under LoRA, whose frozen
+// weights are the blob Cfg.Base.
 func (e *Engine) hashWeights() string {
 	defer e.timeStore()()
-	return store.Hash(f32bytes(e.env.Model.ParamValues()))
+	return store.Hash(f32bytes(e.env.Model.TrainableValues()))
 }
 
 func (e *Engine) putWeights() (string, error) {
-	return e.env.Store.PutBlob(f32bytes(e.env.Model.ParamValues()))
+	return e.env.Store.PutBlob(f32bytes(e.env.Model.TrainableValues()))
 }
 
 func (e *Engine) loadWeights(hash string) error {
@@ -154,7 +164,7 @@ func (e *Engine) loadWeights(hash string) error {
 	if err != nil {
 		return fmt.Errorf("engine: weights: %w", err)
 	}
-	return e.env.Model.SetParamValues(bytesf32(b))
+	return e.env.Model.SetTrainableValues(bytesf32(b))
 }
 
 // The optimizer blob is the step count (8 bytes) then M and V.

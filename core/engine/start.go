@@ -87,11 +87,13 @@ func StartingModel(db *store.DB, s StartModel, be kernels.Backend, moved string)
 		if err != nil {
 			return nil, err
 		}
-		blob, err := db.GetBlob(s.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("engine: the run's starting checkpoint %s: weights: %w", s.Name, err)
+		if man.Weights != s.SHA256 {
+			return nil, fmt.Errorf("engine: the run's starting checkpoint %s holds weights %s, not the %s it started from", s.Name, ShortHash(man.Weights), ShortHash(s.SHA256))
 		}
-		return m, m.SetParamValues(bytesf32(blob))
+		if err := checkpointWeights(db, m, man); err != nil {
+			return nil, fmt.Errorf("engine: the run's starting checkpoint %s: %w", s.Name, err)
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("engine: unknown kind of starting model %q", s.Kind)
 }

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"whale/core/ckpt"
+	"whale/core/model"
+	"whale/core/store"
+	"whale/kernels"
+)
+
+func loraConfig(t *testing.T) Config {
+	cfg := tinyConfig(t)
+	cfg.LoRA = &model.LoRAConfig{Rank: 2, Alpha: 4, Targets: model.LoRATargets}
+	cfg.KL = 1 // the reference shares the frozen weights
+	cfg.LR = 1e-2
+	return cfg
+}
+
+// TestLoRARunTrainsAdaptersAndResumesExactly: a LoRA run stores the
+// starting weights once as its frozen base and, at every resume point and
+// checkpoint, the adapters alone; the weights never move; a run stopped
+// mid-way and resumed in a new process ends byte for byte as the
+// uninterrupted one.
+func TestLoRARunTrainsAdaptersAndResumesExactly(t *testing.T) {
+	cfg := loraConfig(t)
+	db := openDB(t)
+	env := testEnv(t, db)
+	start := env.Model.ParamValues()
+	e, err := New(cfg, env, "lora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.State().Weights
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Cfg.Base != store.Hash(f32bytes(start)) {
+		t.Fatalf("base blob %s is not the starting weights", ShortHash(e.Cfg.Base))
+	}
+	if _, err := db.GetBlob(e.Cfg.Base); err != nil {
+		t.Fatalf("base blob: %v", err)
+	}
+	if !slices.Equal(start, env.Model.ParamValues()) {
+		t.Fatal("a LoRA run moved the frozen weights")
+	}
+	if sum.FinalWeights == fresh {
+		t.Fatal("the adapters did not train")
+	}
+	blob, err := db.GetBlob(sum.FinalWeights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(env.Model.TrainableValues()); len(blob) != 4*n || n >= len(start) {
+		t.Fatalf("weights blob of %d bytes, adapters %d values, model %d", len(blob), n, len(start))
+	}
+	man, err := ReadCheckpoint(db, sum.BestCkpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.LoRA == nil || man.Base != e.Cfg.Base {
+		t.Fatalf("checkpoint manifest LoRA %v base %s", man.LoRA, man.Base)
+	}
+	if c, _ := db.GetCheckpoint(sum.BestCkpt); !slices.Contains(c.Blobs, man.Base) {
+		t.Fatalf("checkpoint blobs %v do not pin the frozen weights", c.Blobs)
+	}
+
+	dbB := openDB(t)
+	b, err := New(cfg, testEnv(t, dbB), "lora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	b.stopAfter = func(State) bool { saves++; return saves == 7 }
+	if _, err := b.Run(context.Background()); !errors.Is(err, errStopped) {
+		t.Fatalf("stop: %v", err)
+	}
+	envC := testEnv(t, dbB)
+	envC.Model = nil // rebuilt: the base blob, then the adapters
+	resumeMatches(t, envC, "lora", sum, "LoRA run stopped at its 7th save")
+}
+
+// TestLoRACheckpointExportsMergedAndForks: export folds the adapters
+// into the weights (the exported model's logits are the adapted model's),
+// and a fork of a LoRA checkpoint starts from its adapters over the same
+// frozen weights.
+func TestLoRACheckpointExportsMergedAndForks(t *testing.T) {
+	cfg := loraConfig(t)
+	cfg.MaxRounds = 1
+	db := openDB(t)
+	env := testEnv(t, db)
+	e, err := New(cfg, env, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, _ := ReadCheckpoint(db, sum.BestCkpt)
+	adapted, err := model.New(testModel, kernels.NewCPU(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpointWeights(db, adapted, man); err != nil {
+		t.Fatal(err)
+	}
+	ids := []int32{3, 70, 101, 9, 44, 200, 17}
+	want, _ := adapted.Logits(ids)
+	files, err := ExportCheckpoint(db, sum.BestCkpt, filepath.Join(t.TempDir(), "out"), "F32", ExportWhale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := ckpt.LoadModel(files[0], kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LoRA() != nil {
+		t.Fatal("the export kept adapters")
+	}
+	got, _ := m.Logits(ids)
+	plain, _ := model.New(testModel, kernels.NewCPU(), 0)
+	base, _ := db.GetBlob(man.Base)
+	_ = plain.SetParamValues(bytesf32(base))
+	frozen, _ := plain.Logits(ids)
+	var worst, moved float32
+	for i := range want {
+		worst = max(worst, abs32(got[i]-want[i]))
+		moved = max(moved, abs32(frozen[i]-want[i]))
+	}
+	// float32 rounding of the merged weights on logits of order 1.
+	if worst > 1e-5 {
+		t.Fatalf("exported logits differ from the adapted model's by %g", worst)
+	}
+	if moved == 0 {
+		t.Fatal("the adapters do not change the logits: the test would not see an export that drops them")
+	}
+
+	fenv := testEnv(t, db)
+	fenv.Model = nil
+	f, err := Fork(fenv, kernels.NewCPU(), sum.BestCkpt, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State().Weights != man.Weights || f.Cfg.Base != man.Base || f.env.Model.LoRA() == nil {
+		t.Fatalf("fork starts from %s over base %s (LoRA %v); the checkpoint holds %s over %s", ShortHash(f.State().Weights), ShortHash(f.Cfg.Base), f.env.Model.LoRA(), ShortHash(man.Weights), ShortHash(man.Base))
+	}
+	if _, err := f.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoRAConfigRefusals(t *testing.T) {
+	cfg := loraConfig(t)
+	cfg.LoRA.Rank = 100
+	db := openDB(t)
+	if _, err := New(cfg, testEnv(t, db), "r"); err == nil || !strings.Contains(err.Error(), "lora") || !strings.Contains(err.Error(), "rank 100") {
+		t.Fatalf("rank above the model's sides: %v", err)
+	}
+	cfg = loraConfig(t)
+	cfg.Condition = "harness-only"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "lora") {
+		t.Fatalf("LoRA on harness-only: %v", err)
+	}
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
