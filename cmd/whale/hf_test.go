@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"whale/core/bundle"
@@ -138,5 +140,100 @@ func TestModelFlagRefusesAnUnsupportedFolder(t *testing.T) {
 	_, err = runWhale(t, "eval", "--domain", "math", "--harness", "h0", "--n", "1", "--model", dir)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(cfgPath+": field rope_scaling")) {
 		t.Fatalf("error %v, want one naming %s and rope_scaling", err, cfgPath)
+	}
+}
+
+// TestRunTrainsAHuggingFaceFolderWithLoRA: `whale run --model DIR
+// --lora-rank R` trains adapters on a Qwen3-shaped Hugging Face folder:
+// first a random-weight one (the wiring: the run records its adapters
+// and frozen base, gc keeps the base, export writes every untargeted
+// tensor bit for bit), then the embedded model written as a folder, whose
+// rollouts earn rewards, so its adapters train: the export merges them,
+// and exactly the targeted projections differ from the folder's.
+func TestRunTrainsAHuggingFaceFolderWithLoRA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two tiny runs: skipped with -short")
+	}
+	random := filepath.Join(t.TempDir(), "qwen3-random")
+	writeHFFolder(t, random)
+	embedded := filepath.Join(t.TempDir(), "qwen3-embedded")
+	b, err := bundle.Embedded(kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.WriteDir(embedded, b, ckpt.F32, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{random, embedded} {
+		db := filepath.Join(t.TempDir(), "w.db")
+		out, err := runWhale(t, "run", "--headless", "--domain", "math", "--preset", "tiny", "--model", dir, "--db", db,
+			"--lora-rank", "4", "--lora-targets", "q,v,down", "--lr", "1e-3", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			RunID    string `json:"run_id"`
+			BestCkpt string `json:"best_checkpoint"`
+			Phases   []struct {
+				Kept float64 `json:"kept_fraction"`
+			} `json:"phases"`
+		}
+		lastJSONLine(t, out, &sum)
+		out, err = runWhale(t, "show", sum.RunID, "--db", db, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var show struct {
+			Config struct {
+				LoRA model.LoRAConfig `json:"lora"`
+				Base string           `json:"base"`
+			} `json:"config"`
+		}
+		lastJSONLine(t, out, &show)
+		if l := show.Config.LoRA; l.Rank != 4 || l.Alpha != 8 || !slices.Equal(l.Targets, []string{"q", "v", "down"}) || show.Config.Base == "" {
+			t.Fatalf("%s: the run recorded LoRA %+v over base %q", dir, l, show.Config.Base)
+		}
+		// The last weight phase's checkpoint: the adapters after every step.
+		exp := filepath.Join(t.TempDir(), "exported")
+		if _, err := runWhale(t, "export", sum.RunID+"/02-weights", "--format", "hf", "--dtype", "f32", "--out", exp, "--db", db, "--json"); err != nil {
+			t.Fatal(err)
+		}
+		// gc keeps the frozen weights: the kept checkpoint still exports.
+		if _, err := runWhale(t, "gc", "--keep", "0", "--db", db, "--json"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runWhale(t, "export", sum.BestCkpt, "--format", "gguf", "--out", t.TempDir(), "--db", db, "--json"); err != nil {
+			t.Fatalf("export after gc: %v", err)
+		}
+		trained := dir == embedded
+		if trained && (sum.Phases[0].Kept == 0 || sum.Phases[2].Kept == 0) {
+			t.Fatalf("the embedded model kept no samples (%+v): its adapters would not train", sum.Phases)
+		}
+		before, err := bundle.LoadDir(dir, kernels.NewCPU())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := bundle.LoadDir(exp, kernels.NewCPU())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range before.Model.Params() {
+			a, _ := before.Model.ReadParam(p.Name)
+			b, err := after.Model.ReadParam(p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targeted := strings.Contains(p.Name, "q_proj.weight") || strings.Contains(p.Name, "v_proj.weight") || strings.Contains(p.Name, "down_proj.weight")
+			if same := slices.Equal(a, b); !same && !(targeted && trained) || same && targeted && trained {
+				t.Errorf("%s: %s: targeted %v, trained %v, but unchanged %v in the export", dir, p.Name, targeted, trained, same)
+			}
+		}
+	}
+	db := filepath.Join(t.TempDir(), "w.db")
+	if _, err := runWhale(t, "run", "--headless", "--domain", "math", "--preset", "tiny", "--lora-alpha", "3", "--db", db); err == nil || !strings.Contains(err.Error(), "--lora-rank") {
+		t.Fatalf("--lora-alpha without --lora-rank: %v", err)
+	}
+	if _, err := runWhale(t, "run", "--headless", "--domain", "math", "--preset", "tiny", "--lora-rank", "2", "--lora-targets", "qkv", "--db", db); err == nil || !strings.Contains(err.Error(), `"qkv"`) {
+		t.Fatalf("a bad LoRA target: %v", err)
 	}
 }
