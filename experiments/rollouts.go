@@ -10,6 +10,7 @@ import (
 	"whale/core/engine"
 	"whale/core/store"
 	"whale/data"
+	"whale/internal/procstat"
 )
 
 // RolloutWorkload is the fixed workload of `whale bench rollouts` in one
@@ -76,7 +77,7 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 		return RolloutFigures{}, err
 	}
 	defer db.Close()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), procstat.CPUTime()
 	env := engine.BundleEnv(m, dom, db)
 	env.ResumeEvery = resumeEvery
 	eng, err := engine.New(cfg, env, "bench-rollouts-"+dom.Name())
@@ -87,12 +88,12 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 	if err != nil {
 		return RolloutFigures{}, fmt.Errorf("experiments: bench rollouts %s: %w", dom.Name(), err)
 	}
-	wall, cpu := time.Since(start), cpuTime()-cpu0
+	wall, cpu := time.Since(start), procstat.CPUTime()-cpu0
 	l, t := eng.State().Ledger, eng.Timings()
 	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
 		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
 		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
-		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: peakRSS()}
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS()}
 	f.EpisodesPS = float64(f.Episodes) / f.Seconds
 	f.CallsPS = float64(f.ModelCalls) / f.Seconds
 	f.TokensPS = float64(f.Tokens) / f.Seconds

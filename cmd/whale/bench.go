@@ -19,9 +19,9 @@ func init() { register(newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure: the engine's speed (engine), a run's throughput (rollouts), the conditions against each other (conditions)",
+		Short: "Measure: the engine's speed (engine), a model shape's sampling and LoRA step (model), a run's throughput (rollouts), the conditions against each other (conditions)",
 	}
-	c.AddCommand(newBenchEngineCmd(), newBenchConditionsCmd(), newBenchRolloutsCmd())
+	c.AddCommand(newBenchEngineCmd(), newBenchModelCmd(), newBenchConditionsCmd(), newBenchRolloutsCmd())
 	return c
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"whale/core/model"
 )
 
 // TestEngineBenchReportsBounds: the engine bench names the width of the
@@ -48,5 +50,29 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 func TestBenchRolloutsRefusesAnUnknownDomain(t *testing.T) {
 	if _, err := runWhale(t, "bench", "rollouts", "--domain", "nope"); !isUsage(err) {
 		t.Fatalf("--domain nope: %v, want a usage error", err)
+	}
+}
+
+// TestBenchModelMeasuresASmallShape: `whale bench model` on a small shape
+// reports a sampling rate against the read bound and a LoRA step whose
+// weights stayed frozen, with its adapters' size, in the JSON.
+func TestBenchModelMeasuresASmallShape(t *testing.T) {
+	out, err := runWhale(t, "bench", "model", "--preset", "bench-small", "--gen", "8", "--tokens", "16", "--batch", "2", "--rank", "4", "--steps", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r modelBench
+	lastJSONLine(t, out, &r)
+	cfg, _ := model.Preset("bench-small")
+	// rank 4 on every projection: 4·(in+out) per projection and layer.
+	d, hd := cfg.HiddenSize, cfg.Dim()
+	q, kv, f := cfg.NumAttentionHeads*hd, cfg.NumKeyValueHeads*hd, cfg.IntermediateSize
+	want := cfg.NumHiddenLayers * 4 * ((d + q) + 2*(d+kv) + (q + d) + 3*(d+f))
+	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.LoRA.StepS <= 0 ||
+		!r.LoRA.WeightsFrozen || r.LoRA.Adapters != want || r.LoRA.B != 2 || r.LoRA.T != 16 {
+		t.Fatalf("bench model report %+v (want %d adapter parameters)", r, want)
+	}
+	if _, err := runWhale(t, "bench", "model", "--preset", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown preset: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package ckpt
 import (
 	"strings"
 	"testing"
+
+	"whale/core/model"
 )
 
 // qwen3Config is Qwen3-0.6B's config.json as Hugging Face ships it.
@@ -35,6 +37,9 @@ func TestParseHFConfigReadsQwen3AndQwen2(t *testing.T) {
 	}
 	if c.ModelType != "qwen3" || c.Dim() != 128 || c.NumKeyValueHeads != 8 || !c.TieWordEmbeddings || c.AttentionBias || c.RopeTheta != 1e6 || c.VocabSize != 151936 {
 		t.Fatalf("qwen3 config read as %+v", c)
+	}
+	if p, _ := model.Preset("qwen3-0.6b"); p != c {
+		t.Fatalf("the qwen3-0.6b preset %+v is not Qwen3-0.6B's config %+v", p, c)
 	}
 	c, err = ParseHFConfig([]byte(qwen2Config), "q2/config.json")
 	if err != nil {

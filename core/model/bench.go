@@ -31,12 +31,55 @@ func WeightBytes(cfg Config, bf16 bool) int64 {
 	return 4 * int64(cfg.NumParams())
 }
 
-func benchModel(cfg Config) (*Model, error) {
+// BenchModel is a model of cfg with seeded random weights on the float32
+// CPU backend, for the measurements below.
+func BenchModel(cfg Config) (*Model, error) {
 	m, err := New(cfg, kernels.NewCPU(), 1)
 	if err != nil {
 		return nil, fmt.Errorf("model: bench: %w", err)
 	}
 	return m, nil
+}
+
+// benchBatch is B random sequences of T+1 tokens, every target counted.
+func benchBatch(V, B, T int) []Sequence {
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([]Sequence, B)
+	for i := range batch {
+		batch[i] = Sequence{Tokens: make([]int32, T+1), Mask: make([]float32, T+1)}
+		for j := range batch[i].Tokens {
+			batch[i].Tokens[j] = int32(rng.IntN(V))
+			batch[i].Mask[j] = 1
+		}
+	}
+	return batch
+}
+
+// BenchLoRAStep enables adapters of c on m (which must not have them),
+// takes one warm-up optimizer step on B random sequences of T+1 tokens,
+// then steps more, and returns the mean wall time of those steps.
+func BenchLoRAStep(m *Model, c LoRAConfig, B, T, steps int) (time.Duration, error) {
+	if B <= 0 || T <= 0 || T > m.Config.MaxPositionEmbeddings || steps < 1 {
+		return 0, fmt.Errorf("model: bench LoRA: B=%d T=%d steps=%d outside 1..%d positions", B, T, steps, m.Config.MaxPositionEmbeddings)
+	}
+	if err := m.EnableLoRA(c, 1); err != nil {
+		return 0, err
+	}
+	tr, err := NewTrainer(m, DefaultTrainConfig())
+	if err != nil {
+		return 0, err
+	}
+	batch := benchBatch(m.Config.VocabSize, B, T)
+	if _, err := tr.Step([][]Sequence{batch}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range steps {
+		if _, err := tr.Step([][]Sequence{batch}); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start) / time.Duration(steps), nil
 }
 
 // BenchTrain runs training steps of B sequences of T+1 tokens (T
@@ -47,7 +90,7 @@ func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops 
 	if B <= 0 || T <= 0 || T > cfg.MaxPositionEmbeddings {
 		return 0, 0, fmt.Errorf("model: bench train: B=%d T=%d outside 1..%d positions", B, T, cfg.MaxPositionEmbeddings)
 	}
-	m, err := benchModel(cfg)
+	m, err := BenchModel(cfg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -55,15 +98,7 @@ func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops 
 	if err != nil {
 		return 0, 0, err
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	batch := make([]Sequence, B)
-	for i := range batch {
-		batch[i] = Sequence{Tokens: make([]int32, T+1), Mask: make([]float32, T+1)}
-		for j := range batch[i].Tokens {
-			batch[i].Tokens[j] = int32(rng.IntN(cfg.VocabSize))
-			batch[i].Mask[j] = 1
-		}
-	}
+	batch := benchBatch(cfg.VocabSize, B, T)
 	step := func() error {
 		_, err := tr.Step([][]Sequence{batch})
 		return err
@@ -87,12 +122,18 @@ func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops 
 // reuse) and returns generated tokens per second, prefill included in the
 // time but not in the count.
 func BenchSample(cfg Config, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
-	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings {
-		return 0, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d)", batch, prompt, gen, cfg.MaxPositionEmbeddings)
-	}
-	m, err := benchModel(cfg)
+	m, err := BenchModel(cfg)
 	if err != nil {
 		return 0, err
+	}
+	return BenchSampleModel(m, batch, prompt, gen, bf16)
+}
+
+// BenchSampleModel is BenchSample on model m.
+func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
+	cfg := m.Config
+	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings {
+		return 0, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d)", batch, prompt, gen, cfg.MaxPositionEmbeddings)
 	}
 	s := NewSampler(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1})
 	rng := rand.New(rand.NewPCG(3, 4))

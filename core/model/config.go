@@ -138,9 +138,15 @@ var presets = map[string]Config{
 	"110m": {ModelType: "qwen3", VocabSize: 32000, HiddenSize: 768, IntermediateSize: 2048, NumHiddenLayers: 12,
 		NumAttentionHeads: 12, NumKeyValueHeads: 12, HeadDim: 64, RMSNormEps: 1e-6, RopeTheta: 1e6,
 		MaxPositionEmbeddings: 2048, TieWordEmbeddings: true, HiddenAct: "silu"},
+	// qwen3-0.6b is Qwen3-0.6B's shape (its config.json, as ckpt's tests
+	// check), for speed and memory measurements with random weights.
+	"qwen3-0.6b": {ModelType: "qwen3", VocabSize: 151936, HiddenSize: 1024, IntermediateSize: 3072, NumHiddenLayers: 28,
+		NumAttentionHeads: 16, NumKeyValueHeads: 8, HeadDim: 128, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		MaxPositionEmbeddings: 40960, TieWordEmbeddings: true, HiddenAct: "silu"},
 }
 
-// Preset returns a named configuration: "tiny", "bench-small" or "110m".
+// Preset returns a named configuration: "tiny", "bench-small", "110m" or
+// "qwen3-0.6b".
 func Preset(name string) (Config, error) {
 	c, ok := presets[name]
 	if !ok {

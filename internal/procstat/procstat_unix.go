@@ -1,6 +1,6 @@
 //go:build unix
 
-package experiments
+package procstat
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// cpuTime is the process's user plus system CPU time so far.
-func cpuTime() time.Duration {
+// CPUTime is the process's user plus system CPU time so far.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -19,9 +19,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// peakRSS is the process's peak resident memory (Linux's VmHWM) in bytes;
+// PeakRSS is the process's peak resident memory (Linux's VmHWM) in bytes;
 // 0 where /proc does not report it.
-func peakRSS() int64 {
+func PeakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
@@ -36,4 +36,11 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// ResetPeakRSS starts PeakRSS over from the current resident memory (Linux
+// 4.0+: "5" to /proc/self/clear_refs), so one stage of a process can be
+// measured after another; it reports whether it could.
+func ResetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"whale/core/model"
+	"whale/internal/procstat"
+	"whale/kernels"
+)
+
+// modelBench is `whale bench model`: sampling and a LoRA step of one
+// model shape, with the memory each stage peaks at.
+type modelBench struct {
+	CPU      string  `json:"cpu"`
+	Threads  int     `json:"threads"`
+	Kernels  string  `json:"kernels"`
+	Preset   string  `json:"preset"`
+	Params   int     `json:"params"`
+	ReadGBPS float64 `json:"read_gbps"`
+	// Sample is batch-1 decoding with bf16 weights; SamplePeakRSS the
+	// process's peak resident bytes while it ran (the float32 weights,
+	// their packed bf16 copy and the KV cache), 0 where not measured.
+	Sample        rate  `json:"sample_b1_bf16"`
+	SamplePeakRSS int64 `json:"sample_peak_rss_bytes"`
+	LoRA          struct {
+		Rank          int      `json:"rank"`
+		Targets       []string `json:"targets"`
+		Adapters      int      `json:"adapter_params"`
+		B             int      `json:"batch"`
+		T             int      `json:"tokens"`
+		StepS         float64  `json:"step_s"`
+		TokensPerS    float64  `json:"tokens_per_s"`
+		GFLOPS        float64  `json:"gflops"`
+		PeakRSSBytes  int64    `json:"peak_rss_bytes"`
+		WeightsFrozen bool     `json:"weights_frozen"`
+	} `json:"lora_step"`
+}
+
+func newBenchModelCmd() *cobra.Command {
+	var asJSON bool
+	var preset string
+	var threads, rank, B, T, gen, steps int
+	c := &cobra.Command{
+		Use:   "model",
+		Short: "Sampling speed (batch 1, bf16) and one LoRA training step of a model shape, with peak memory",
+		Long: `Builds a model of --preset with seeded random weights (default: Qwen3-0.6B's shape) and
+measures batch-1 decoding with bf16 weights (16-token prompt, --gen tokens) against the
+read-bandwidth bound (every weight streamed once per token), then one LoRA training step
+(--rank on every projection, --batch × --tokens) after a warm-up step. Each stage's peak
+resident memory is measured on Linux (VmHWM, reset between stages). The 0.6B shape takes
+about 3 GB to build and a few minutes to measure.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if threads > 0 {
+				kernels.SetThreads(threads)
+			}
+			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			printModelBench(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().StringVar(&preset, "preset", "qwen3-0.6b", "model shape: one of the model presets")
+	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	c.Flags().IntVar(&rank, "rank", 16, "LoRA rank of the training step")
+	c.Flags().IntVar(&B, "batch", 4, "sequences in the training step")
+	c.Flags().IntVar(&T, "tokens", 256, "tokens per sequence in the training step")
+	c.Flags().IntVar(&gen, "gen", 128, "tokens decoded in the sampling measurement")
+	c.Flags().IntVar(&steps, "steps", 2, "timed training steps after the warm-up one")
+	return c
+}
+
+func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int) (modelBench, error) {
+	r := modelBench{CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName(), Preset: preset}
+	cfg, err := model.Preset(preset)
+	if err != nil {
+		return r, usageError{err}
+	}
+	r.Params = cfg.NumParams()
+	fmt.Fprintln(log, "bench: read bandwidth")
+	r.ReadGBPS = kernels.ReadGBPS()
+	fmt.Fprintf(log, "bench: building %s (%.0fM parameters, random)\n", preset, float64(r.Params)/1e6)
+	m, err := model.BenchModel(cfg)
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintln(log, "bench: sampling, batch 1, bf16")
+	procstat.ResetPeakRSS()
+	if r.Sample.TokensPerS, err = model.BenchSampleModel(m, 1, 16, gen, true); err != nil {
+		return r, err
+	}
+	r.SamplePeakRSS = procstat.PeakRSS()
+	r.Sample.GBPS = r.Sample.TokensPerS * float64(model.WeightBytes(cfg, true)) / 1e9
+	r.Sample.OfBound = r.Sample.GBPS / r.ReadGBPS
+	// The sampler's packed copy lives outside the Go heap until its
+	// cleanup runs after a collection.
+	runtime.GC()
+	time.Sleep(200 * time.Millisecond)
+	runtime.GC()
+	debug.FreeOSMemory()
+	before := m.ParamValues()
+	fmt.Fprintf(log, "bench: LoRA step, rank %d, B %d T %d\n", rank, B, T)
+	procstat.ResetPeakRSS()
+	lc := model.LoRAConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: model.LoRATargets}
+	step, err := model.BenchLoRAStep(m, lc, B, T, steps)
+	if err != nil {
+		return r, err
+	}
+	l := &r.LoRA
+	l.PeakRSSBytes = procstat.PeakRSS()
+	l.Rank, l.Targets, l.B, l.T, l.Adapters = rank, lc.Targets, B, T, len(m.TrainableValues())
+	l.StepS = step.Seconds()
+	l.TokensPerS = float64(B*T) / l.StepS
+	// Forward 2N and the input gradient 2N per token (no weight
+	// gradients: the weights are frozen), plus attention's 12·L·T·d.
+	flops := 4*float64(r.Params) + 12*float64(cfg.NumHiddenLayers*T*cfg.NumAttentionHeads*cfg.Dim())
+	l.GFLOPS = l.TokensPerS * flops / 1e9
+	after := m.ParamValues()
+	l.WeightsFrozen = len(before) == len(after)
+	for i := range before {
+		l.WeightsFrozen = l.WeightsFrozen && before[i] == after[i]
+	}
+	return r, nil
+}
+
+func printModelBench(w io.Writer, r modelBench) {
+	gb := func(b int64) string {
+		if b == 0 {
+			return "not measured"
+		}
+		return fmt.Sprintf("%.2f GB", float64(b)/1e9)
+	}
+	fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
+	fmt.Fprintf(w, "model      %s, %.1fM parameters (random weights)\n", r.Preset, float64(r.Params)/1e6)
+	fmt.Fprintf(w, "read       %.1f GB/s\n", r.ReadGBPS)
+	fmt.Fprintf(w, "sample     batch 1 bf16: %.2f tokens/s (%.1f GB/s, %.1f %% of read bandwidth); peak memory %s\n",
+		r.Sample.TokensPerS, r.Sample.GBPS, 100*r.Sample.OfBound, gb(r.SamplePeakRSS))
+	l := r.LoRA
+	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters), B %d × T %d: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
+		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, l.B, l.T, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
+}
