@@ -203,7 +203,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
-			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale)
+			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
 			return dir, err
 		},
 		Run: func(ctx context.Context) error {

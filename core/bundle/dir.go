@@ -98,6 +98,12 @@ func DirHash(files []ckpt.DirFile) string {
 // (every stop of the template as eos_token_id). It returns the files
 // written.
 func WriteDir(dir string, b *Bundle, dtype ckpt.DType, meta map[string]string) ([]string, error) {
+	return WriteDirShards(dir, b, dtype, meta, ckpt.DefaultShardBytes)
+}
+
+// WriteDirShards is WriteDir with weights larger than maxShard bytes split
+// into shards and an index (ckpt.SaveWeights).
+func WriteDirShards(dir string, b *Bundle, dtype ckpt.DType, meta map[string]string, maxShard int64) ([]string, error) {
 	cj, err := ckpt.HFConfigJSON(b.Model.Config, dtype)
 	if err != nil {
 		return nil, err
@@ -125,8 +131,9 @@ func WriteDir(dir string, b *Bundle, dtype ckpt.DType, meta map[string]string) (
 		mm = map[string]string{}
 	}
 	mm[ckpt.MetaTokenizer] = b.TokenizerMeta()
-	if err := ckpt.SaveModel(path(ckpt.HFWeights), b.Model, dtype, mm); err != nil {
+	weights, err := ckpt.SaveWeights(dir, b.Model, dtype, mm, maxShard)
+	if err != nil {
 		return nil, err
 	}
-	return []string{path(ckpt.HFConfig), path(ckpt.HFWeights), path(TokenizerFile), path(GenerationFile)}, nil
+	return append(append([]string{path(ckpt.HFConfig)}, weights...), path(TokenizerFile), path(GenerationFile)), nil
 }

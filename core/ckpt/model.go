@@ -37,6 +37,19 @@ func Tensors(m *model.Model, dtype DType) ([]Tensor, error) {
 // EncodeModel serialises m with its config (and meta, which must not use
 // the reserved keys) as safetensors bytes.
 func EncodeModel(m *model.Model, dtype DType, meta map[string]string) ([]byte, error) {
+	all, err := modelMeta(m, meta)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := Tensors(m, dtype)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(ts, all)
+}
+
+// modelMeta is meta with the reserved keys: m's config and the format.
+func modelMeta(m *model.Model, meta map[string]string) (map[string]string, error) {
 	cfg, err := json.Marshal(m.Config)
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: encode config: %w", err)
@@ -48,11 +61,7 @@ func EncodeModel(m *model.Model, dtype DType, meta map[string]string) ([]byte, e
 		}
 		all[k] = v
 	}
-	ts, err := Tensors(m, dtype)
-	if err != nil {
-		return nil, err
-	}
-	return Encode(ts, all)
+	return all, nil
 }
 
 // SaveModel writes m to path atomically.

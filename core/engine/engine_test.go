@@ -330,7 +330,7 @@ func TestExportCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	files, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportWhale)
+	files, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportWhale, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,12 +349,12 @@ func TestExportCheckpoint(t *testing.T) {
 			t.Fatalf("exported parameter %d = %v, stored %v", i, got[i], want[i])
 		}
 	}
-	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32", ExportWhale); err == nil {
+	if _, err := ExportCheckpoint(db, "x/nope", dir, "F32", ExportWhale, 0); err == nil {
 		t.Fatal("exporting a missing checkpoint succeeded")
 	}
 	// GGUF: the same weights for llama.cpp (its content is ckpt's test).
 	gdir := filepath.Join(t.TempDir(), "gguf")
-	gfiles, err := ExportCheckpoint(db, sum.BestCkpt, gdir, "BF16", ExportGGUF)
+	gfiles, err := ExportCheckpoint(db, sum.BestCkpt, gdir, "BF16", ExportGGUF, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestExportCheckpoint(t *testing.T) {
 	if err != nil || filepath.Base(gfiles[0]) != "model.gguf" || len(g) < 8 || string(g[:4]) != "GGUF" || binary.LittleEndian.Uint32(g[4:]) != 3 {
 		t.Fatalf("GGUF export %v: %d bytes, %v", gfiles, len(g), err)
 	}
-	if _, err := ExportCheckpoint(db, sum.BestCkpt, gdir, "F32", "onnx"); err == nil || !strings.Contains(err.Error(), "onnx") {
+	if _, err := ExportCheckpoint(db, sum.BestCkpt, gdir, "F32", "onnx", 0); err == nil || !strings.Contains(err.Error(), "onnx") {
 		t.Fatalf("unknown export format: %v", err)
 	}
 }

@@ -96,9 +96,10 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 // reads bytes), ExportHF (a Hugging Face folder: config.json,
 // model.safetensors, tokenizer.json, generation_config.json) or ExportGGUF
 // (model.gguf), with harness.star (the harness source) and manifest.json
-// (round, step, metrics, hashes) in every case. It returns the files
-// written.
-func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format string) ([]string, error) {
+// (round, step, metrics, hashes) in every case. ExportHF splits weights
+// larger than maxShard bytes (0: ckpt.DefaultShardBytes) into shards with
+// an index. It returns the files written.
+func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format string, maxShard int64) ([]string, error) {
 	if !slices.Contains(ExportFormats, format) {
 		return nil, fmt.Errorf("engine: export format %q (want one of %v)", format, ExportFormats)
 	}
@@ -118,7 +119,10 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format str
 	var files []string
 	switch format {
 	case ExportHF:
-		if files, err = bundle.WriteDir(dir, b, dtype, meta); err != nil {
+		if maxShard == 0 {
+			maxShard = ckpt.DefaultShardBytes
+		}
+		if files, err = bundle.WriteDirShards(dir, b, dtype, meta, maxShard); err != nil {
 			return nil, err
 		}
 	case ExportGGUF:

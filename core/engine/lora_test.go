@@ -113,7 +113,7 @@ func TestLoRACheckpointExportsMergedAndForks(t *testing.T) {
 	}
 	ids := []int32{3, 70, 101, 9, 44, 200, 17}
 	want, _ := adapted.Logits(ids)
-	files, err := ExportCheckpoint(db, sum.BestCkpt, filepath.Join(t.TempDir(), "out"), "F32", ExportWhale)
+	files, err := ExportCheckpoint(db, sum.BestCkpt, filepath.Join(t.TempDir(), "out"), "F32", ExportWhale, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestRunKeepsItsTokenizer(t *testing.T) {
 		t.Fatalf("checkpoint %s pins %v (%v), want its tokenizer among them", sum.BestCkpt, c.Blobs, err)
 	}
 	dir := filepath.Join(t.TempDir(), "hf")
-	if _, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportHF); err != nil {
+	if _, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportHF, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, bundle.TokenizerFile)); err != nil || !bytes.Equal(got, tj) {
