@@ -195,24 +195,23 @@ func readGzipF32(t *testing.T, path string) []float32 {
 //	qwen3-f16   4.26          5.7e-3     2.7   (u = 2⁻¹¹)
 //
 // F32: both sides compute in float32 from the same weights and differ only
-// in summation order and in their exp/SiLU approximations: a few float32
-// ulps of the logits (an ulp at 4 is 4.8e-7). 2e-5 leaves 6×; adding 1e-3
-// to a single element of one weight (a k-norm, the final norm, one
-// down-projection) already moves a logit past it, and a real mismatch
-// (RoPE pairing, a missing bias or q/k norm, the GQA head mapping, eps
-// inside or outside the root, a transposed matrix) moves logits by 1e-2 or
-// more.
+// in summation order and in their exp/SiLU approximations: about seven
+// float32 ulps of the largest logits (an ulp at 4 is 4.8e-7). 2e-5 leaves
+// 6×, and adding 1e-3 to a single element of one weight (a k-norm, the
+// final norm, one down-projection) already moves a logit past it; a whole
+// tensor wrong (RoPE pairing, a missing bias or q/k norm, the GQA head
+// mapping, a transposed matrix) moves logits by far more.
 //
 // BF16, F16: whale runs the same rounded weights in float32 (roundModel),
 // but llama.cpp's CPU first rounds the activations of each matrix product
 // to the weights' type (its vec_dot_type), a relative error of up to the
 // unit roundoff u: 2⁻⁸ for bfloat16's 8-bit significand, 2⁻¹¹ for
 // float16's 11. A product's output moves by up to u × Σ|w·x|, and a logit
-// sits above nine such products (q/k/v, output, gate/up, down in two
-// layers, then the head), so |Δ| scales as u × |logit|: the measured ratio
-// is 2.2 and 2.7, about the same for both types, as it should be. The
-// tolerance is 8u × max |logit|, 3× the measured ratio (a calibration from
-// this measurement, not a proven bound).
+// sits above nine rounded inputs (to q/k/v, output, gate/up and down in
+// each of two layers, then to the head), so |Δ| scales as u × |logit|:
+// the measured ratio is 2.2 and 2.7, about the same for both types, as it
+// should be. The tolerance is 8u × max |logit|, 3× the measured ratio (a
+// calibration from this measurement, not a proven bound).
 func llamaTolerance(dtype DType, maxLogit float64) float64 {
 	switch dtype {
 	case BF16:
