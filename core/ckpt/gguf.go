@@ -69,6 +69,18 @@ type Vocabulary interface {
 const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
 	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 
+// looksSpecial is llama.cpp's converter's test of an added token that
+// is not marked special but is written as a control token all the same:
+// <|…|> (and the full-width ｜ form), and four literals. llama.cpp's
+// loader overrides such tokens to control whatever the file says.
+func looksSpecial(s string) bool {
+	switch s {
+	case "<pad>", "<mask>", "<2mass>", "[@BOS@]":
+		return true
+	}
+	return strings.HasPrefix(s, "<|") && strings.HasSuffix(s, "|>") || strings.HasPrefix(s, "<｜") && strings.HasSuffix(s, "｜>")
+}
+
 // ggufName is the llama.cpp name of an HF tensor name.
 func ggufName(hf string) (string, error) {
 	switch hf {
@@ -122,7 +134,12 @@ func ggufMetadata(m *model.Model, tok Vocabulary, dtype DType, name string) ([]g
 		default:
 			tokens[id], types[id] = s, tokenNormal
 			if sid, added := tok.Special(s); added && sid == int32(id) {
-				types[id] = tokenUserDefined // an added token that is not special (<think>)
+				// An added token that is not special (<think>), unless it
+				// looks special: llama.cpp's converter makes those control.
+				types[id] = tokenUserDefined
+				if looksSpecial(s) {
+					types[id] = tokenControl
+				}
 			}
 		}
 	}

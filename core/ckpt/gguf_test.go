@@ -274,7 +274,7 @@ func TestGGUFCarriesAQwenVocabularyWithItsMergesAndAddedTokens(t *testing.T) {
 	for _, c := range []struct {
 		text string
 		typ  int32
-	}{{"<|im_start|>", tokenControl}, {"<|im_end|>", tokenControl}, {"<|endoftext|>", tokenControl}, {"<think>", tokenUserDefined}, {"</think>", tokenUserDefined}} {
+	}{{"<|im_start|>", tokenControl}, {"<|im_end|>", tokenControl}, {"<|endoftext|>", tokenControl}, {"<think>", tokenUserDefined}, {"</think>", tokenUserDefined}, {"<|fim_prefix|>", tokenControl}, {"<|file_sep|>", tokenControl}} {
 		id, ok := tok.Special(c.text)
 		if !ok || tokens[id] != c.text || types[id] != c.typ {
 			t.Errorf("%s: id %d (%v) holds %q type %d, want type %d", c.text, id, ok, tokens[id], types[id], c.typ)
