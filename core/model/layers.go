@@ -184,8 +184,10 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 }
 
 // mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).
+// a.h is recomputed first: the layers share it (see layoutActs).
 func (m *Model) mlpBackward(a *layerActs, w, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
 	d, be := m.d, m.be
+	be.SwiGLU(a.h, a.g, a.u)
 	be.Gemm(kernels.NN, s.dh, dres, w.wDown, N, d.C, d.F, false)
 	weightGrad(be, g.wDown, dres, a.h, d.C, N, d.F)
 	m.adaptBackward(a, w, g, s, tDown, dres, a.h, s.dh, N)

@@ -177,13 +177,21 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 	for l := 0; l <= d.L; l++ {
 		a.res = append(a.res, take(N*d.C))
 	}
+	// The backward pass needs neither the normed q, k (RoPE's backward
+	// reads only its gradient) nor h = silu(g)·u (mlpBackward recomputes
+	// it from g and u): every layer shares one of each.
+	h := take(N * d.F)
+	var qn, kn kernels.Tensor
+	if m.Config.QKNorm() {
+		qn, kn = take(N*d.Hq), take(N*d.Hk)
+	}
 	for l := 0; l < d.L; l++ {
 		la := layerActs{ln1: take(N * d.C), rstd1: take(N), q: take(N * d.Hq), k: take(N * d.Hk), v: take(N * d.Hk),
 			qr: take(N * d.Hq), kr: take(N * d.Hk), att: take(N * d.Hq), lse: take(B * d.H * T), x2: take(N * d.C),
-			ln2: take(N * d.C), rstd2: take(N), g: take(N * d.F), u: take(N * d.F), h: take(N * d.F)}
+			ln2: take(N * d.C), rstd2: take(N), g: take(N * d.F), u: take(N * d.F), h: h}
 		la.qn, la.kn = la.q, la.k
 		if m.Config.QKNorm() {
-			la.qn, la.kn, la.qrstd, la.krstd = take(N*d.Hq), take(N*d.Hk), take(N*d.H), take(N*d.KVH)
+			la.qn, la.kn, la.qrstd, la.krstd = qn, kn, take(N*d.H), take(N*d.KVH)
 		}
 		m.takeLoRAActs(&la, N, take)
 		a.layers = append(a.layers, la)
