@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -44,3 +45,18 @@ func benchSample(b *testing.B, preset string, batch int, bf16 bool) {
 func BenchmarkEngineSampleBenchSmallB1(b *testing.B)  { benchSample(b, "bench-small", 1, false) }
 func BenchmarkEngineSampleBenchSmallB64(b *testing.B) { benchSample(b, "bench-small", 64, false) }
 func BenchmarkEngineSample110MBF16B1(b *testing.B)    { benchSample(b, "110m", 1, true) }
+
+// BenchmarkSampleTokenQwenVocab draws one token at temperature 1 from
+// logits over Qwen's 151,936 ids: the per-token cost outside the model.
+func BenchmarkSampleTokenQwenVocab(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(3 * rng.NormFloat64())
+	}
+	r := &Request{Temperature: 1}
+	var sc sampleScratch
+	for b.Loop() {
+		sampleToken(logits, r, rng, &sc)
+	}
+}

@@ -767,7 +767,7 @@ func commonPrefix(a, b []int32) int {
 // sampleScratch is reused by sampleToken across tokens.
 type sampleScratch struct {
 	cand []int32
-	w    []float64
+	w    []float32
 }
 
 // sampleToken draws the next token from logits under the request's
@@ -782,19 +782,20 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 			mx, arg = v, i
 		}
 	}
-	// e holds exp(logit - max): the softmax numerators at temperature 1,
-	// which is also the sampling weight when the temperature is 1.
+	// e holds exp(logit - max) (the vector kernel's float32 e^x, within
+	// 4e-7 relative): the softmax numerators at temperature 1, which is
+	// also the sampling weight when the temperature is 1.
 	V := len(logits)
 	e := slices.Grow(sc.w[:0], V)[:V]
 	sc.w = e
+	copy(e, logits)
+	kernels.ExpSub(e, mx)
 	// With d_i = logit_i - max, p_i = e_i / z and the entropy is
-	// -Σ p_i log p_i = log z - Σ e_i d_i / z.
+	// -Σ p_i log p_i = log z - Σ e_i d_i / z, both sums in float64.
 	var z, ed float64
-	for i, v := range logits {
-		d := float64(v - mx)
-		e[i] = math.Exp(d)
-		z += e[i]
-		ed += e[i] * d
+	for i, w := range e {
+		z += float64(w)
+		ed += float64(w) * float64(logits[i]-mx)
 	}
 	lse := float64(mx) + math.Log(z)
 	ent := float32(max(0, math.Log(z)-ed/z))
@@ -803,10 +804,11 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 		return int32(arg), logp(arg), ent
 	}
 	if r.Temperature != 1 {
-		inv := 1 / float64(r.Temperature)
+		inv := 1 / r.Temperature
 		for i, v := range logits {
-			e[i] = math.Exp(float64(v-mx) * inv)
+			e[i] = (v - mx) * inv
 		}
+		kernels.ExpSub(e, 0)
 	}
 	k := V
 	if r.TopK > 0 {
@@ -816,12 +818,12 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 	if k == V && !nucleus {
 		var sum float64
 		for _, w := range e {
-			sum += w
+			sum += float64(w)
 		}
 		u := rng.Float64() * sum
 		var c float64
 		for i, w := range e {
-			c += w
+			c += float64(w)
 			if u < c {
 				return int32(i), logp(i), ent
 			}
@@ -846,13 +848,13 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 	cand = cand[:k]
 	var sum float64
 	for _, t := range cand {
-		sum += e[t]
+		sum += float64(e[t])
 	}
 	if nucleus {
 		// Keep the smallest prefix whose probability reaches TopP.
 		var c float64
 		for i, t := range cand {
-			c += e[t]
+			c += float64(e[t])
 			if c >= float64(r.TopP)*sum {
 				cand, sum = cand[:i+1], c
 				break
@@ -862,7 +864,7 @@ func sampleToken(logits []float32, r *Request, rng *rand.Rand, sc *sampleScratch
 	u := rng.Float64() * sum
 	var c float64
 	for _, t := range cand {
-		c += e[t]
+		c += float64(e[t])
 		if u < c {
 			return t, logp(int(t)), ent
 		}
