@@ -2,8 +2,10 @@ package kernels
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 var threads atomic.Int32
@@ -28,14 +30,16 @@ func Threads() int { return int(threads.Load()) }
 // fn must write only outputs owned by its chunk; the partition then cannot
 // change any result.
 //
-// Chunks are claimed, not assigned: the caller and Threads()-1 helper
-// goroutines each take the next unclaimed chunk until none is left, and
-// the caller waits only for chunks a helper has started. On a machine
-// whose other cores are busy (a shared laptop, other processes) a helper
-// may start late or not at all before the caller is done; the caller then
-// runs its chunks itself instead of idling until the helper is scheduled,
-// so a call never takes much longer than on one thread. Which goroutine
-// runs a chunk never changes what it computes.
+// Chunks are claimed, not assigned: the caller and the helper goroutines
+// each take the next unclaimed chunk until none is left, and the caller
+// waits only for chunks a helper has started. On a machine whose other
+// cores are busy (a shared laptop, other processes) a helper may start
+// late or not at all before the caller is done; the caller then runs its
+// chunks itself instead of idling until the helper is scheduled, so a call
+// never takes much longer than on one thread. Which goroutine runs a chunk
+// never changes what it computes. A helper that runs a chunk may itself
+// call Parallel: every claimed chunk is being run, so nesting cannot
+// deadlock.
 func Parallel(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -54,26 +58,113 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 	}
 	per := (blocks + t - 1) / t
 	step := per * grain
-	chunks := int32((n + step - 1) / step)
-	// Goroutines (not a fixed pool of workers) keep nested calls, say a
-	// Parallel over heads whose fn calls Gemm, deadlock-free.
-	var next atomic.Int32
-	var wg sync.WaitGroup
-	wg.Add(int(chunks))
-	work := func() {
-		for {
-			c := next.Add(1) - 1
-			if c >= chunks {
-				return
-			}
-			lo := int(c) * step
-			fn(lo, min(lo+step, n))
-			wg.Done()
+	j := &job{fn: fn, n: n, step: step, chunks: int32((n + step - 1) / step)}
+	j.wg.Add(int(j.chunks))
+	helpers.offer(j, Threads()-1)
+	j.run()
+	helpers.withdraw(j)
+	j.wg.Wait()
+}
+
+// job is one Parallel call's chunks.
+type job struct {
+	fn      func(lo, hi int)
+	n, step int
+	chunks  int32
+	next    atomic.Int32
+	wg      sync.WaitGroup
+}
+
+// run claims and runs the job's chunks until none is left unclaimed.
+func (j *job) run() {
+	for {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
+			return
+		}
+		lo := int(c) * j.step
+		j.fn(lo, min(lo+j.step, j.n))
+		j.wg.Done()
+	}
+}
+
+// spinFor is how long an idle helper keeps looking for work before it
+// parks. Batch-1 decoding calls Parallel every few microseconds (one
+// product per projection, small vector work between); a parked thread of
+// a virtual machine can take longer to wake than a product takes, and the
+// caller then runs every chunk alone (measured: two threads no faster than
+// one on the 110M shape's products). Between calls a helper yields its P
+// (runtime.Gosched), so it delays no runnable goroutine.
+const spinFor = 2 * time.Millisecond
+
+// helpers are the goroutines that take chunks besides the callers: started
+// as Parallel first needs them (Threads()-1 at most, as many as it has
+// ever needed), spinning for spinFor after their last chunk, then parked
+// until a call offers work.
+var helpers = newHelperPool()
+
+type helperPool struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	jobs    []*job // offered jobs whose chunks may not all be claimed
+	started int
+	// posted counts offers, changed only under mu: a spinning helper
+	// watches it without the lock, a parking one checks it under the lock.
+	posted atomic.Uint64
+}
+
+func newHelperPool() *helperPool {
+	h := &helperPool{}
+	h.cond = sync.NewCond(&h.mu)
+	return h
+}
+
+func (h *helperPool) offer(j *job, want int) {
+	h.mu.Lock()
+	h.jobs = append(h.jobs, j)
+	for h.started < want {
+		h.started++
+		go h.loop()
+	}
+	h.posted.Add(1)
+	h.mu.Unlock()
+	h.cond.Broadcast()
+}
+
+func (h *helperPool) withdraw(j *job) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := slices.Index(h.jobs, j); i >= 0 {
+		h.jobs = slices.Delete(h.jobs, i, i+1)
+	}
+}
+
+// take returns an offered job with unclaimed chunks, or nil.
+func (h *helperPool) take() *job {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, j := range h.jobs {
+		if j.next.Load() < j.chunks {
+			return j
 		}
 	}
-	for h := 1; h < int(chunks); h++ {
-		go work()
+	return nil
+}
+
+func (h *helperPool) loop() {
+	for {
+		if j := h.take(); j != nil {
+			j.run()
+			continue
+		}
+		seen := h.posted.Load()
+		for deadline := time.Now().Add(spinFor); h.posted.Load() == seen && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		h.mu.Lock()
+		for h.posted.Load() == seen {
+			h.cond.Wait()
+		}
+		h.mu.Unlock()
 	}
-	work()
-	wg.Wait()
 }

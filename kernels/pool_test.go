@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -36,4 +37,39 @@ func TestParallelCoversOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParallelNestedAndConcurrent: callers on several goroutines at once,
+// each of whose chunks calls Parallel again, all see every index run
+// exactly once, with helpers shared between them.
+func TestParallelNestedAndConcurrent(t *testing.T) {
+	withThreads(3, func() {
+		var wg sync.WaitGroup
+		for c := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for rep := range 50 {
+					n := 37 + 13*c + rep
+					seen := make([]int32, n*n)
+					Parallel(n, 3, func(lo, hi int) {
+						for i := lo; i < hi; i++ {
+							Parallel(n, 5, func(a, b int) {
+								for j := a; j < b; j++ {
+									atomic.AddInt32(&seen[i*n+j], 1)
+								}
+							})
+						}
+					})
+					for k, v := range seen {
+						if v != 1 {
+							t.Errorf("caller %d rep %d: index %d run %d times", c, rep, k, v)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
 }
