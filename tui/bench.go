@@ -230,6 +230,11 @@ func (b *Bench) ended(msg BenchRunEnded) {
 	}
 	r := b.rows[i]
 	r.ended = b.opt.Now()
+	// The row keeps the run's timeline, not its engine: the engine's
+	// model, samplers and caches (hundreds of MB) would otherwise stay
+	// reachable for the rest of the bench, one more with every run. Keys
+	// that would command it are refused from now on.
+	r.m.opt.Control = nil
 	switch {
 	case msg.Err == nil:
 		r.state = jobDone

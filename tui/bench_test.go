@@ -157,3 +157,26 @@ func TestAttachedWorkbenchSaysWhenTheOwnerIsGone(t *testing.T) {
 		t.Fatalf("footer %q", f)
 	}
 }
+
+// TestBenchDropsAFinishedRunsEngine: while a run runs, its row's workbench
+// commands its engine; once it ended the row holds the engine no longer
+// (a bench of many runs would keep every engine's model and caches
+// alive) and its keys are refused with a sentence.
+func TestBenchDropsAFinishedRunsEngine(t *testing.T) {
+	b := benchTest(t, nil)
+	ctl := &fakeControl{}
+	b.Update(BenchRunStarted{ID: "bench-math-staged-b200-s1", Opt: Options{RunID: "bench-math-staged-b200-s1", Control: ctl}})
+	r := b.rows[3]
+	r.m.send(engine.Command{Kind: "pause"})
+	if len(ctl.sent) != 1 {
+		t.Fatalf("a running row's command reached the engine %d times", len(ctl.sent))
+	}
+	b.Update(BenchRunEnded{ID: "bench-math-staged-b200-s1"})
+	if r.m.opt.Control != nil {
+		t.Fatal("a finished row still holds its engine")
+	}
+	r.m.send(engine.Command{Kind: "pause"})
+	if len(ctl.sent) != 1 || !strings.Contains(r.m.err, "no run to control") {
+		t.Fatalf("a finished row's command: sent %d, error %q", len(ctl.sent), r.m.err)
+	}
+}
