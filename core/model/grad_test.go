@@ -100,35 +100,41 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			g := gradients(t, m, seqs)
 			total, _ := m.maskSum(seqs)
 			p := m.pack(seqs, 1/total)
-			rng := rand.New(rand.NewPCG(4, 4))
-			const h = 1e-5
-			for _, pi := range m.params {
-				idx := make([]int, 0, 8)
-				for i := 0; i < min(8, pi.Len); i++ {
-					idx = append(idx, pi.Offset+rng.IntN(pi.Len))
-				}
-				var dd, nn float64
-				var detail string
-				for _, i := range idx {
-					cell := m.arena.View(i, 1)
-					x := []float64{0}
-					be.Store64(x, cell)
-					x0 := x[0]
-					be.Load64(cell, []float64{x0 + h})
-					lp := m.lossGrad(p, false)
-					be.Load64(cell, []float64{x0 - h})
-					lm := m.lossGrad(p, false)
-					be.Load64(cell, []float64{x0})
-					num := (lp - lm) / (2 * h)
-					dd += (g[i] - num) * (g[i] - num)
-					nn += num * num
-					detail += fmt.Sprintf(" [%d] %.6g/%.6g", i-pi.Offset, g[i], num)
-				}
-				if math.Sqrt(dd) > 1e-6*math.Sqrt(nn)+1e-9 {
-					t.Errorf("%s: analytic vs numeric gradient: ‖a−n‖=%.3g, ‖n‖=%.3g:%s", pi.Name, math.Sqrt(dd), math.Sqrt(nn), detail)
-				}
-			}
+			checkFiniteDifferences(t, m, p, g, m.params, m.arena, 8, rand.New(rand.NewPCG(4, 4)), false)
 		})
+	}
+}
+
+// checkFiniteDifferences compares the analytic gradient g of every
+// tensor of params (inside arena) with central differences of the loss of
+// p, at up to n random entries each, within the bound above. needSignal
+// also fails a tensor whose numeric gradient is exactly zero.
+func checkFiniteDifferences(t *testing.T, m *Model, p *packed, g []float64, params []ParamInfo, arena kernels.Tensor, n int, rng *rand.Rand, needSignal bool) {
+	t.Helper()
+	const h = 1e-5
+	be := m.be
+	for _, pi := range params {
+		var dd, nn float64
+		var detail string
+		for range min(n, pi.Len) {
+			i := pi.Offset + rng.IntN(pi.Len)
+			cell := arena.View(i, 1)
+			x := []float64{0}
+			be.Store64(x, cell)
+			x0 := x[0]
+			be.Load64(cell, []float64{x0 + h})
+			lp := m.lossGrad(p, false)
+			be.Load64(cell, []float64{x0 - h})
+			lm := m.lossGrad(p, false)
+			be.Load64(cell, []float64{x0})
+			num := (lp - lm) / (2 * h)
+			dd += (g[i] - num) * (g[i] - num)
+			nn += num * num
+			detail += fmt.Sprintf(" [%d] %.6g/%.6g", i-pi.Offset, g[i], num)
+		}
+		if math.Sqrt(dd) > 1e-6*math.Sqrt(nn)+1e-9 || needSignal && nn == 0 {
+			t.Errorf("%s: analytic vs numeric gradient: ‖a−n‖=%.3g, ‖n‖=%.3g:%s", pi.Name, math.Sqrt(dd), math.Sqrt(nn), detail)
+		}
 	}
 }
 

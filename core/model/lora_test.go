@@ -1,7 +1,6 @@
 package model
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -53,30 +52,7 @@ func TestLoRAGradientFiniteDifferences(t *testing.T) {
 			}
 			total, _ := m.maskSum(seqs)
 			p := m.pack(seqs, 1/total)
-			rng := rand.New(rand.NewPCG(5, 5))
-			const h = 1e-5
-			for _, pi := range m.lora.params {
-				var dd, nn float64
-				var detail string
-				for range 6 {
-					i := pi.Offset + rng.IntN(pi.Len)
-					cell := m.lora.arena.View(i, 1)
-					x := []float64{0}
-					be.Store64(x, cell)
-					be.Load64(cell, []float64{x[0] + h})
-					lp := m.lossGrad(p, false)
-					be.Load64(cell, []float64{x[0] - h})
-					lm := m.lossGrad(p, false)
-					be.Load64(cell, x)
-					num := (lp - lm) / (2 * h)
-					dd += (g[i] - num) * (g[i] - num)
-					nn += num * num
-					detail += fmt.Sprintf(" [%d] %.6g/%.6g", i-pi.Offset, g[i], num)
-				}
-				if math.Sqrt(dd) > 1e-6*math.Sqrt(nn)+1e-9 || nn == 0 {
-					t.Errorf("%s: analytic vs numeric gradient: ‖a−n‖=%.3g, ‖n‖=%.3g:%s", pi.Name, math.Sqrt(dd), math.Sqrt(nn), detail)
-				}
-			}
+			checkFiniteDifferences(t, m, p, g, m.lora.params, m.lora.arena, 6, rand.New(rand.NewPCG(5, 5)), true)
 		})
 	}
 }
