@@ -25,7 +25,9 @@ func newExportCmd() *cobra.Command {
 			"--format hf writes a Hugging Face folder (config.json, model.safetensors, tokenizer.json,\n" +
 			"generation_config.json; weights above --max-shard-gb in shards with an index, as transformers\n" +
 			"writes them) that transformers and 'whale run --model DIR' load; --format gguf writes\n" +
-			"model.gguf (GGUF v3 for llama.cpp, with the tokenizer's vocabulary and merges). All add harness.star\n" +
+			"model.gguf (GGUF v3 for llama.cpp, with the tokenizer's vocabulary and merges); a LoRA run's\n" +
+			"checkpoint also exports as --format peft: its adapters alone (adapter_model.safetensors,\n" +
+			"adapter_config.json) for the base model it started from. All add harness.star\n" +
 			"(the checkpoint's harness) and manifest.json.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,7 +63,7 @@ func newExportCmd() *cobra.Command {
 	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
 	c.Flags().StringVar(&out, "out", "", "directory to write into")
 	c.Flags().StringVar(&dtype, "dtype", "f32", "storage of the weights: f32, bf16 or f16 (GGUF keeps 1-D tensors in f32)")
-	c.Flags().StringVar(&format, "format", engine.ExportWhale, "whale (model.safetensors), hf (a Hugging Face folder) or gguf (model.gguf for llama.cpp)")
+	c.Flags().StringVar(&format, "format", engine.ExportWhale, "whale (model.safetensors), hf (a Hugging Face folder), gguf (model.gguf for llama.cpp) or, for a LoRA checkpoint, peft (its adapters)")
 	c.Flags().Float64Var(&shardGB, "max-shard-gb", 5, "--format hf: weights above this many GB go into shards model-0000k-of-0000N.safetensors with model.safetensors.index.json")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c

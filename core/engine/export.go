@@ -35,10 +35,14 @@ const (
 	// ExportGGUF writes model.gguf for llama.cpp (ckpt.EncodeGGUF) with the
 	// vocabulary, merges and special ids of the run's tokenizer.
 	ExportGGUF = "gguf"
+	// ExportPEFT writes a LoRA checkpoint's adapters alone as a PEFT
+	// adapter folder (ckpt.SaveAdapters), for the base model it started
+	// from.
+	ExportPEFT = "peft"
 )
 
 // ExportFormats lists the formats ExportCheckpoint writes.
-var ExportFormats = []string{ExportWhale, ExportHF, ExportGGUF}
+var ExportFormats = []string{ExportWhale, ExportHF, ExportGGUF, ExportPEFT}
 
 // CheckpointBundle is a kept checkpoint's model with its tokenizer (the
 // run's, stored as a blob) and generation settings (the run's), on the
@@ -48,12 +52,9 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 	if err != nil {
 		return nil, man, err
 	}
-	m, err := model.New(man.Config, kernels.NewCPU(), 0)
+	m, err := checkpointModel(db, id, man)
 	if err != nil {
-		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
-	}
-	if err := checkpointWeights(db, m, man); err != nil {
-		return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+		return nil, man, err
 	}
 	if man.LoRA != nil {
 		// What leaves whale, or is evaluated, is one model: the adapters
@@ -90,12 +91,43 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 	return b, man, nil
 }
 
+// checkpointModel is kept checkpoint man's model on the CPU, with its
+// adapters when it holds LoRA ones.
+func checkpointModel(db *store.DB, id string, man CheckpointManifest) (*model.Model, error) {
+	m, err := model.New(man.Config, kernels.NewCPU(), 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	if err := checkpointWeights(db, m, man); err != nil {
+		return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// exportAdapters writes LoRA checkpoint man's adapters as a PEFT folder,
+// naming the base model the run started from.
+func exportAdapters(db *store.DB, id, dir string, man CheckpointManifest, dtype ckpt.DType, meta map[string]string) ([]string, error) {
+	m, err := checkpointModel(db, id, man)
+	if err != nil {
+		return nil, err
+	}
+	base := ""
+	if r, err := db.GetRun(man.Run); err == nil {
+		var cfg Config
+		if json.Unmarshal(r.Config, &cfg) == nil && cfg.Start != nil {
+			base = cfg.Start.Name
+		}
+	}
+	return ckpt.SaveAdapters(dir, m, dtype, base, meta)
+}
+
 // ExportCheckpoint writes a kept checkpoint into dir so that it can leave
 // whale, in format ExportWhale (model.safetensors with HF names and the
 // config in its metadata, and tokenizer.json beside it unless the model
 // reads bytes), ExportHF (a Hugging Face folder: config.json,
 // model.safetensors, tokenizer.json, generation_config.json) or ExportGGUF
-// (model.gguf), with harness.star (the harness source) and manifest.json
+// (model.gguf) or, for a LoRA checkpoint, ExportPEFT (the adapters alone:
+// adapter_model.safetensors, adapter_config.json), with harness.star (the harness source) and manifest.json
 // (round, step, metrics, hashes) in every case. ExportHF splits weights
 // larger than maxShard bytes (0: ckpt.DefaultShardBytes) into shards with
 // an index. It returns the files written.
@@ -103,9 +135,18 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format str
 	if !slices.Contains(ExportFormats, format) {
 		return nil, fmt.Errorf("engine: export format %q (want one of %v)", format, ExportFormats)
 	}
-	b, man, err := CheckpointBundle(db, id)
+	man, err := ReadCheckpoint(db, id)
 	if err != nil {
 		return nil, err
+	}
+	if format == ExportPEFT && man.LoRA == nil {
+		return nil, fmt.Errorf("engine: export %s as %s: the checkpoint holds every weight, not LoRA adapters (export it as %s, %s or %s)", id, ExportPEFT, ExportWhale, ExportHF, ExportGGUF)
+	}
+	var b *bundle.Bundle
+	if format != ExportPEFT {
+		if b, man, err = CheckpointBundle(db, id); err != nil {
+			return nil, err
+		}
 	}
 	h, err := db.GetHarness(man.Harness)
 	if err != nil {
@@ -118,6 +159,10 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format str
 		"whale.harness": man.Harness, "whale.weights": man.Weights}
 	var files []string
 	switch format {
+	case ExportPEFT:
+		if files, err = exportAdapters(db, id, dir, man, dtype, meta); err != nil {
+			return nil, err
+		}
 	case ExportHF:
 		if maxShard == 0 {
 			maxShard = ckpt.DefaultShardBytes

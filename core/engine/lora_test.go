@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,4 +179,114 @@ func abs32(x float32) float32 {
 		return -x
 	}
 	return x
+}
+
+// TestLoRACheckpointExportsPEFTAdapters: --format peft writes the
+// adapters under PEFT's names with the rank, alpha and modules in
+// adapter_config.json; folding the file's adapters into the frozen
+// weights as PEFT does (W + alpha/r·B·A) gives the merged export's
+// weights. A checkpoint of full weights refuses the format.
+func TestLoRACheckpointExportsPEFTAdapters(t *testing.T) {
+	cfg := loraConfig(t)
+	cfg.MaxRounds = 1
+	cfg.LoRA.Targets = []string{"q", "down"}
+	db := openDB(t)
+	e, err := New(cfg, testEnv(t, db), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "peft")
+	if _, err := ExportCheckpoint(db, sum.BestCkpt, dir, "F32", ExportPEFT, 0); err != nil {
+		t.Fatal(err)
+	}
+	var pc struct {
+		PeftType string   `json:"peft_type"`
+		R        int      `json:"r"`
+		Alpha    float64  `json:"lora_alpha"`
+		Modules  []string `json:"target_modules"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ckpt.PEFTConfig))
+	if err != nil || json.Unmarshal(b, &pc) != nil {
+		t.Fatalf("adapter_config.json: %v %s", err, b)
+	}
+	if pc.PeftType != "LORA" || pc.R != 2 || pc.Alpha != 4 || !slices.Equal(pc.Modules, []string{"q_proj", "down_proj"}) {
+		t.Fatalf("adapter config %+v", pc)
+	}
+	ad, err := ckpt.ReadFile(filepath.Join(dir, ckpt.PEFTWeights))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ad.Names()); n != 2*2*testModel.NumHiddenLayers {
+		t.Fatalf("%d adapter tensors: %v", n, ad.Names())
+	}
+	files, err := ExportCheckpoint(db, sum.BestCkpt, filepath.Join(t.TempDir(), "merged"), "F32", ExportWhale, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, _, err := ckpt.LoadModel(files[0], kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, _ := ReadCheckpoint(db, sum.BestCkpt)
+	frozen, _ := model.New(testModel, kernels.NewCPU(), 0)
+	base, _ := db.GetBlob(man.Base)
+	_ = frozen.SetParamValues(bytesf32(base))
+	moved := false
+	for l := 0; l < testModel.NumHiddenLayers; l++ {
+		for _, mod := range []string{"self_attn.q_proj", "mlp.down_proj"} {
+			p := fmt.Sprintf("base_model.model.model.layers.%d.%s.", l, mod)
+			_, as, _ := ad.Info(p + "lora_A.weight")
+			_, bs, _ := ad.Info(p + "lora_B.weight")
+			A, err := ad.Float32(p+"lora_A.weight", as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			B, err := ad.Float32(p+"lora_B.weight", bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("model.layers.%d.%s.weight", l, mod)
+			w0, _ := frozen.ReadParam(name)
+			w1, _ := merged.ReadParam(name)
+			r, in := as[0], as[1]
+			for o := 0; o < bs[0]; o++ {
+				for j := 0; j < in; j++ {
+					var acc float64
+					for k := 0; k < r; k++ {
+						acc += float64(B[o*r+k]) * float64(A[k*in+j])
+					}
+					want := float64(w0[o*in+j]) + pc.Alpha/float64(pc.R)*acc
+					if d := math.Abs(want - float64(w1[o*in+j])); d > 1e-6*max(1, math.Abs(want)) {
+						t.Fatalf("%s [%d,%d]: merged %v, base + PEFT adapters %v", name, o, j, w1[o*in+j], want)
+					}
+					moved = moved || w1[o*in+j] != w0[o*in+j]
+				}
+			}
+		}
+	}
+	if !moved {
+		t.Fatal("the adapters change no weight: the test would not see a wrong file")
+	}
+	// Full weights have no adapters to export.
+	plain := tinyConfig(t)
+	plain.MaxRounds = 1
+	f, err := New(plain, testEnv(t, db), "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := f.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(t.TempDir(), "none")
+	if _, err := ExportCheckpoint(db, fs.BestCkpt, none, "F32", ExportPEFT, 0); err == nil || !strings.Contains(err.Error(), "not LoRA adapters") {
+		t.Fatalf("peft export of full weights: %v", err)
+	}
+	if _, err := os.Stat(none); !os.IsNotExist(err) {
+		t.Fatalf("a refused export made its folder (%v)", err)
+	}
 }

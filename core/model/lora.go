@@ -48,6 +48,17 @@ const (
 var loraModules = [nTargets]string{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
 	"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}
 
+// LoRAModule is target's module name in a layer (q: "q_proj", gate:
+// "gate_proj"), as PEFT's target_modules name it; "" for an unknown one.
+func LoRAModule(target string) string {
+	t := slices.Index(LoRATargets, target)
+	if t < 0 {
+		return ""
+	}
+	_, name, _ := strings.Cut(loraModules[t], ".")
+	return name
+}
+
 // targetDims are target t's (in, out) sizes.
 func (d dims) targetDims(t loraTarget) (in, out int) {
 	switch t {
