@@ -341,6 +341,11 @@ func (m *Model) adapt(a *layerActs, w *layerWeights, t loraTarget, out, x kernel
 	in, outDim := m.d.targetDims(t)
 	r := m.lora.cfg.Rank
 	u := a.lu[t].View(0, N*r)
+	// In blocks of rowChunk rows always: a row's term then does not depend
+	// on the batch, also beside packed weights (whose products are
+	// row-invariant at any N, while these small ones are not).
+	defer func(c int) { m.rowChunk = c }(m.rowChunk)
+	m.rowChunk = rowChunk
 	m.linear(u, x, ad.a, kernels.Tensor{}, kernels.Tensor{}, N, in, r, false)
 	m.be.Scale(u, m.lora.scale)
 	m.linear(out, u, ad.b, kernels.Tensor{}, kernels.Tensor{}, N, r, outDim, true)

@@ -191,6 +191,23 @@ func TestSamplerUsesTheAdapters(t *testing.T) {
 	}
 }
 
+// TestLoRASamplingIndependentOfBatch: with adapters, on packed and on
+// unpacked weights, a request samples the same tokens and log-probability
+// bits alone, in a batch, reversed, under continuous batching and under a
+// tight KV budget (testIndependentOfBatch).
+func TestLoRASamplingIndependentOfBatch(t *testing.T) {
+	for _, name := range []string{"tiny", "unpacked"} {
+		t.Run(name, func(t *testing.T) {
+			m := sampleModels(t)[name]
+			if err := m.EnableLoRA(allTargets(), 4); err != nil {
+				t.Fatal(err)
+			}
+			randomizeAdapters(t, m, 11)
+			testIndependentOfBatch(t, m)
+		})
+	}
+}
+
 // TestWithAdaptersSharesTheWeights: the reference copy reads the same
 // weights (no second arena) and keeps its own adapters when m trains.
 func TestWithAdaptersSharesTheWeights(t *testing.T) {
