@@ -199,6 +199,9 @@ func TestRunTrainsAHuggingFaceFolderWithLoRA(t *testing.T) {
 			t.Fatal(err)
 		}
 		// gc keeps the frozen weights: the kept checkpoint still exports.
+		if out, err := runWhale(t, "show", sum.RunID, "--db", db); err != nil || !strings.Contains(out, "LoRA: rank 4, alpha 8 on q, v, down; frozen weights ") {
+			t.Fatalf("show of a LoRA run: %v\n%s", err, out)
+		}
 		if _, err := runWhale(t, "gc", "--keep", "0", "--db", db, "--json"); err != nil {
 			t.Fatal(err)
 		}

@@ -593,6 +593,9 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 	if origin != nil {
 		fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
 	}
+	if lc := cfg.LoRA; lc != nil {
+		fmt.Fprintf(w, "LoRA: rank %d, alpha %g on %s; frozen weights %s\n", lc.Rank, lc.Alpha, strings.Join(lc.Targets, ", "), engine.ShortHash(cfg.Base))
+	}
 	l := st.Ledger
 	fmt.Fprintf(w, "model calls (budget): train %d, search %d; evaluation %d\n", l.TrainCalls, l.SearchCalls, l.EvalCalls)
 	fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
