@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"io"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -131,10 +131,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int) (
 	l.Rank, l.Targets, l.B, l.T, l.Adapters = rank, lc.Targets, B, T, len(m.TrainableValues())
 	l.StepS = step.Seconds()
 	l.TokensPerS = float64(B*T) / l.StepS
-	// Forward 2N and the input gradient 2N per token (no weight
-	// gradients: the weights are frozen), plus attention's 12·L·T·d.
-	flops := 4*float64(r.Params) + 12*float64(cfg.NumHiddenLayers*T*cfg.NumAttentionHeads*cfg.Dim())
-	l.GFLOPS = l.TokensPerS * flops / 1e9
+	l.GFLOPS = l.TokensPerS * model.LoRAFLOPsPerToken(cfg, T) / 1e9
 	l.WeightsFrozen = weightsHash(m) == before
 	return r, nil
 }
@@ -170,6 +167,9 @@ func printModelBench(w io.Writer, r modelBench) {
 	fmt.Fprintf(w, "sample     batch 1 bf16: %.2f tokens/s (%.1f GB/s, %.1f %% of read bandwidth); peak memory %s\n",
 		r.Sample.TokensPerS, r.Sample.GBPS, 100*r.Sample.OfBound, gb(r.SamplePeakRSS))
 	l := r.LoRA
+	if l.StepS == 0 {
+		return // --steps 0
+	}
 	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters), B %d × T %d: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
 		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, l.B, l.T, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
 }

@@ -140,17 +140,16 @@ var errStopped = errors.New("engine: stopped by test hook")
 // stores the starting weights. With cfg.LoRA it stores the model's
 // weights as the frozen base and enables the adapters on env.Model.
 func New(cfg Config, env Env, runID string) (*Engine, error) {
+	if env.Model != nil {
+		mc := env.Model.Config
+		cfg.Model = &mc
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	var base []byte
 	if env.Model != nil {
-		mc := env.Model.Config
-		cfg.Model = &mc
 		if cfg.LoRA != nil {
-			if err := cfg.Validate(); err != nil {
-				return nil, err
-			}
 			base = f32bytes(env.Model.ParamValues())
 			cfg.Base = store.Hash(base)
 			if err := withLoRA(env.Store, env.Model, cfg.LoRA, "", cfg.Seed); err != nil {

@@ -52,33 +52,39 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 	if err != nil {
 		return nil, man, err
 	}
+	b, err := checkpointBundle(db, id, man)
+	return b, man, err
+}
+
+// checkpointBundle is CheckpointBundle of the manifest man already read.
+func checkpointBundle(db *store.DB, id string, man CheckpointManifest) (*bundle.Bundle, error) {
 	m, err := checkpointModel(db, id, man)
 	if err != nil {
-		return nil, man, err
+		return nil, err
 	}
 	if man.LoRA != nil {
 		// What leaves whale, or is evaluated, is one model: the adapters
 		// folded into the frozen weights.
 		if m, err = m.MergeLoRA(); err != nil {
-			return nil, man, fmt.Errorf("engine: checkpoint %s: %w", id, err)
+			return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
 		}
 	}
 	var cfg Config
 	if r, err := db.GetRun(man.Run); err == nil {
 		if err := json.Unmarshal(r.Config, &cfg); err != nil {
-			return nil, man, fmt.Errorf("engine: checkpoint %s: run %s: stored config: %w", id, man.Run, err)
+			return nil, fmt.Errorf("engine: checkpoint %s: run %s: stored config: %w", id, man.Run, err)
 		}
 	}
 	cfg.Tokenizer = man.Tokenizer
 	var tokJSON []byte
 	if man.Tokenizer != "" {
 		if tokJSON, err = db.GetBlob(man.Tokenizer); err != nil {
-			return nil, man, fmt.Errorf("engine: checkpoint %s: tokenizer.json: %w", id, err)
+			return nil, fmt.Errorf("engine: checkpoint %s: tokenizer.json: %w", id, err)
 		}
 	}
 	tok, err := runTokenizer(Env{TokenizerJSON: tokJSON, Store: db}, cfg, man.Run)
 	if err != nil {
-		return nil, man, err
+		return nil, err
 	}
 	var gen bundle.Generation
 	if cfg.Generation != nil {
@@ -86,9 +92,9 @@ func CheckpointBundle(db *store.DB, id string) (*bundle.Bundle, CheckpointManife
 	}
 	b, err := bundle.New(m, tok, tokJSON, gen, "checkpoint "+id)
 	if err != nil {
-		return nil, man, err
+		return nil, err
 	}
-	return b, man, nil
+	return b, nil
 }
 
 // checkpointModel is kept checkpoint man's model on the CPU, with its
@@ -127,8 +133,9 @@ func exportAdapters(db *store.DB, id, dir string, man CheckpointManifest, dtype 
 // reads bytes), ExportHF (a Hugging Face folder: config.json,
 // model.safetensors, tokenizer.json, generation_config.json) or ExportGGUF
 // (model.gguf) or, for a LoRA checkpoint, ExportPEFT (the adapters alone:
-// adapter_model.safetensors, adapter_config.json), with harness.star (the harness source) and manifest.json
-// (round, step, metrics, hashes) in every case. ExportHF splits weights
+// adapter_model.safetensors, adapter_config.json), with harness.star (the
+// harness source) and manifest.json (round, step, metrics, hashes) in
+// every case. ExportHF splits weights
 // larger than maxShard bytes (0: ckpt.DefaultShardBytes) into shards with
 // an index. It returns the files written.
 func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format string, maxShard int64) ([]string, error) {
@@ -144,7 +151,7 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format str
 	}
 	var b *bundle.Bundle
 	if format != ExportPEFT {
-		if b, man, err = CheckpointBundle(db, id); err != nil {
+		if b, err = checkpointBundle(db, id, man); err != nil {
 			return nil, err
 		}
 	}

@@ -21,6 +21,14 @@ func TrainFLOPsPerToken(cfg Config, T int) float64 {
 	return 6*float64(cfg.NumParams()) + 12*float64(cfg.NumHiddenLayers*T*cfg.NumAttentionHeads*cfg.Dim())
 }
 
+// LoRAFLOPsPerToken is a LoRA step's cost of one token: 4·N for the
+// forward pass and the input gradient (the frozen weights get no weight
+// gradient; the adapters' products are left out) plus attention's
+// 12·L·T·d as in TrainFLOPsPerToken.
+func LoRAFLOPsPerToken(cfg Config, T int) float64 {
+	return 4*float64(cfg.NumParams()) + 12*float64(cfg.NumHiddenLayers*T*cfg.NumAttentionHeads*cfg.Dim())
+}
+
 // WeightBytes is the size of the weights one decoding step streams: every
 // parameter once (a tied head counted once), 2 bytes each in bf16, 4 in
 // float32.

@@ -148,8 +148,13 @@ func (m *Model) attnForward(a *layerActs, w *layerWeights, x kernels.Tensor, pos
 	m.attnProject(a, w, nil, nil, x, pos, N)
 	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
 	m.be.Copy(a.x2, x)
-	m.linear(a.x2, a.att, w.wo, kernels.Tensor{}, kernels.Tensor{}, N, d.Hq, d.C, true)
-	m.adapt(a, w, tO, a.x2, a.att, N)
+	m.attnOut(a, w, nil, nil, a.x2, N)
+}
+
+// attnOut: out (N,C) += att (N,Hq)·Woᵀ, with o's adapter term.
+func (m *Model) attnOut(a *layerActs, w, wb *layerWeights, pw *packedLayer, out kernels.Tensor, N int) {
+	m.linear(out, a.att, w.wo, bfOf(wb).wo, packedOf(pw).o, N, m.d.Hq, m.d.C, true)
+	m.adapt(a, w, tO, out, a.att, N)
 }
 
 // attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.

@@ -451,8 +451,7 @@ func (s *Sampler) forward(items []work, prompt bool) {
 			r += n
 		}
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
-		m.linear(sc.x, sc.a.att, w.wo, bfOf(bw).wo, packedOf(pw).o, R, d.Hq, d.C, true)
-		m.adapt(&sc.a, w, tO, sc.x, sc.a.att, R)
+		m.attnOut(&sc.a, w, bw, pw, sc.x, R)
 		m.mlpForward(&sc.a, w, bw, pw, sc.x, sc.x, R)
 	}
 	last := sc.x
