@@ -62,8 +62,11 @@ func PeakGFLOPS() float64 {
 	return total / 1e9
 }
 
-// readFloats is the size of the buffer ReadGBPS streams, 64 MiB: far more
-// than any cache holds.
+// readFloats is the size of the buffer ReadGBPS streams, 64 MiB: the
+// array size of ../shared/refbench's triad, and more than the caches of
+// the machines measured (their L3 is at most 48 MB). A sweep of twice
+// the last-level cache can still find some of it there; ReadGBPSOver
+// measures a buffer as large as the data a kernel streams.
 const readFloats = 1 << 24
 
 // ReadGBPS measures how fast Threads() goroutines read memory, in GB/s:
@@ -71,8 +74,13 @@ const readFloats = 1 << 24
 // gives them, as the sampler's weights are), for at least 400 ms, and the
 // fastest sweep counts. This bounds any kernel that streams its operands
 // once, such as batch-1 decoding: divide its bytes per second by it.
-func ReadGBPS() float64 {
-	x := HugeFloat32(readFloats)
+func ReadGBPS() float64 { return ReadGBPSOver(4 * readFloats) }
+
+// ReadGBPSOver is ReadGBPS over a buffer of about bytes bytes (at least
+// 1 MiB): the bound for a kernel that streams that much once, such as a
+// model's weights, measured on as much memory.
+func ReadGBPSOver(bytes int64) float64 {
+	x := HugeFloat32(int(max(bytes, 1<<20) / 4))
 	defer FreeHuge(x)
 	Parallel(len(x), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -35,6 +35,11 @@ func TestReadGBPS(t *testing.T) {
 		t.Fatalf("ReadGBPS() = %v, want a positive finite rate", g)
 	}
 	t.Logf("read %.1f GB/s on %d threads, FMA width %d bits", g, Threads(), PeakVectorBits())
+	for _, n := range []int64{0, 3 << 20} { // below the 1 MiB floor; not a whole page
+		if g := ReadGBPSOver(n); !(g > 0 && g < 1e5) {
+			t.Fatalf("ReadGBPSOver(%d) = %v, want a positive finite rate", n, g)
+		}
+	}
 }
 
 func TestSumBlockMatchesTwin(t *testing.T) {

@@ -68,7 +68,7 @@ func TestBenchModelMeasuresASmallShape(t *testing.T) {
 	d, hd := cfg.HiddenSize, cfg.Dim()
 	q, kv, f := cfg.NumAttentionHeads*hd, cfg.NumKeyValueHeads*hd, cfg.IntermediateSize
 	want := cfg.NumHiddenLayers * 4 * ((d + q) + 2*(d+kv) + (q + d) + 3*(d+f))
-	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.LoRA.StepS <= 0 ||
+	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.SampleOfWeightsRead <= 0 || r.ReadGBPSWeights <= 0 || r.LoRA.StepS <= 0 ||
 		!r.LoRA.WeightsFrozen || r.LoRA.Adapters != want || r.LoRA.B != 2 || r.LoRA.T != 16 {
 		t.Fatalf("bench model report %+v (want %d adapter parameters)", r, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -74,7 +75,17 @@ func runDefault(cmd *cobra.Command, args []string) error {
 	return defaultWorkbench(cmd)
 }
 
+// gcPercent is the collector's GOGC unless the environment sets one: the
+// heap may grow to 1.5× what is live rather than Go's 2×. whale's heap is
+// mostly KV caches and activations, float arrays without pointers, which
+// a collection does not scan, so collecting more often costs little
+// (docs/PERFORMANCE.md, issue 17's memory round).
+const gcPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	var prof profiles
 	err := newRootProfiled(&prof).Execute()
 	if perr := prof.stop(); err == nil {

@@ -53,6 +53,9 @@ func NewLocalWith(m *model.Model, t *Template, opts model.SamplerOptions) (*Loca
 // Sampler is the sampler behind the policy (for its Stats).
 func (l *Local) Sampler() *model.Sampler { return l.s }
 
+// ReleaseCaches frees the sampler's kept KV caches (Sampler.ReleaseCaches).
+func (l *Local) ReleaseCaches() error { return l.s.ReleaseCaches() }
+
 // Template is the template the policy renders with.
 func (l *Local) Template() *Template { return l.t }
 

@@ -59,7 +59,19 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		samples = append(append([]weights.Sample(nil), samples...), old...)
 	}
 	stop = e.timeInto(&e.times.Training)
+	// Sampling's kept caches and training's activations take turns with
+	// the memory, rather than adding up.
+	if r, ok := e.pol.(interface{ ReleaseCaches() error }); ok {
+		if err := r.ReleaseCaches(); err != nil {
+			stop()
+			return false, err
+		}
+	}
 	d.Stats, err = e.op.Step(samples)
+	e.env.Model.ReleaseActivations()
+	if e.ref != nil {
+		e.ref.ReleaseActivations()
+	}
 	stop()
 	if errors.Is(err, model.ErrNonFinite) {
 		// The trainer refused the step and left the weights as they were;

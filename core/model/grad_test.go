@@ -71,7 +71,7 @@ func gradients(t *testing.T, m *Model, seqs []Sequence) []float64 {
 	}
 	m.ensureGrads()
 	m.be.Fill(m.grad, 0)
-	m.lossGrad(m.pack(seqs, 1/total), true)
+	m.lossGrad(m.pack(seqs, 1/total), true, -1)
 	g := make([]float64, m.grad.Len())
 	m.be.Store64(g, m.grad)
 	return g
@@ -123,9 +123,9 @@ func checkFiniteDifferences(t *testing.T, m *Model, p *packed, g []float64, para
 			be.Store64(x, cell)
 			x0 := x[0]
 			be.Load64(cell, []float64{x0 + h})
-			lp := m.lossGrad(p, false)
+			lp := m.lossGrad(p, false, 0)
 			be.Load64(cell, []float64{x0 - h})
-			lm := m.lossGrad(p, false)
+			lm := m.lossGrad(p, false, 0)
 			be.Load64(cell, []float64{x0})
 			num := (lp - lm) / (2 * h)
 			dd += (g[i] - num) * (g[i] - num)

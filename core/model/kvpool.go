@@ -61,6 +61,16 @@ func (p *kvPool) put(t kernels.Tensor) {
 	p.bytes += b
 }
 
+// drain gives every held cache back to the backend.
+func (p *kvPool) drain() {
+	for _, ts := range p.free {
+		for _, t := range ts {
+			p.be.Free(t)
+		}
+	}
+	p.free, p.bytes = map[int][]kernels.Tensor{}, 0
+}
+
 // kvAlloc returns a cache for cap positions from the pool: its length is
 // that of a capacity rounded up to kvGranule, its layout cap's.
 func (m *Model) kvAlloc(p *kvPool, cap int) kernels.Tensor { return p.get(m.kvPoolLen(cap)) }

@@ -171,7 +171,8 @@ func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x
 }
 
 // mlpForward: x (N,C) -> ln2 -> g, u (N,F) -> h = silu(g)·u -> out (N,C)
-// += h·Wdownᵀ. out may be x itself (the inference residual update).
+// += h·Wdownᵀ. out may be x itself (the inference residual update); a
+// zero out stops at h (and the down adapter's x·Aᵀ term: recomputeLayer).
 func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x, out kernels.Tensor, N int) {
 	d, be, b, p := m.d, m.be, bfOf(wb), packedOf(pw)
 	be.RMSNorm(a.ln2, a.rstd2, x, w.postNorm, N, d.C, m.Config.RMSNormEps)
@@ -184,6 +185,10 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 	m.adapt(a, w, tGate, a.g, a.ln2, N)
 	m.adapt(a, w, tUp, a.u, a.ln2, N)
 	be.SwiGLU(a.h, a.g, a.u)
+	if out.IsZero() {
+		m.adaptTerm(a, w, tDown, a.h, N)
+		return
+	}
 	m.linear(out, a.h, w.wDown, b.wDown, p.down, N, d.F, d.C, true)
 	m.adapt(a, w, tDown, out, a.h, N)
 }

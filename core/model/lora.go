@@ -331,14 +331,27 @@ func (m *Model) MergeLoRA() (*Model, error) {
 }
 
 // adapt adds target t's adapter term to out (N,out): u = (α/r)·x·Aᵀ (N,r),
-// kept in a.lu[t] for the backward pass, then out += u·Bᵀ. Without an
-// adapter on t it does nothing.
+// kept in a.lu[t] for the backward pass (adaptTerm), then out += u·Bᵀ.
+// Without an adapter on t it does nothing.
 func (m *Model) adapt(a *layerActs, w *layerWeights, t loraTarget, out, x kernels.Tensor, N int) {
-	ad := w.ad[t]
-	if ad.a.IsZero() {
+	u := m.adaptTerm(a, w, t, x, N)
+	if u.IsZero() {
 		return
 	}
-	in, outDim := m.d.targetDims(t)
+	_, outDim := m.d.targetDims(t)
+	defer func(c int) { m.rowChunk = c }(m.rowChunk)
+	m.rowChunk = rowChunk
+	m.linear(out, u, w.ad[t].b, kernels.Tensor{}, kernels.Tensor{}, N, m.lora.cfg.Rank, outDim, true)
+}
+
+// adaptTerm sets and returns a.lu[t] = (α/r)·x·Aᵀ (N,r), or the zero
+// tensor without an adapter on t.
+func (m *Model) adaptTerm(a *layerActs, w *layerWeights, t loraTarget, x kernels.Tensor, N int) kernels.Tensor {
+	ad := w.ad[t]
+	if ad.a.IsZero() {
+		return kernels.Tensor{}
+	}
+	in, _ := m.d.targetDims(t)
 	r := m.lora.cfg.Rank
 	u := a.lu[t].View(0, N*r)
 	// In blocks of rowChunk rows always: a row's term then does not depend
@@ -348,7 +361,7 @@ func (m *Model) adapt(a *layerActs, w *layerWeights, t loraTarget, out, x kernel
 	m.rowChunk = rowChunk
 	m.linear(u, x, ad.a, kernels.Tensor{}, kernels.Tensor{}, N, in, r, false)
 	m.be.Scale(u, m.lora.scale)
-	m.linear(out, u, ad.b, kernels.Tensor{}, kernels.Tensor{}, N, r, outDim, true)
+	return u
 }
 
 // adaptBackward: dy (N,out) = ∂L/∂out of target t; adds ∂L/∂A and ∂L/∂B

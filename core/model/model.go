@@ -155,9 +155,16 @@ func (m *Model) writable() error {
 }
 
 // acts are the training activations for B sequences of T positions, in one
-// backend allocation.
+// backend allocation. Layers [0, keep) hold their own activations; the
+// others share one set, which the forward pass overwrites layer by layer
+// (so it ends holding the last layer's) and the backward pass refills for
+// layers keep … L−2 by running each one's forward again from its input
+// (recomputeLayer). keep = L−1 therefore recomputes nothing; a
+// forward-only pass (grad false) uses keep = 0 and has no gradients.
 type acts struct {
 	B, T   int
+	keep   int
+	grad   bool
 	res    []kernels.Tensor // L+1 residual streams (N,C)
 	layers []layerActs
 	lnf    kernels.Tensor // (N,C)
@@ -169,11 +176,12 @@ type acts struct {
 	s      gradScratch
 }
 
-// layoutActs carves the activations for (B, T) with take, which hands out
-// consecutive pieces of one allocation.
-func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
+// layoutActs carves the activations for (B, T) keeping keep layers' own,
+// with the gradients' scratch when grad is set (see acts), with take,
+// which hands out consecutive pieces of one allocation.
+func (m *Model) layoutActs(B, T, keep int, grad bool, take func(n int) kernels.Tensor) *acts {
 	d, N := m.d, B*T
-	a := &acts{B: B, T: T}
+	a := &acts{B: B, T: T, keep: keep, grad: grad}
 	for l := 0; l <= d.L; l++ {
 		a.res = append(a.res, take(N*d.C))
 	}
@@ -186,6 +194,10 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 		qn, kn = take(N*d.Hq), take(N*d.Hk)
 	}
 	for l := 0; l < d.L; l++ {
+		if l > keep {
+			a.layers = append(a.layers, a.layers[keep])
+			continue
+		}
 		la := layerActs{ln1: take(N * d.C), rstd1: take(N), q: take(N * d.Hq), k: take(N * d.Hk), v: take(N * d.Hk),
 			qr: take(N * d.Hq), kr: take(N * d.Hk), att: take(N * d.Hq), lse: take(B * d.H * T), x2: take(N * d.C),
 			ln2: take(N * d.C), rstd2: take(N), g: take(N * d.F), u: take(N * d.F), h: h}
@@ -197,24 +209,66 @@ func (m *Model) layoutActs(B, T int, take func(n int) kernels.Tensor) *acts {
 		a.layers = append(a.layers, la)
 	}
 	a.hc = headChunk(N, d.V)
-	a.lnf, a.rstdf, a.logits, a.losses, a.dres = take(N*d.C), take(N), take(a.hc*d.V), take(N), take(N*d.C)
-	a.s = gradScratch{dln: take(N * d.C), dh: take(N * d.F), dg: take(N * d.F), du: take(N * d.F),
-		datt: take(N * d.Hq), dqr: take(N * d.Hq), dqn: take(N * d.Hq), dq: take(N * d.Hq),
-		dkr: take(N * d.Hk), dkn: take(N * d.Hk), dk: take(N * d.Hk), dv: take(N * d.Hk)}
+	a.lnf, a.rstdf, a.logits, a.losses = take(N*d.C), take(N), take(a.hc*d.V), take(N)
+	if !grad {
+		return a
+	}
+	a.dres = take(N * d.C)
+	a.s.dln = take(N * d.C)
+	// A layer's MLP backward and its attention backward run one after the
+	// other and pass each other nothing but dres: their scratch shares
+	// one region.
+	region := take(N * max(3*d.F, 4*d.Hq+4*d.Hk))
+	off := 0
+	view := func(n int) kernels.Tensor { t := region.View(off, n); off += n; return t }
+	a.s.dh, a.s.dg, a.s.du = view(N*d.F), view(N*d.F), view(N*d.F)
+	off = 0
+	a.s.datt, a.s.dqr, a.s.dqn, a.s.dq = view(N*d.Hq), view(N*d.Hq), view(N*d.Hq), view(N*d.Hq)
+	a.s.dkr, a.s.dkn, a.s.dk, a.s.dv = view(N*d.Hk), view(N*d.Hk), view(N*d.Hk), view(N*d.Hk)
 	if m.lora != nil {
 		a.s.dlu = take(N * m.lora.cfg.Rank)
 	}
 	return a
 }
 
-// ensureActs returns activations laid out exactly for (B, T), carved from
-// one backend allocation that is re-made only when it must grow.
-func (m *Model) ensureActs(B, T int) *acts {
-	if m.act != nil && m.act.B == B && m.act.T == T {
-		return m.act
-	}
+// actsLen is the length in floats of the activations for (B, T, keep,
+// grad).
+func (m *Model) actsLen(B, T, keep int, grad bool) int {
 	total := 0
-	m.layoutActs(B, T, func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
+	m.layoutActs(B, T, keep, grad, func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
+	return total
+}
+
+// DefaultActivationBytes bounds a training micro-batch's activations when
+// TrainConfig.ActivationBytes is 0.
+const DefaultActivationBytes = 256 << 20
+
+// keepFor returns the acts.keep of a (B, T) training pass within budget
+// bytes (4 per float): L−1 (nothing recomputed) when every layer's
+// activations fit or budget < 0, else the largest that fits, at least 0
+// (a micro-batch over the budget even then still runs).
+func (m *Model) keepFor(B, T int, budget int64) int {
+	if budget == 0 {
+		budget = DefaultActivationBytes
+	}
+	keep := m.d.L - 1
+	if budget < 0 {
+		return keep
+	}
+	for keep > 0 && 4*int64(m.actsLen(B, T, keep, true)) > budget {
+		keep--
+	}
+	return keep
+}
+
+// ensureActs returns activations laid out exactly for (B, T, keep,
+// grad), carved from one backend allocation that is re-made only when it
+// must grow (ReleaseActivations drops it).
+func (m *Model) ensureActs(B, T, keep int, grad bool) *acts {
+	if a := m.act; a != nil && a.B == B && a.T == T && a.keep == keep && a.grad == grad {
+		return a
+	}
+	total := m.actsLen(B, T, keep, grad)
 	if m.actArena.Len() < total {
 		m.act = nil
 		if !m.actArena.IsZero() {
@@ -223,8 +277,20 @@ func (m *Model) ensureActs(B, T int) *acts {
 		m.actArena = m.be.Alloc(total)
 	}
 	off := 0
-	m.act = m.layoutActs(B, T, func(n int) kernels.Tensor { t := m.actArena.View(off, n); off += n; return t })
+	m.act = m.layoutActs(B, T, keep, grad, func(n int) kernels.Tensor { t := m.actArena.View(off, n); off += n; return t })
 	return m.act
+}
+
+// ReleaseActivations frees the training activations, which otherwise stay
+// allocated for the next pass of the same or a smaller shape: a caller
+// that samples between training steps calls it so that the activations'
+// memory and the sampler's KV caches are not held at once.
+func (m *Model) ReleaseActivations() {
+	m.act = nil
+	if !m.actArena.IsZero() {
+		m.be.Free(m.actArena)
+	}
+	m.actArena = kernels.Tensor{}
 }
 
 // ensureGrads allocates the gradients of what trains: every parameter,
@@ -291,12 +357,26 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 	be.RMSNormBackward(a.dres, m.gw.norm, s.dln, a.res[d.L], m.w.norm, a.rstdf, N, d.C)
 	for l := d.L - 1; l >= 0; l-- {
 		la := a.layers[l]
+		if l >= a.keep && l < d.L-1 { // the shared set still holds layer L-1
+			m.recomputeLayer(a, &la, l, pos)
+		}
 		m.mlpBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, N, a.dres)
 		m.attnBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
 	}
 	if !m.gw.embed.IsZero() {
 		be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
 	}
+}
+
+// recomputeLayer refills the shared activations la with layer l's, running
+// its forward pass again from the stored input a.res[l]: the same kernels
+// on the same inputs and weights give the forward's bits. The MLP's output
+// projection is skipped (its result is in a.res[l+1] already; its weight
+// gradient needs only h, and a LoRA adapter on it only its x·Aᵀ term).
+func (m *Model) recomputeLayer(a *acts, la *layerActs, l int, pos []int32) {
+	w := &m.w.layers[l]
+	m.attnForward(la, w, a.res[l], pos, a.B, a.T)
+	m.mlpForward(la, w, nil, nil, la.x2, kernels.Tensor{}, a.B*a.T)
 }
 
 // Sequence is one training or evaluation example. Mask[t] weighs the loss
@@ -371,10 +451,15 @@ func (m *Model) pack(seqs []Sequence, scale float64) *packed {
 }
 
 // lossGrad runs the forward pass and the loss on a packed batch and, when
-// grad is set, the backward pass (adding into m.gw). It returns Σ of the
-// weighted per-token losses.
-func (m *Model) lossGrad(p *packed, grad bool) float64 {
-	a := m.ensureActs(p.B, p.T)
+// grad is set, the backward pass (adding into m.gw) with activations
+// within budget bytes (see keepFor). It returns Σ of the weighted
+// per-token losses.
+func (m *Model) lossGrad(p *packed, grad bool, budget int64) float64 {
+	keep := 0
+	if grad {
+		keep = m.keepFor(p.B, p.T, budget)
+	}
+	a := m.ensureActs(p.B, p.T, keep, grad)
 	N, V := p.B*p.T, m.d.V
 	m.trunk(a, p.tokens, p.pos, p.B, p.T)
 	if grad {
@@ -417,7 +502,7 @@ func (m *Model) SequenceLogProbs(seqs []Sequence) ([]float64, error) {
 		return out, nil
 	}
 	p := m.pack(seqs, 1)
-	m.lossGrad(p, false)
+	m.lossGrad(p, false, 0)
 	for b := range seqs {
 		for t := 0; t < p.T; t++ {
 			out[b] -= p.rowLoss[b*p.T+t]
@@ -438,7 +523,7 @@ func (m *Model) TokenLogProbs(seqs []Sequence) ([][]float64, error) {
 		return out, nil
 	}
 	p := m.pack(seqs, 1)
-	m.lossGrad(p, false)
+	m.lossGrad(p, false, 0)
 	for b, q := range seqs {
 		out[b] = make([]float64, len(q.Tokens))
 		for t := 0; t+1 < len(q.Tokens); t++ {
@@ -458,7 +543,7 @@ func (m *Model) Loss(seqs []Sequence) (float64, error) {
 	if total == 0 {
 		return 0, fmt.Errorf("model: loss of a batch whose masks are all zero")
 	}
-	return m.lossGrad(m.pack(seqs, 1/total), false), nil
+	return m.lossGrad(m.pack(seqs, 1/total), false, 0), nil
 }
 
 // Logits runs a full forward pass over one sequence and returns its logits
@@ -470,7 +555,7 @@ func (m *Model) Logits(tokens []int32) ([]float32, error) {
 		return nil, err
 	}
 	p := m.pack([]Sequence{seq}, 0)
-	a := m.ensureActs(1, p.T)
+	a := m.ensureActs(1, p.T, 0, false)
 	m.trunk(a, p.tokens, p.pos, 1, p.T)
 	V := m.d.V
 	out := make([]float32, len(tokens)*V)

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -30,8 +31,15 @@ const rowChunk = 16
 // maxRows bounds the rows of one prefill forward pass (activation memory).
 const maxRows = 2048
 
-// kvPoolBytes bounds the freed KV caches a Sampler keeps for reuse.
-const kvPoolBytes = 256 << 20
+// kvPoolBytes bounds the freed KV caches a Sampler keeps for reuse: a few
+// sequences' worth, enough for the one that finishes to hand its caches
+// to the one admitted next (what recycling saves is their zeroing, small
+// beside decoding into them; what the pool holds stays resident).
+const kvPoolBytes = 32 << 20
+
+// DefaultPrefixCacheBytes is the prefix cache's bound when
+// SamplerOptions.PrefixCacheBytes is 0.
+const DefaultPrefixCacheBytes = 128 << 20
 
 // SamplerOptions configure a Sampler.
 type SamplerOptions struct {
@@ -39,7 +47,8 @@ type SamplerOptions struct {
 	// (half the memory traffic; logits differ from float32 by ~1e-2).
 	BF16 bool
 	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
-	// bytes per element); 0 means 256 MiB, negative disables reuse.
+	// bytes per element); 0 means DefaultPrefixCacheBytes, negative
+	// disables reuse.
 	PrefixCacheBytes int64
 	// Exact asks that a sequence's log-probabilities be bit-identical
 	// whatever else shares its batch. On a backend that packs weights
@@ -123,7 +132,7 @@ func (s *Sampler) Stats() SamplerStats {
 func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	budget := opts.PrefixCacheBytes
 	if budget == 0 {
-		budget = 256 << 20
+		budget = DefaultPrefixCacheBytes
 	}
 	s := &Sampler{m: m, opts: opts}
 	s.pool = newKVPool(m.be, kvPoolBytes)
@@ -491,6 +500,20 @@ func (s *Sampler) forward(items []work, prompt bool) {
 			it.s.canon = it.to
 		}
 	}
+}
+
+// ReleaseCaches frees the KV caches the sampler keeps between streams: the
+// prefix cache's entries and the pool of freed caches. A caller about to
+// train the model calls it (the entries would be stale after the step
+// anyway) so that their memory and the training activations' are not held
+// at once. It is an error while a stream is open.
+func (s *Sampler) ReleaseCaches() error {
+	if s.open {
+		return errors.New("model: release caches: a stream is open")
+	}
+	s.cache.clear()
+	s.pool.drain()
+	return nil
 }
 
 // refresh drops caches made from older weights and rebuilds the bf16 copy.

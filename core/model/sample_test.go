@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"whale/core/policy"
@@ -390,6 +391,52 @@ func testPrefixReuse(t *testing.T, m *Model, exact bool) {
 		if !sameCompletion(got3[i], want3[i]) {
 			t.Fatal("sampling after a weight update used stale cached KV")
 		}
+	}
+}
+
+// TestReleaseCachesFreesWhatTheSamplerKeeps: after ReleaseCaches the
+// sampler holds no prefix-cache entry and no pooled cache, samples exactly
+// what a fresh sampler does (prefilling what it had cached), and refuses
+// while a stream is open.
+func TestReleaseCachesFreesWhatTheSamplerKeeps(t *testing.T) {
+	m := sampleModel(t)
+	rng := rand.New(rand.NewPCG(6, 6))
+	var reqs []Request
+	for i := range 12 {
+		reqs = append(reqs, Request{Key: fmt.Sprintf("r%d", i), Prompt: randPrompt(rng, 10+i, m.d.V), MaxNewTokens: 6, Temperature: 1, Seed: 3})
+	}
+	s := NewSampler(m, SamplerOptions{})
+	generate(t, s, reqs...)
+	if s.Stats().CachedPrefixes == 0 || s.cache.used == 0 {
+		t.Fatal("the sampler cached no prefix: nothing to release")
+	}
+	if err := s.ReleaseCaches(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats().CachedPrefixes != 0 || s.cache.used != 0 || s.pool.bytes != 0 || len(s.pool.free) != 0 {
+		t.Fatalf("after release: %d entries, %d cached bytes, %d pooled bytes", s.Stats().CachedPrefixes, s.cache.used, s.pool.bytes)
+	}
+	before := s.Stats()
+	got := generate(t, s, reqs...)
+	if after := s.Stats(); after.ReusedTokens != before.ReusedTokens {
+		t.Fatalf("reused %d prompt tokens after the release", after.ReusedTokens-before.ReusedTokens)
+	}
+	want := generate(t, NewSampler(m, SamplerOptions{}), reqs...)
+	for i := range want {
+		if !sameCompletion(got[i], want[i]) {
+			t.Fatalf("request %d after a release: %v, a fresh sampler %v", i, got[i].Tokens, want[i].Tokens)
+		}
+	}
+	st, err := s.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseCaches(); err == nil || !strings.Contains(err.Error(), "stream is open") {
+		t.Fatalf("release with a stream open: %v", err)
+	}
+	st.Close()
+	if err := s.ReleaseCaches(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -47,6 +47,13 @@ type TrainConfig struct {
 	Beta1, Beta2, Eps float64
 	WeightDecay       float64 // decoupled; applied to matrices and embeddings only
 	ClipNorm          float64 // global gradient-norm bound; 0 disables clipping
+	// ActivationBytes bounds a micro-batch's training activations (4
+	// bytes a float): the layers beyond the bound share one set, refilled
+	// in the backward pass by running each one's forward again from its
+	// stored input — the same gradients bit for bit, at the cost of one
+	// more forward pass of those layers. 0 means DefaultActivationBytes;
+	// negative keeps every layer's.
+	ActivationBytes int64
 }
 
 // DefaultTrainConfig returns AdamW(0.9, 0.95, 1e-8), weight decay 0.1,
@@ -156,7 +163,7 @@ func (t *Trainer) backwardAll(micro [][]Sequence, norm float64) (loss float64) {
 	m.be.Fill(m.grad, 0)
 	for _, mb := range micro {
 		if len(mb) > 0 {
-			loss += m.lossGrad(m.pack(mb, 1/norm), true)
+			loss += m.lossGrad(m.pack(mb, 1/norm), true, t.cfg.ActivationBytes)
 		}
 	}
 	return loss
