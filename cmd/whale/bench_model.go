@@ -50,13 +50,15 @@ type modelBench struct {
 		GFLOPS        float64  `json:"gflops"`
 		PeakRSSBytes  int64    `json:"peak_rss_bytes"`
 		WeightsFrozen bool     `json:"weights_frozen"`
+		// ActivationBytes is the step's activation bound (negative: none).
+		ActivationBytes int64 `json:"activation_bytes"`
 	} `json:"lora_step"`
 }
 
 func newBenchModelCmd() *cobra.Command {
 	var asJSON bool
 	var preset string
-	var threads, rank, B, T, gen, steps int
+	var threads, rank, B, T, gen, steps, actMB int
 	c := &cobra.Command{
 		Use:   "model",
 		Short: "Sampling speed (batch 1, bf16) and one LoRA training step of a model shape, with peak memory",
@@ -71,7 +73,11 @@ about 3 GB to build and a few minutes to measure.`,
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
-			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps)
+			act := int64(actMB) << 20
+			if actMB == 0 {
+				act = model.DefaultActivationBytes
+			}
+			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act)
 			if err != nil {
 				return err
 			}
@@ -90,10 +96,11 @@ about 3 GB to build and a few minutes to measure.`,
 	c.Flags().IntVar(&T, "tokens", 256, "tokens per sequence in the training step")
 	c.Flags().IntVar(&gen, "gen", 128, "tokens decoded in the sampling measurement")
 	c.Flags().IntVar(&steps, "steps", 2, "timed training steps after the warm-up one (0: no training step)")
+	c.Flags().IntVar(&actMB, "activation-mb", 0, "bound on the training step's activations in MiB, past which layers recompute their forward pass (0: the trainer's default, 256; negative: keep every layer's)")
 	return c
 }
 
-func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int) (modelBench, error) {
+func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, activationBytes int64) (modelBench, error) {
 	r := modelBench{CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName(), Preset: preset}
 	cfg, err := model.Preset(preset)
 	if err != nil {
@@ -133,7 +140,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int) (
 	fmt.Fprintf(log, "bench: LoRA step, rank %d, B %d T %d\n", rank, B, T)
 	procstat.ResetPeakRSS()
 	lc := model.LoRAConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: model.LoRATargets}
-	step, err := model.BenchLoRAStep(m, lc, B, T, steps)
+	step, err := model.BenchLoRAStep(m, lc, B, T, steps, activationBytes)
 	if err != nil {
 		return r, err
 	}
@@ -144,6 +151,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int) (
 	l.TokensPerS = float64(B*T) / l.StepS
 	l.GFLOPS = l.TokensPerS * model.LoRAFLOPsPerToken(cfg, T) / 1e9
 	l.WeightsFrozen = weightsHash(m) == before
+	l.ActivationBytes = activationBytes
 	return r, nil
 }
 
@@ -181,6 +189,10 @@ func printModelBench(w io.Writer, r modelBench) {
 	if l.StepS == 0 {
 		return // --steps 0
 	}
-	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters), B %d × T %d: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
-		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, l.B, l.T, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
+	act := "unbounded"
+	if l.ActivationBytes >= 0 {
+		act = fmt.Sprintf("≤ %d MiB", l.ActivationBytes>>20)
+	}
+	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters), B %d × T %d, activations %s: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
+		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, l.B, l.T, act, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
 }

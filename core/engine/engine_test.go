@@ -366,3 +366,76 @@ func TestExportCheckpoint(t *testing.T) {
 		t.Fatalf("unknown export format: %v", err)
 	}
 }
+
+// cacheReleases is the run's local chat policy, counting the engine's
+// ReleaseCaches calls and the activations the model held at each.
+type cacheReleases struct {
+	*chat.Local
+	m     *model.Model
+	calls int
+	held  int64
+}
+
+func (c *cacheReleases) ReleaseCaches() error {
+	c.calls++
+	c.held += c.m.ActivationBytes()
+	return c.Local.ReleaseCaches()
+}
+
+// TestWeightStepsTakeTurnsWithTheMemory: before every weight step the
+// engine frees the sampler's kept caches, and after it the training
+// activations, so the two are never held at once; the run's summary is
+// that of the same run whose memory is left alone (the same seed).
+func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
+	cfg := tinyConfig(t)
+	db := openDB(t)
+	env := testEnv(t, db)
+	tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &cacheReleases{Local: local, m: env.Model}
+	env.Policy = rel
+	e, err := New(cfg, env, "turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for _, ev := range events(t, db, "turns") {
+		if ev.Kind == EvWeightStep {
+			steps++
+		}
+	}
+	if steps == 0 || rel.calls != steps {
+		t.Fatalf("%d cache releases for %d weight steps", rel.calls, steps)
+	}
+	if rel.held != 0 || env.Model.ActivationBytes() != 0 {
+		t.Fatalf("activations held at a release: %d bytes in all; after the run: %d", rel.held, env.Model.ActivationBytes())
+	}
+	db2 := openDB(t)
+	env2 := testEnv(t, db2)
+	local2, err := chat.NewLocalWith(env2.Model, tmpl, model.SamplerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2.Policy = struct{ policy.Streamer }{local2} // without ReleaseCaches
+	e2, err := New(cfg, env2, "turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := e2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(want), mustJSON(got); !bytes.Equal(a, b) {
+		t.Fatalf("summaries differ\n%s\n%s", a, b)
+	}
+}

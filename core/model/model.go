@@ -281,6 +281,10 @@ func (m *Model) ensureActs(B, T, keep int, grad bool) *acts {
 	return m.act
 }
 
+// ActivationBytes is the size of the training activations the model holds
+// (4 bytes a float; 0 after ReleaseActivations).
+func (m *Model) ActivationBytes() int64 { return 4 * int64(m.actArena.Len()) }
+
 // ReleaseActivations frees the training activations, which otherwise stay
 // allocated for the next pass of the same or a smaller shape: a caller
 // that samples between training steps calls it so that the activations'

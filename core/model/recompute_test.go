@@ -111,8 +111,11 @@ func TestActivationBudgetBoundsTheArena(t *testing.T) {
 	if got := 4 * int64(m.actArena.Len()); got > budget || a.keep != 3 {
 		t.Fatalf("arena of %d bytes (keep %d) for a budget of %d", got, a.keep, budget)
 	}
+	if m.ActivationBytes() != 4*int64(m.actArena.Len()) || m.ActivationBytes() == 0 {
+		t.Fatalf("ActivationBytes %d for an arena of %d floats", m.ActivationBytes(), m.actArena.Len())
+	}
 	m.ReleaseActivations()
-	if m.act != nil || !m.actArena.IsZero() {
+	if m.act != nil || !m.actArena.IsZero() || m.ActivationBytes() != 0 {
 		t.Fatal("ReleaseActivations kept the arena")
 	}
 }
