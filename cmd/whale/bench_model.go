@@ -36,10 +36,7 @@ type modelBench struct {
 	// their packed bf16 copy and the KV cache), 0 where not measured.
 	Sample        rate  `json:"sample_b1_bf16"`
 	SamplePeakRSS int64 `json:"sample_peak_rss_bytes"`
-	// SampleOfWeightsRead is Sample's GB/s over ReadGBPSWeights (Sample's
-	// OfBound is over ReadGBPS).
-	SampleOfWeightsRead float64 `json:"sample_of_read_weights"`
-	LoRA                struct {
+	LoRA          struct {
 		Rank          int      `json:"rank"`
 		Targets       []string `json:"targets"`
 		Adapters      int      `json:"adapter_params"`
@@ -126,7 +123,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	r.SamplePeakRSS = procstat.PeakRSS()
 	r.Sample.GBPS = r.Sample.TokensPerS * float64(wb) / 1e9
 	r.Sample.OfBound = r.Sample.GBPS / r.ReadGBPS
-	r.SampleOfWeightsRead = r.Sample.GBPS / r.ReadGBPSWeights
+	r.Sample.OfWeightsRead = r.Sample.GBPS / r.ReadGBPSWeights
 	// The sampler's packed copy lives outside the Go heap until its
 	// cleanup runs after a collection.
 	runtime.GC()
@@ -184,7 +181,7 @@ func printModelBench(w io.Writer, r modelBench) {
 	fmt.Fprintf(w, "model      %s, %.1fM parameters (random weights)\n", r.Preset, float64(r.Params)/1e6)
 	fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the weights' size\n", r.ReadGBPS, r.ReadGBPSWeights)
 	fmt.Fprintf(w, "sample     batch 1 bf16: %.2f tokens/s (%.1f GB/s, %.1f %% of the 64 MiB read, %.1f %% of the weights-sized one); peak memory %s\n",
-		r.Sample.TokensPerS, r.Sample.GBPS, 100*r.Sample.OfBound, 100*r.SampleOfWeightsRead, gb(r.SamplePeakRSS))
+		r.Sample.TokensPerS, r.Sample.GBPS, 100*r.Sample.OfBound, 100*r.Sample.OfWeightsRead, gb(r.SamplePeakRSS))
 	l := r.LoRA
 	if l.StepS == 0 {
 		return // --steps 0

@@ -14,14 +14,14 @@ import (
 // GEMM, the training step and the 110M sampling as a fraction of its
 // bound, in the table and in the JSON.
 func TestEngineBenchReportsBounds(t *testing.T) {
-	r := engineBench{CPU: "test", Threads: 2, Kernels: "k", PeakGFLOPS: 400, PeakBits: 512, ReadGBPS: 20,
+	r := engineBench{CPU: "test", Threads: 2, Kernels: "k", PeakGFLOPS: 400, PeakBits: 512, ReadGBPS: 20, ReadGBPS110M: 17.5,
 		Gemm:         []gemmFigure{{M: 1024, K: 256, N: 256, Layout: "NN", GFLOPS: 300, OfPeak: 0.75}},
 		Train:        rate{TokensPerS: 5000, GFLOPS: 100, OfBound: 0.25},
-		Sample110MB1: rate{TokensPerS: 80, GBPS: 16, OfBound: 0.8}}
+		Sample110MB1: rate{TokensPerS: 80, GBPS: 16, OfBound: 0.8, OfWeightsRead: 16 / 17.5}}
 	var out bytes.Buffer
 	printEngineBench(&out, r)
-	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "read       20.0 GB/s", "300.0   75.0 %",
-		"100.0 GFLOP/s (25.0 % of peak)", "16.0 GB/s, 80.0 % of read bandwidth"} {
+	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "read       20.0 GB/s over 64 MiB, 17.5 GB/s over", "300.0   75.0 %",
+		"100.0 GFLOP/s (25.0 % of peak)", "16.0 GB/s, 80.0 % of the 64 MiB read, 91.4 % of the weights-sized one"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -34,7 +34,7 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"peak_gflops", "peak_bits", "read_gbps"} {
+	for _, k := range []string{"peak_gflops", "peak_bits", "read_gbps", "read_gbps_110m_weights"} {
 		if _, ok := j[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, out.String())
 		}
@@ -42,8 +42,8 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	if g := j["gemm"].([]any)[0].(map[string]any); g["of_peak"] != 0.75 {
 		t.Errorf("gemm of_peak = %v, want 0.75", g["of_peak"])
 	}
-	if s := j["sample_110m_b1"].(map[string]any); s["of_bound"] != 0.8 {
-		t.Errorf("sample_110m_b1 of_bound = %v, want 0.8", s["of_bound"])
+	if s := j["sample_110m_b1"].(map[string]any); s["of_bound"] != 0.8 || s["of_read_weights"] != 16/17.5 {
+		t.Errorf("sample_110m_b1 of_bound = %v, of_read_weights = %v, want 0.8 and %v", s["of_bound"], s["of_read_weights"], 16/17.5)
 	}
 }
 
@@ -68,7 +68,7 @@ func TestBenchModelMeasuresASmallShape(t *testing.T) {
 	d, hd := cfg.HiddenSize, cfg.Dim()
 	q, kv, f := cfg.NumAttentionHeads*hd, cfg.NumKeyValueHeads*hd, cfg.IntermediateSize
 	want := cfg.NumHiddenLayers * 4 * ((d + q) + 2*(d+kv) + (q + d) + 3*(d+f))
-	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.SampleOfWeightsRead <= 0 || r.ReadGBPSWeights <= 0 || r.LoRA.StepS <= 0 ||
+	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.Sample.OfWeightsRead <= 0 || r.ReadGBPSWeights <= 0 || r.LoRA.StepS <= 0 ||
 		!r.LoRA.WeightsFrozen || r.LoRA.Adapters != want || r.LoRA.B != 2 || r.LoRA.T != 16 {
 		t.Fatalf("bench model report %+v (want %d adapter parameters)", r, want)
 	}

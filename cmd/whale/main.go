@@ -76,11 +76,11 @@ func runDefault(cmd *cobra.Command, args []string) error {
 }
 
 // gcPercent is the collector's GOGC unless the environment sets one: the
-// heap may grow to 1.5× what is live rather than Go's 2×. whale's heap is
+// heap may grow to 1.25× what is live rather than Go's 2×. whale's heap is
 // mostly KV caches and activations, float arrays without pointers, which
 // a collection does not scan, so collecting more often costs little
 // (docs/PERFORMANCE.md, issue 17's memory round).
-const gcPercent = 50
+const gcPercent = 25
 
 func main() {
 	if os.Getenv("GOGC") == "" {
