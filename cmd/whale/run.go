@@ -109,7 +109,7 @@ type runFlags struct {
 	i, budget, rounds, replay, candidates, loraRank                            int
 	seed                                                                       uint64
 	headless, asJSON                                                           bool
-	resumeEvery                                                                resumeEveryFlag
+	envf                                                                       envFlags
 	server                                                                     serverFlags
 }
 
@@ -160,7 +160,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.loraRank, "lora-rank", 0, "train LoRA adapters of this rank on the frozen model instead of all its weights (0: train every weight)")
 	f.Float64Var(&fl.loraAlpha, "lora-alpha", 0, "with --lora-rank: the adapters' term is scaled by alpha/rank (default 2·rank)")
 	f.StringVar(&fl.loraTargets, "lora-targets", "all", "with --lora-rank: projections that get adapters, comma separated among "+strings.Join(model.LoRATargets, ",")+", or all")
-	fl.resumeEvery.register(f)
+	fl.envf.register(f)
 	fl.server.register(f)
 }
 
@@ -216,7 +216,7 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer db.Close()
-	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.resumeEvery.env())
+	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
 	if err != nil {
 		return err
 	}
@@ -273,9 +273,9 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 // newRunEngine starts a new run of cfg in db, from the model at modelPath
 // (the embedded one if empty) over the domain's generated splits or its
 // --data: the run's data seed and starting-weights record come from the
-// model. whale run and the workbench start runs through it. resumeEvery
-// is engine.Env's (0: its default).
-func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format string, resumeEvery time.Duration) (*engine.Engine, *bundle.Bundle, error) {
+// model. whale run and the workbench start runs through it. tune, when
+// set, adjusts the engine's Env (envFlags.apply) before the run starts.
+func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format string, tune func(*engine.Env)) (*engine.Engine, *bundle.Bundle, error) {
 	b, err := openModel(modelPath)
 	if err != nil {
 		return nil, nil, err
@@ -292,7 +292,9 @@ func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format s
 		return nil, nil, usageError{err}
 	}
 	env := engine.BundleEnv(b, dom, db)
-	env.ResumeEvery = resumeEvery
+	if tune != nil {
+		tune(&env)
+	}
 	id, err := newRunID(db, cfg.Domain)
 	if err != nil {
 		return nil, nil, err
@@ -307,6 +309,27 @@ type resumeEveryFlag struct{ d time.Duration }
 
 func (r *resumeEveryFlag) register(f *pflag.FlagSet) {
 	f.DurationVar(&r.d, "resume-every", engine.DefaultResumeEvery, "write a resume point this often between phase boundaries (0: after every weight step and harness iteration); phase boundaries, commands and Ctrl-C always write one, and a run resumed from any point ends as the uninterrupted run would")
+}
+
+// envFlags are the flags of how a run uses the machine, which never change
+// its results: --resume-every and --activation-mb.
+type envFlags struct {
+	resumeEvery  resumeEveryFlag
+	activationMB int
+}
+
+func (e *envFlags) register(f *pflag.FlagSet) {
+	e.resumeEvery.register(f)
+	f.IntVar(&e.activationMB, "activation-mb", 0, "bound on a weight step's training activations in MiB, past which layers recompute their forward pass in the backward one: less memory, more CPU, the same results (0: 256; negative: keep every layer's)")
+}
+
+// apply sets the flags' fields of env.
+func (e *envFlags) apply(env *engine.Env) {
+	env.ResumeEvery = e.resumeEvery.env()
+	env.ActivationBytes = int64(e.activationMB) << 20
+	if e.activationMB < 0 {
+		env.ActivationBytes = -1
+	}
 }
 
 // env is the engine's Env.ResumeEvery for the flag (whose 0 means every step).
@@ -631,7 +654,7 @@ func startRecord(b *bundle.Bundle) (*engine.StartModel, error) {
 func newResumeCmd() *cobra.Command {
 	var dbPath, dataPath, format, modelPath string
 	var headless, asJSON bool
-	var resumeEvery resumeEveryFlag
+	var envf envFlags
 	c := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run from its last resume point (a finished run prints its summary)",
@@ -650,7 +673,8 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			// The run's tokenizer comes back from the store (engine.Resume).
-			env := engine.Env{Domain: dom, Store: db, ResumeEvery: resumeEvery.env()}
+			env := engine.Env{Domain: dom, Store: db}
+			envf.apply(&env)
 			if modelPath != "" {
 				if len(r.Cursor) > 0 {
 					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
@@ -679,7 +703,7 @@ func newResumeCmd() *cobra.Command {
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
-	resumeEvery.register(f)
+	envf.register(f)
 	return c
 }
 

@@ -159,7 +159,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		}
 		cfg.Seed = fl.seed
 		var b *bundle.Bundle
-		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", 0); err != nil {
+		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", nil); err != nil {
 			return err
 		}
 		if fl.model != "" {

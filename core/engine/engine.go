@@ -53,6 +53,11 @@ type Env struct {
 	// write one. Every step is a function of the seed and the state, so a
 	// run resumed from any point ends as the uninterrupted run does.
 	ResumeEvery time.Duration
+	// ActivationBytes bounds a weight step's training activations
+	// (model.TrainConfig.ActivationBytes: 0 means the model's default,
+	// negative none). Past it layers recompute their forward pass: more
+	// CPU, less memory, the same results.
+	ActivationBytes int64
 }
 
 // Command is a control command from a person (TUI or CLI).
@@ -371,7 +376,7 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 		return nil, err
 	}
 	tc := model.DefaultTrainConfig()
-	tc.Schedule = model.ConstantLR(cfg.LR)
+	tc.Schedule, tc.ActivationBytes = model.ConstantLR(cfg.LR), env.ActivationBytes
 	if e.trainer, err = model.NewTrainer(env.Model, tc); err != nil {
 		return nil, err
 	}

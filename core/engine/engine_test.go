@@ -433,3 +433,34 @@ func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
 		t.Fatalf("summaries differ\n%s\n%s", a, b)
 	}
 }
+
+// TestActivationBudgetChangesNoResult: a run whose weight steps recompute
+// every layer but the last (a budget below any layout) ends exactly as the
+// run that keeps them all.
+func TestActivationBudgetChangesNoResult(t *testing.T) {
+	cfg := tinyConfig(t)
+	run := func(budget int64) Summary {
+		db := openDB(t)
+		env := testEnv(t, db)
+		mc := testModel
+		mc.NumHiddenLayers = 3
+		m, err := model.New(mc, kernels.NewCPU(), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Model, env.ActivationBytes = m, budget
+		e, err := New(cfg, env, "budget")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := e.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	want, got := run(-1), run(1)
+	if a, b := mustJSON(want), mustJSON(got); !bytes.Equal(a, b) {
+		t.Fatalf("summaries differ\n%s\n%s", a, b)
+	}
+}
