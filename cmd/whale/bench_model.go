@@ -71,8 +71,11 @@ about 3 GB to build and a few minutes to measure.`,
 				kernels.SetThreads(threads)
 			}
 			act := int64(actMB) << 20
-			if actMB == 0 {
+			switch {
+			case actMB == 0:
 				act = model.DefaultActivationBytes
+			case actMB < 0:
+				act = -1
 			}
 			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act)
 			if err != nil {
