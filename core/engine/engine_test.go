@@ -87,7 +87,14 @@ func events(t *testing.T, db *store.DB, run string) []Event {
 func runFresh(t *testing.T, cfg Config, id string) (Summary, *Engine, *store.DB) {
 	t.Helper()
 	db := openDB(t)
-	e, err := New(cfg, testEnv(t, db), id)
+	sum, e := runIn(t, cfg, testEnv(t, db), id)
+	return sum, e, db
+}
+
+// runIn starts run id under cfg in env and runs it to the end.
+func runIn(t *testing.T, cfg Config, env Env, id string) (Summary, *Engine) {
+	t.Helper()
+	e, err := New(cfg, env, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +102,7 @@ func runFresh(t *testing.T, cfg Config, id string) (Summary, *Engine, *store.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum, e, db
+	return sum, e
 }
 
 // resumeMatches resumes run id in env (a new process) and runs it to the
@@ -394,14 +401,7 @@ func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
 	env := testEnv(t, db)
 	rel := &cacheReleases{Tokenized: env.Policy.(*chat.Tokenized), m: env.Model}
 	env.Policy = rel
-	e, err := New(cfg, env, "turns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := runIn(t, cfg, env, "turns")
 	steps, trained := 0, 0
 	for _, ev := range events(t, db, "turns") {
 		if ev.Kind == EvWeightStep {
@@ -419,16 +419,7 @@ func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
 	if rel.held != 0 || env.Model.ActivationBytes() != 0 {
 		t.Fatalf("activations held at a release: %d bytes in all; after the run: %d", rel.held, env.Model.ActivationBytes())
 	}
-	db2 := openDB(t)
-	env2 := testEnv(t, db2)
-	e2, err := New(cfg, env2, "turns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := e2.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, _, _ := runFresh(t, cfg, "turns")
 	if a, b := mustJSON(want), mustJSON(got); !bytes.Equal(a, b) {
 		t.Fatalf("summaries differ\n%s\n%s", a, b)
 	}
@@ -449,14 +440,7 @@ func TestActivationBudgetChangesNoResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		env.Model, env.ActivationBytes = m, budget
-		e, err := New(cfg, env, "budget")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum, _ := runIn(t, cfg, env, "budget")
 		return sum
 	}
 	want, got := run(-1), run(1)
