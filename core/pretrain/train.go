@@ -339,6 +339,9 @@ func newModel(o Options, init *ckpt.File, initHash string, logf func(string, ...
 		floor = o.PeakLR / 20
 	}
 	tc.Schedule = model.CosineLR{Peak: o.PeakLR, Floor: floor, Warmup: o.Warmup, Total: o.Steps}
+	// Pretraining does nothing but train: it keeps every layer's
+	// activations (no recomputation; the results would be the same).
+	tc.ActivationBytes = -1
 	tr, err := model.NewTrainer(m, tc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pretrain: %w", err)
