@@ -70,12 +70,9 @@ about 3 GB to build and a few minutes to measure.`,
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
-			act := int64(actMB) << 20
-			switch {
-			case actMB == 0:
-				act = model.DefaultActivationBytes
-			case actMB < 0:
-				act = -1
+			act := activationBytes(actMB)
+			if act == 0 {
+				act = model.DefaultActivationBytes // reported as the bound it is
 			}
 			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act)
 			if err != nil {

@@ -326,10 +326,17 @@ func (e *envFlags) register(f *pflag.FlagSet) {
 // apply sets the flags' fields of env.
 func (e *envFlags) apply(env *engine.Env) {
 	env.ResumeEvery = e.resumeEvery.env()
-	env.ActivationBytes = int64(e.activationMB) << 20
-	if e.activationMB < 0 {
-		env.ActivationBytes = -1
+	env.ActivationBytes = activationBytes(e.activationMB)
+}
+
+// activationBytes is an --activation-mb value as
+// model.TrainConfig.ActivationBytes: 0 stays 0 (the default), a negative
+// value is -1 (no bound).
+func activationBytes(mb int) int64 {
+	if mb < 0 {
+		return -1
 	}
+	return int64(mb) << 20
 }
 
 // env is the engine's Env.ResumeEvery for the flag (whose 0 means every step).

@@ -251,14 +251,17 @@ func (m *Model) keepFor(B, T int, budget int64) int {
 	if budget == 0 {
 		budget = DefaultActivationBytes
 	}
-	keep := m.d.L - 1
+	all := m.d.L - 1
 	if budget < 0 {
-		return keep
+		return all
 	}
-	for keep > 0 && 4*int64(m.actsLen(B, T, keep, true)) > budget {
-		keep--
+	// Each kept layer adds one layer's set to the layout of keep 0.
+	base := 4 * int64(m.actsLen(B, T, 0, true))
+	if all == 0 || base >= budget {
+		return 0
 	}
-	return keep
+	layer := 4*int64(m.actsLen(B, T, 1, true)) - base
+	return int(min(int64(all), (budget-base)/layer))
 }
 
 // ensureActs returns activations laid out exactly for (B, T, keep,
