@@ -146,12 +146,23 @@ type Env struct {
 	// small CPU model, two single-threaded runs beat one two-threaded run
 	// (measured: 1,850 + 1,850 tokens/s of training against 2,300).
 	Workers int
+	// Record, if set, keeps every finished run beside the report and
+	// answers the jobs the store has never seen.
+	Record *Record
 	// Progress, if set, hears one line per started, resumed or finished run.
 	Progress func(line string)
 	// Live, if set, is handed each engine before it runs (to watch it:
 	// subscribe, serve it to other processes); the func it returns hears
 	// how the run ended (nil error: finished).
 	Live func(j Job, eng *engine.Engine) func(error)
+}
+
+// record keeps a finished run in the plan's record, if it has one.
+func (env Env) record(r report.Run, cfg json.RawMessage) error {
+	if env.Record == nil || !r.Done {
+		return nil
+	}
+	return env.Record.Put(RecordRow{Run: r, Config: cfg})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report
@@ -212,14 +223,24 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 
 // runJob runs, resumes or reads one job.
 func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (report.Run, error) {
-	r, err := Collect(env.Store, j)
+	r, cfg, err := collect(env.Store, j)
 	fresh := errors.Is(err, store.ErrNotFound)
 	switch {
 	case err == nil && r.Done:
 		say(fmt.Sprintf("%s %s: finished earlier, best test mean@8 %.3f", tag, j.ID, r.BestTestMean8))
-		return r, nil
+		return r, env.record(r, cfg)
 	case err != nil && !fresh:
 		return r, err
+	}
+	if fresh && env.Record != nil {
+		rr, ok, err := env.Record.read(j)
+		if err != nil {
+			return rr, err
+		}
+		if ok {
+			say(fmt.Sprintf("%s %s: finished earlier (read from %s), best test mean@8 %.3f", tag, j.ID, env.Record.Path(), rr.BestTestMean8))
+			return rr, nil
+		}
 	}
 	dom, err := env.Domain(j.Domain)
 	if err != nil {
@@ -253,7 +274,10 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
 	}
-	r, err = Collect(env.Store, j)
+	r, cfg, err = collect(env.Store, j)
+	if err == nil {
+		err = env.record(r, cfg)
+	}
 	if err == nil {
 		compute := r.Compute.Round(time.Second).String() + " of compute"
 		if r.Compute == 0 {
@@ -269,13 +293,29 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 // store.ErrNotFound when the run was never started; a run stored under the
 // job's id with another configuration is an error.
 func Collect(db *store.DB, j Job) (report.Run, error) {
+	r, _, err := collect(db, j)
+	return r, err
+}
+
+// collect is Collect, also returning the run's stored configuration.
+func collect(db *store.DB, j Job) (report.Run, json.RawMessage, error) {
 	sr, err := db.GetRun(j.ID)
 	if err != nil {
-		return report.Run{}, err
+		return report.Run{}, nil, err
 	}
+	if err := j.ranAs(sr.Config); err != nil {
+		return report.Run{}, nil, err
+	}
+	r, err := row(j, sr)
+	return r, sr.Config, err
+}
+
+// ranAs checks that a run stored (or recorded) with configuration stored is
+// this job's: a bench never silently mixes two plans.
+func (j Job) ranAs(stored []byte) error {
 	var cfg engine.Config
-	if err := json.Unmarshal(sr.Config, &cfg); err != nil {
-		return report.Run{}, fmt.Errorf("experiments: run %s: stored config: %w", j.ID, err)
+	if err := json.Unmarshal(stored, &cfg); err != nil {
+		return fmt.Errorf("experiments: run %s: stored config: %w", j.ID, err)
 	}
 	want := j.Config
 	// set by the engine from the starting model and its tokenizer
@@ -283,8 +323,13 @@ func Collect(db *store.DB, j Job) (report.Run, error) {
 	a, _ := json.Marshal(cfg)
 	b, _ := json.Marshal(want)
 	if !bytes.Equal(a, b) {
-		return report.Run{}, fmt.Errorf("experiments: run %s is stored with another configuration (%s), not this plan's (%s): use another --db or remove the run", j.ID, a, b)
+		return fmt.Errorf("experiments: run %s is stored with another configuration (%s), not this plan's (%s): use another --db or remove the run", j.ID, a, b)
 	}
+	return nil
+}
+
+// row is a stored run's report row.
+func row(j Job, sr store.Run) (report.Run, error) {
 	r := report.Run{Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, RunID: j.ID, Compute: sr.Compute}
 	if len(sr.Cursor) == 0 {
 		return r, nil

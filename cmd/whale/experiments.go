@@ -141,7 +141,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 	defer cancel()
 	srv := serveStore(cmd, env.Store)
 	defer srv.Close()
-	bjobs, err := benchJobs(env.Store, jobs)
+	bjobs, err := benchJobs(env.Store, env.Record, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -193,14 +193,15 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 	return runs, nil
 }
 
-// benchJobs are the dashboard's rows: each job with what the store holds
-// of its run already.
-func benchJobs(db *store.DB, jobs []experiments.Job) ([]tui.BenchJob, error) {
+// benchJobs are the dashboard's rows: each job with what the store (or,
+// for runs it has never seen, the record) holds of its run already.
+func benchJobs(db *store.DB, rec *experiments.Record, jobs []experiments.Job) ([]tui.BenchJob, error) {
 	out := make([]tui.BenchJob, len(jobs))
 	for i, j := range jobs {
 		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.Budget}
 		r, err := db.GetRun(j.ID)
 		if errors.Is(err, store.ErrNotFound) {
+			out[i].Done = rec != nil && rec.Has(j.ID)
 			continue
 		}
 		if err != nil {
@@ -220,7 +221,7 @@ func planTitle(p experiments.Plan) string {
 
 func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
-	var out, conds string
+	var out, conds, record string
 	var e float64
 	var i, curveK int
 	c := &cobra.Command{
@@ -238,6 +239,14 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			defer env.Store.Close()
+			if record != "-" {
+				if record == "" {
+					record = filepath.Join(out, experiments.RecordFile)
+				}
+				if env.Record, err = experiments.OpenRecord(record); err != nil {
+					return err
+				}
+			}
 			p.E, p.I, p.CurveK = e, i, curveK
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
@@ -248,7 +257,7 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
-				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0))}
+				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0), env.Record)}
 			switch h, err := os.ReadFile(filepath.Join(out, report.HistoryMD)); {
 			case err == nil:
 				meta.History = string(h)
@@ -272,6 +281,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	f.add(c, 3)
 	c.Flags().StringVar(&out, "out", "docs/results", "folder for RESULTS.md, results.csv and the charts")
 	c.Flags().StringVar(&conds, "conditions", "", "comma-separated subset of the conditions (default: all six)")
+	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
@@ -279,12 +289,16 @@ func newBenchConditionsCmd() *cobra.Command {
 }
 
 // benchNotes says what the numbers rest on.
-func benchNotes(name, sum string, p experiments.Plan, took time.Duration) []string {
+func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *experiments.Record) []string {
 	e, i, _ := p.FixedPoint() // the plan's preset was checked when its jobs were made
+	read := ""
+	if rec != nil && rec.Reads() > 0 {
+		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
+	}
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),
 		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, e, i),
-		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).", took.Round(time.Second)),
+		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).%s", took.Round(time.Second), read),
 	}
 }
 

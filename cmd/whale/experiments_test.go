@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +57,36 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	if _, err := runWhale(t, args...); err != nil {
 		t.Fatalf("rerun of a finished bench: %v", err)
 	}
+	// The store gone (a fresh clone), the record beside the report still
+	// holds both runs: the same table and results.csv, nothing rerun.
+	if n := strings.Count(readFile(t, filepath.Join(out, "runs.jsonl")), "\n"); n != 2 {
+		t.Fatalf("record holds %d runs, want 2", n)
+	}
+	fresh := append(slices.Clone(args[:len(args)-4]), "--db", filepath.Join(dir, "fresh.db"), "--out", out)
+	again, err := runWhale(t, fresh...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != stdout || readFile(t, filepath.Join(out, "results.csv")) != string(csv) {
+		t.Fatalf("from the record:\n%s\nfrom the store:\n%s", again, stdout)
+	}
+	if md := readFile(t, filepath.Join(out, "RESULTS.md")); !strings.Contains(md, "2 runs were read from the record runs.jsonl") {
+		t.Fatalf("RESULTS.md does not say the runs came from the record:\n%s", md)
+	}
+	if runs, _ := runWhale(t, "runs", "--db", filepath.Join(dir, "fresh.db")); strings.Contains(runs, "bench-math") {
+		t.Fatalf("the fresh store ran the bench again:\n%s", runs)
+	}
+	// --record - keeps none: the fresh store alone runs both again.
+	none := t.TempDir()
+	if _, err := runWhale(t, append(slices.Clone(args[:len(args)-4]), "--db", filepath.Join(none, "n.db"), "--out", none, "--record", "-")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(none, "runs.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("--record - wrote a record: %v", err)
+	}
+	if runs, _ := runWhale(t, "runs", "--db", filepath.Join(none, "n.db")); !strings.Contains(runs, "bench-math-weight-only-b16-s1") {
+		t.Fatalf("--record -: the runs were not run:\n%s", runs)
+	}
 	runs, err := runWhale(t, "runs", "--db", db)
 	if err != nil || !strings.Contains(runs, "bench-math-weight-only-b16-s1") {
 		t.Fatalf("runs after the bench: %v\n%s", err, runs)
@@ -88,4 +119,13 @@ func tinyModelFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

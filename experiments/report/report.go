@@ -43,35 +43,36 @@ const (
 	PhaseHarness = "harness"
 )
 
-// Run is one condition × domain × seed run.
+// Run is one condition × domain × seed run. Its JSON form is a line of the
+// bench's record (experiments.Record), so its names are a file format.
 type Run struct {
-	Condition     string // one of Conditions
-	Domain        string
-	Seed          uint64
-	RunID         string
-	Done          bool       // finished; unfinished runs are listed as missing, never averaged
-	BestTestMean8 float64    // test mean@8 of the run's best-val checkpoint (what the engine reports)
-	TestCI95      [2]float64 // bootstrap CI over test tasks of that figure
-	Rollouts      int        // the budget the whole run spent: model calls of training and scoring
-	EvalRollouts  int        // model calls of evaluation
+	Condition     string     `json:"condition"` // one of Conditions
+	Domain        string     `json:"domain"`
+	Seed          uint64     `json:"seed"`
+	RunID         string     `json:"run_id"`
+	Done          bool       `json:"done"`            // finished; unfinished runs are listed as missing, never averaged
+	BestTestMean8 float64    `json:"best_test_mean8"` // test mean@8 of the run's best-val checkpoint (what the engine reports)
+	TestCI95      [2]float64 `json:"test_ci95"`       // bootstrap CI over test tasks of that figure
+	Rollouts      int        `json:"rollouts"`        // the budget the whole run spent: model calls of training and scoring
+	EvalRollouts  int        `json:"eval_rollouts"`   // model calls of evaluation
 	// Episodes counts the rollouts (episodes) of training and scoring,
 	// EvalEpisodes those of evaluation: a voting harness spends several
 	// model calls per episode.
-	Episodes     int
-	EvalEpisodes int
+	Episodes     int `json:"episodes"`
+	EvalEpisodes int `json:"eval_episodes"`
 	// BestTestPass8 is test pass@8 of the best-val checkpoint (Done runs).
-	BestTestPass8 float64
+	BestTestPass8 float64 `json:"best_test_pass8"`
 	// Entropy is the mean token entropy (nats) of the run's weight steps'
 	// completions; HasEntropy is false without weight steps (harness-only)
 	// and for runs stored before whale measured it.
-	Entropy    float64
-	HasEntropy bool
-	Curve      []Point // in order; Curve[0] is the start (Phase "start", Rollouts 0)
-	Phases     int     // phases run
+	Entropy    float64 `json:"entropy"`
+	HasEntropy bool    `json:"has_entropy"`
+	Curve      []Point `json:"curve"`  // in order; Curve[0] is the start (Phase "start", Rollouts 0)
+	Phases     int     `json:"phases"` // phases run
 	// Compute is the time the run's stored work took, over every process
 	// that ran it; 0 when the store holds no record (runs created before
 	// whale kept one).
-	Compute time.Duration
+	Compute time.Duration `json:"compute_ns"`
 }
 
 // Conditions in report order.

@@ -1,0 +1,177 @@
+package experiments
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"whale/experiments/report"
+)
+
+// RecordFile is the record's name beside the report (docs/results).
+const RecordFile = "runs.jsonl"
+
+// Record is what a bench keeps of its finished runs outside the store: one
+// JSON line per run, its report row and the configuration it ran under,
+// sorted by run id. It sits beside the report and is committed with it, so
+// a bench whose store is gone (a fresh clone, another machine) reads the
+// runs it holds instead of running them again — each only after checking
+// that the job's configuration is the one recorded — and the report can be
+// rebuilt from it alone. Every finished run a bench runs or reads from its
+// store is written to it. Safe for concurrent use.
+type Record struct {
+	path  string
+	mu    sync.Mutex
+	rows  map[string]RecordRow
+	reads int // jobs answered from the record
+}
+
+// RecordRow is one line of the record.
+type RecordRow struct {
+	Run report.Run `json:"run"`
+	// Config is the run's engine configuration as the store held it.
+	Config json.RawMessage `json:"config"`
+}
+
+// OpenRecord reads the record at path; a missing file is an empty record
+// (written on the first Put). Every line must be a finished run's row with
+// a configuration, each run id once; an error names the file and line.
+func OpenRecord(path string) (*Record, error) {
+	rec := &Record{path: path, rows: map[string]RecordRow{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("experiments: record: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var row RecordRow
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
+		}
+		if err := row.check(); err != nil {
+			return nil, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
+		}
+		if _, dup := rec.rows[row.Run.RunID]; dup {
+			return nil, fmt.Errorf("experiments: record %s:%d: run %s is recorded twice", path, line, row.Run.RunID)
+		}
+		rec.rows[row.Run.RunID] = row
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("experiments: record %s: %w", path, err)
+	}
+	return rec, nil
+}
+
+// check refuses a row the report could not use.
+func (row RecordRow) check() error {
+	switch {
+	case row.Run.RunID == "":
+		return errors.New("run_id is missing")
+	case !row.Run.Done:
+		return fmt.Errorf("run %s is not finished (the record keeps finished runs only)", row.Run.RunID)
+	case len(row.Config) == 0:
+		return fmt.Errorf("run %s has no config", row.Run.RunID)
+	}
+	return report.Validate([]report.Run{row.Run})
+}
+
+// Path is the record's file.
+func (rec *Record) Path() string { return rec.path }
+
+// Reads is how many jobs the record has answered.
+func (rec *Record) Reads() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.reads
+}
+
+// Has reports whether run id is recorded.
+func (rec *Record) Has(id string) bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	_, ok := rec.rows[id]
+	return ok
+}
+
+// read answers job j from the record: ok is false when it holds no such
+// run; a recorded run of another configuration, condition, domain or seed
+// is an error naming the record.
+func (rec *Record) read(j Job) (r report.Run, ok bool, err error) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	row, ok := rec.rows[j.ID]
+	if !ok {
+		return r, false, nil
+	}
+	if err := j.ranAs(row.Config); err != nil {
+		return r, true, fmt.Errorf("record %s: %w", rec.path, err)
+	}
+	if row.Run.Condition != j.Condition || row.Run.Domain != j.Domain || row.Run.Seed != j.Seed {
+		return r, true, fmt.Errorf("experiments: record %s: run %s is %s on %s with seed %d, not the job's %s on %s with seed %d",
+			rec.path, j.ID, row.Run.Condition, row.Run.Domain, row.Run.Seed, j.Condition, j.Domain, j.Seed)
+	}
+	rec.reads++
+	return row.Run, true, nil
+}
+
+// Put records a finished run and rewrites the file (through a temporary
+// file and a rename, so a crash leaves the old record or the new one). A
+// row equal to the recorded one writes nothing.
+func (rec *Record) Put(row RecordRow) error {
+	if err := row.check(); err != nil {
+		return fmt.Errorf("experiments: record %s: %w", rec.path, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	line, err := json.Marshal(row)
+	if err != nil {
+		return err
+	}
+	if old, ok := rec.rows[row.Run.RunID]; ok {
+		if b, _ := json.Marshal(old); bytes.Equal(b, line) {
+			return nil
+		}
+	}
+	rec.rows[row.Run.RunID] = row
+	var buf bytes.Buffer
+	for _, id := range slices.Sorted(maps.Keys(rec.rows)) {
+		b, err := json.Marshal(rec.rows[id])
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(rec.path), 0o755); err != nil {
+		return fmt.Errorf("experiments: record: %w", err)
+	}
+	tmp := rec.path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("experiments: record: %w", err)
+	}
+	if err := os.Rename(tmp, rec.path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("experiments: record: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+)
+
+func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
+	plan := Plan{Domains: []string{"math"}, Conditions: []string{"weight-only", "whale-fixed"}, Seeds: 1, Preset: "tiny", Budget: 48,
+		E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t"}
+	jobs, err := plan.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, RecordFile)
+	rec, err := OpenRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, filepath.Join(dir, "a.db"))
+	env.Record = rec
+	runs, err := Run(context.Background(), env, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(first), "\n"); n != len(jobs) {
+		t.Fatalf("record holds %d lines for %d finished runs:\n%s", n, len(jobs), first)
+	}
+	// A new store with the record reopened: every job is read, none run.
+	rec2, err := OpenRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2 := testEnv(t, filepath.Join(dir, "b.db"))
+	env2.Record = rec2
+	var lines []string
+	env2.Progress = func(l string) { lines = append(lines, l) }
+	again, err := Run(context.Background(), env2, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "read from "+path) {
+			t.Fatalf("line %q: the job was not read from the record", l)
+		}
+	}
+	if rec2.Reads() != len(jobs) {
+		t.Fatalf("%d reads, want %d", rec2.Reads(), len(jobs))
+	}
+	for _, j := range jobs {
+		if _, err := env2.Store.GetRun(j.ID); err == nil {
+			t.Fatalf("%s was run again", j.ID)
+		}
+	}
+	if len(again) != len(runs) {
+		t.Fatalf("%d runs from the record, %d ran", len(again), len(runs))
+	}
+	for i := range runs {
+		a, b := runs[i], again[i]
+		if a.RunID != b.RunID || a.BestTestMean8 != b.BestTestMean8 || a.Compute != b.Compute || len(a.Curve) != len(b.Curve) || a.TestCI95 != b.TestCI95 {
+			t.Fatalf("run %d from the record differs:\n%+v\n%+v", i, b, a)
+		}
+	}
+	// Reading writes nothing new.
+	if b, _ := os.ReadFile(path); string(b) != string(first) {
+		t.Fatal("reading the record rewrote it")
+	}
+	// Another plan under the same ids is refused, naming the record.
+	other := jobs[0]
+	other.Config.Budget = 96
+	if _, _, err := rec2.read(other); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another configuration") {
+		t.Fatalf("mismatched plan: %v", err)
+	}
+}
+
+func TestRecordRefusesBadLines(t *testing.T) {
+	good := `{"run":{"condition":"weight-only","domain":"math","seed":1,"run_id":"r1","done":true,"best_test_mean8":0.5,"test_ci95":[0.4,0.6]},"config":{"budget":48}}`
+	for _, c := range []struct{ text, want string }{
+		{good + "\n{not json\n", ":2: "},
+		{good + "\n" + good + "\n", "recorded twice"},
+		{strings.Replace(good, `"done":true`, `"done":false`, 1), "not finished"},
+		{strings.Replace(good, `,"config":{"budget":48}`, "", 1), "no config"},
+		{strings.Replace(good, `0.5`, `1.5`, 1), "not a fraction"},
+		{strings.Replace(good, `"seed":1`, `"seed":1,"colour":2`, 1), "unknown field"},
+	} {
+		path := filepath.Join(t.TempDir(), RecordFile)
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenRecord(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("%q: error %v, want one naming %s and %q", c.text, err, path, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), RecordFile)
+	if err := os.WriteFile(path, []byte(good+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := OpenRecord(path)
+	if err != nil || !rec.Has("r1") {
+		t.Fatalf("good record: %v", err)
+	}
+}
