@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
