@@ -32,7 +32,7 @@ type gemmFigure struct {
 	Layout string  `json:"layout"`
 	GFLOPS float64 `json:"gflops"`
 	// OfPeak is GFLOPS over the FMA peak.
-	OfPeak float64 `json:"of_peak"`
+	OfPeak float64 `json:"of_peak,omitempty"`
 }
 
 // rate is one training or sampling figure. OfBound is GFLOPS over the FMA
@@ -48,17 +48,22 @@ type rate struct {
 }
 
 type engineBench struct {
+	// Backend is the backend measured ("cpu/float32", "cuda/float32");
+	// Device names its GPU. The peak, the read sweeps and the fractions
+	// of them are the CPU's alone.
+	Backend string `json:"backend"`
+	Device  string `json:"device,omitempty"`
 	CPU     string `json:"cpu"`
 	Threads int    `json:"threads"`
 	Kernels string `json:"kernels"`
 	// PeakGFLOPS is the fp32 FMA peak of the widest vectors the kernels
 	// use, PeakBits wide; ReadGBPS the measured memory read bandwidth.
-	PeakGFLOPS float64 `json:"peak_gflops"`
-	PeakBits   int     `json:"peak_bits"`
-	ReadGBPS   float64 `json:"read_gbps"`
+	PeakGFLOPS float64 `json:"peak_gflops,omitempty"`
+	PeakBits   int     `json:"peak_bits,omitempty"`
+	ReadGBPS   float64 `json:"read_gbps,omitempty"`
 	// ReadGBPS110M is the read bandwidth over a buffer of the 110M
 	// model's bf16 weights (220 MB), the bound of Sample110MB1.
-	ReadGBPS110M float64      `json:"read_gbps_110m_weights"`
+	ReadGBPS110M float64      `json:"read_gbps_110m_weights,omitempty"`
 	Gemm         []gemmFigure `json:"gemm"`
 	Train        rate         `json:"train"`
 	SampleB1     rate         `json:"sample_b1"`
@@ -69,6 +74,7 @@ type engineBench struct {
 func newBenchEngineCmd() *cobra.Command {
 	var asJSON, quick bool
 	var threads int
+	var backend string
 	c := &cobra.Command{
 		Use:   "engine",
 		Short: "FMA peak, read bandwidth, GEMM GFLOP/s, training and sampling speed of the CPU engine",
@@ -84,7 +90,11 @@ fraction of the read bandwidth. Progress goes to stderr. Takes about two minutes
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
-			r, err := benchEngine(cmd.ErrOrStderr(), quick)
+			be, err := kernels.OpenBackend(backend)
+			if err != nil {
+				return usageError{fmt.Errorf("--backend: %w", err)}
+			}
+			r, err := benchEngine(cmd.ErrOrStderr(), be, quick)
 			if err != nil {
 				return err
 			}
@@ -98,24 +108,45 @@ fraction of the read bandwidth. Progress goes to stderr. Takes about two minutes
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	c.Flags().BoolVar(&quick, "quick", false, "shorter measurements (rough figures, for smoke tests)")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	c.Flags().StringVar(&backend, "backend", "cpu", "where the ops run: "+backendChoices())
 	return c
 }
 
-func benchEngine(log io.Writer, quick bool) (engineBench, error) {
-	r := engineBench{CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName()}
+// benchEngine measures be; on the CPU backend also the bounds (peak, read
+// sweeps) and each figure's fraction of its bound.
+func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, error) {
+	_, onCPU := be.(*kernels.CPU[float32])
+	r := engineBench{Backend: be.Name(), CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName()}
+	if d, ok := be.(interface{ DeviceName() string }); ok {
+		r.Device = d.DeviceName()
+	}
 	dur, gen, sizes := 400*time.Millisecond, 256, []int{256, 512, 704, 768}
 	if quick {
 		dur, gen, sizes = 20*time.Millisecond, 16, []int{256}
 	}
-	fmt.Fprintln(log, "bench: FMA peak, read bandwidth")
-	r.PeakGFLOPS, r.PeakBits = kernels.PeakGFLOPS(), kernels.PeakVectorBits()
-	r.ReadGBPS = kernels.ReadGBPS()
+	fraction := func(v, bound float64) float64 {
+		if !onCPU || bound == 0 {
+			return 0
+		}
+		return v / bound
+	}
+	if onCPU {
+		fmt.Fprintln(log, "bench: FMA peak, read bandwidth")
+		r.PeakGFLOPS, r.PeakBits = kernels.PeakGFLOPS(), kernels.PeakVectorBits()
+		r.ReadGBPS = kernels.ReadGBPS()
+	}
 	fmt.Fprintln(log, "bench: GEMM")
 	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
 		for _, k := range sizes {
 			for _, n := range sizes {
 				g := kernels.BenchGemm(layout, 1024, k, n, dur)
-				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: g / r.PeakGFLOPS})
+				if !onCPU {
+					var err error
+					if g, err = kernels.BenchGemmOn(be, layout, 1024, k, n, dur); err != nil {
+						return r, err
+					}
+				}
+				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: fraction(g, r.PeakGFLOPS)})
 			}
 		}
 	}
@@ -124,16 +155,16 @@ func benchEngine(log io.Writer, quick bool) (engineBench, error) {
 		return r, err
 	}
 	fmt.Fprintln(log, "bench: training step, bench-small B 8 T 128")
-	if r.Train.TokensPerS, r.Train.GFLOPS, err = model.BenchTrain(small, 8, 128, 5*dur); err != nil {
+	if r.Train.TokensPerS, r.Train.GFLOPS, err = model.BenchTrain(be, small, 8, 128, 5*dur); err != nil {
 		return r, err
 	}
-	r.Train.OfBound = r.Train.GFLOPS / r.PeakGFLOPS
+	r.Train.OfBound = fraction(r.Train.GFLOPS, r.PeakGFLOPS)
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 1")
-	if r.SampleB1.TokensPerS, err = model.BenchSample(small, 1, 16, gen, false); err != nil {
+	if r.SampleB1.TokensPerS, err = model.BenchSample(be, small, 1, 16, gen, false); err != nil {
 		return r, err
 	}
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 64")
-	if r.SampleB64.TokensPerS, err = model.BenchSample(small, 64, 16, gen, false); err != nil {
+	if r.SampleB64.TokensPerS, err = model.BenchSample(be, small, 64, 16, gen, false); err != nil {
 		return r, err
 	}
 	big, err := model.Preset("110m")
@@ -141,31 +172,55 @@ func benchEngine(log io.Writer, quick bool) (engineBench, error) {
 		return r, err
 	}
 	wb := model.WeightBytes(big, true)
-	fmt.Fprintln(log, "bench: read bandwidth over the 110M bf16 weights' size")
-	r.ReadGBPS110M = kernels.ReadGBPSOver(wb)
+	if onCPU {
+		fmt.Fprintln(log, "bench: read bandwidth over the 110M bf16 weights' size")
+		r.ReadGBPS110M = kernels.ReadGBPSOver(wb)
+	}
 	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
-	if r.Sample110MB1.TokensPerS, err = model.BenchSample(big, 1, 16, gen, true); err != nil {
+	if r.Sample110MB1.TokensPerS, err = model.BenchSample(be, big, 1, 16, gen, true); err != nil {
 		return r, err
 	}
 	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(wb) / 1e9
-	r.Sample110MB1.OfBound = r.Sample110MB1.GBPS / r.ReadGBPS
-	r.Sample110MB1.OfWeightsRead = r.Sample110MB1.GBPS / r.ReadGBPS110M
+	r.Sample110MB1.OfBound = fraction(r.Sample110MB1.GBPS, r.ReadGBPS)
+	r.Sample110MB1.OfWeightsRead = fraction(r.Sample110MB1.GBPS, r.ReadGBPS110M)
 	return r, nil
 }
 
 func printEngineBench(w io.Writer, r engineBench) {
-	fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
-	fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s (%d-bit FMAs)\n", r.PeakGFLOPS, r.PeakBits)
-	fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the 110M weights' 220 MB\n", r.ReadGBPS, r.ReadGBPS110M)
+	if r.Device != "" {
+		fmt.Fprintf(w, "backend    %s on %s (the CPU's bounds and fractions are not measured)\n", r.Backend, r.Device)
+	} else {
+		fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
+		fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s (%d-bit FMAs)\n", r.PeakGFLOPS, r.PeakBits)
+		fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the 110M weights' 220 MB\n", r.ReadGBPS, r.ReadGBPS110M)
+	}
+	of := func(f float64) string {
+		if f == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%5.1f %%", 100*f)
+	}
 	fmt.Fprintln(w, "GEMM (M=1024)   K     N   GFLOP/s  of peak")
 	for _, g := range r.Gemm {
-		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f  %5.1f %%\n", g.Layout, g.K, g.N, g.GFLOPS, 100*g.OfPeak)
+		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f  %s\n", g.Layout, g.K, g.N, g.GFLOPS, of(g.OfPeak))
 	}
-	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s (%.1f %% of peak)\n", r.Train.TokensPerS, r.Train.GFLOPS, 100*r.Train.OfBound)
+	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s%s\n", r.Train.TokensPerS, r.Train.GFLOPS, ofText(r.Train.OfBound, "of peak"))
 	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s\n", r.SampleB1.TokensPerS)
 	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s\n", r.SampleB64.TokensPerS)
-	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s, %.1f %% of the 64 MiB read, %.1f %% of the weights-sized one)\n",
-		r.Sample110MB1.TokensPerS, r.Sample110MB1.GBPS, 100*r.Sample110MB1.OfBound, 100*r.Sample110MB1.OfWeightsRead)
+	s := r.Sample110MB1
+	bounds := ""
+	if s.OfBound > 0 {
+		bounds = fmt.Sprintf(", %.1f %% of the 64 MiB read, %.1f %% of the weights-sized one", 100*s.OfBound, 100*s.OfWeightsRead)
+	}
+	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s%s)\n", s.TokensPerS, s.GBPS, bounds)
+}
+
+// ofText is " (f % of what)", or nothing when f was not measured.
+func ofText(f float64, what string) string {
+	if f == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f %% %s)", 100*f, what)
 }
 
 // cpuName reads the processor model on Linux; elsewhere it reports the

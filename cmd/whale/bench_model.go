@@ -107,7 +107,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	fmt.Fprintln(log, "bench: read bandwidth")
 	r.ReadGBPS = kernels.ReadGBPS()
 	fmt.Fprintf(log, "bench: building %s (%.0fM parameters, random)\n", preset, float64(r.Params)/1e6)
-	m, err := model.BenchModel(cfg)
+	m, err := model.BenchModel(nil, cfg)
 	if err != nil {
 		return r, err
 	}

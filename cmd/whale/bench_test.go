@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,6 +48,28 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	}
 }
 
+// On a device the table names the backend and its GPU and gives no CPU
+// bound or fraction.
+func TestEngineBenchOnADeviceGivesNoCPUBounds(t *testing.T) {
+	r := engineBench{Backend: "cuda/float32", Device: "NVIDIA H200", CPU: "host", Threads: 2,
+		Gemm:         []gemmFigure{{M: 1024, K: 256, N: 256, Layout: "NN", GFLOPS: 30000}},
+		Train:        rate{TokensPerS: 90000, GFLOPS: 2000},
+		Sample110MB1: rate{TokensPerS: 900, GBPS: 198}}
+	var out bytes.Buffer
+	printEngineBench(&out, r)
+	table := out.String()
+	for _, want := range []string{"backend    cuda/float32 on NVIDIA H200", "30000.0  \n", "2000.0 GFLOP/s\n", "900.0 tokens/s (198.0 GB/s)\n"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, absent := range []string{"FMA peak", "%"} {
+		if strings.Contains(table, absent) {
+			t.Errorf("table has %q:\n%s", absent, table)
+		}
+	}
+}
+
 func TestBenchRolloutsRefusesAnUnknownDomain(t *testing.T) {
 	if _, err := runWhale(t, "bench", "rollouts", "--domain", "nope"); !isUsage(err) {
 		t.Fatalf("--domain nope: %v, want a usage error", err)
@@ -74,5 +97,20 @@ func TestBenchModelMeasuresASmallShape(t *testing.T) {
 	}
 	if _, err := runWhale(t, "bench", "model", "--preset", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown preset: %v", err)
+	}
+}
+
+// A backend this binary lacks (cuda without the tag) or cannot open (no
+// GPU) is a usage error naming --backend, before anything runs.
+func TestBackendFlagRefusesWhatItCannotOpen(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "engine", "--backend", "cuda"},
+		{"run", "--headless", "--domain", "math", "--backend", "cuda", "--db", filepath.Join(t.TempDir(), "w.db")},
+		{"resume", "nope", "--headless", "--backend", "tpu", "--db", filepath.Join(t.TempDir(), "w.db")},
+	} {
+		_, err := runWhale(t, args...)
+		if !isUsage(err) || !strings.Contains(err.Error(), "--backend: ") {
+			t.Errorf("%v: %v, want a usage error naming --backend", args, err)
+		}
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
-	"whale/kernels"
 )
 
 func init() { register(newEvalCmd) }
@@ -79,7 +78,7 @@ type evalSetup struct {
 // openModel opens the model --model names ("" = the embedded one) with
 // its tokenizer: a whale model file or a Hugging Face folder.
 func openModel(path string) (*bundle.Bundle, error) {
-	return bundle.Open(path, kernels.NewCPU())
+	return bundle.Open(path, runBackend())
 }
 
 // runEval runs one harness source and summarises the rollouts.

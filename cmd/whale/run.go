@@ -24,7 +24,6 @@ import (
 	"whale/core/store"
 	"whale/data"
 	"whale/data/domains"
-	"whale/kernels"
 )
 
 func init() {
@@ -111,6 +110,7 @@ type runFlags struct {
 	headless, asJSON                                                           bool
 	envf                                                                       envFlags
 	server                                                                     serverFlags
+	backend                                                                    backendFlag
 }
 
 func newRunCmd() *cobra.Command {
@@ -162,6 +162,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.loraTargets, "lora-targets", "all", "with --lora-rank: projections that get adapters, comma separated among "+strings.Join(model.LoRATargets, ",")+", or all")
 	fl.envf.register(f)
 	fl.server.register(f)
+	fl.backend.register(f)
 }
 
 // lora is the adapter configuration of --lora-rank, --lora-alpha and
@@ -193,6 +194,9 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 		return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
 	}
 	if err := fl.server.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if err := fl.backend.open(); err != nil {
 		return err
 	}
 	if fl.server.set() && fl.fromCkpt == "" && fl.condition != "harness-only" {
@@ -662,11 +666,15 @@ func newResumeCmd() *cobra.Command {
 	var dbPath, dataPath, format, modelPath string
 	var headless, asJSON bool
 	var envf envFlags
+	var backend backendFlag
 	c := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run from its last resume point (a finished run prints its summary)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := backend.open(); err != nil {
+				return err
+			}
 			db, r, cfg, _, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
@@ -692,11 +700,11 @@ func newResumeCmd() *cobra.Command {
 						return err
 					}
 					env.Model = b.Model
-				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, kernels.NewCPU(), modelPath); err != nil {
+				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, runBackend(), modelPath); err != nil {
 					return err
 				}
 			}
-			eng, err := engine.Resume(env, kernels.NewCPU(), r.ID)
+			eng, err := engine.Resume(env, runBackend(), r.ID)
 			if err != nil {
 				return err
 			}
@@ -711,6 +719,7 @@ func newResumeCmd() *cobra.Command {
 	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	envf.register(f)
+	backend.register(f)
 	return c
 }
 

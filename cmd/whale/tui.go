@@ -20,7 +20,6 @@ import (
 	"whale/core/engine"
 	"whale/core/store"
 	"whale/data/domains"
-	"whale/kernels"
 	"whale/tui"
 )
 
@@ -142,7 +141,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 			return err
 		}
 		env := engine.Env{Domain: dom, Store: db} // the run's tokenizer comes back from the store
-		if eng, err = engine.Resume(env, kernels.NewCPU(), runID); err != nil {
+		if eng, err = engine.Resume(env, runBackend(), runID); err != nil {
 			return err
 		}
 		modelDesc = "resumed weights"

@@ -8,7 +8,6 @@ import (
 
 	"whale/core/engine"
 	"whale/core/store"
-	"whale/kernels"
 )
 
 // forkRun starts a new run in db from kept checkpoint ckptID (the TUI's r
@@ -29,7 +28,7 @@ func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, err
 		return nil, err
 	}
 	env := engine.Env{Domain: dom, Store: db} // the checkpoint's run's tokenizer comes from the store
-	return engine.Fork(env, kernels.NewCPU(), ckptID, id)
+	return engine.Fork(env, runBackend(), ckptID, id)
 }
 
 // runFromCheckpoint is `whale run --headless --from-checkpoint ID`: the

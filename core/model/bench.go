@@ -10,8 +10,10 @@ import (
 )
 
 // Speed measurements for `whale bench engine`. They build a model of cfg
-// with seeded random weights on the float32 CPU backend; results are wall
-// clock and depend on whatever else runs on the machine.
+// with seeded random weights on a backend (the float32 CPU one for nil);
+// results are wall clock and depend on whatever else runs on the machine.
+// An asynchronous backend (kernels.Syncer) is synchronised before a
+// clock is read.
 
 // TrainFLOPsPerToken is the conventional training cost of one token:
 // 6·N for the parameter products (forward 2N, backward 4N) plus
@@ -39,10 +41,13 @@ func WeightBytes(cfg Config, bf16 bool) int64 {
 	return 4 * int64(cfg.NumParams())
 }
 
-// BenchModel is a model of cfg with seeded random weights on the float32
-// CPU backend, for the measurements below.
-func BenchModel(cfg Config) (*Model, error) {
-	m, err := New(cfg, kernels.NewCPU(), 1)
+// BenchModel is a model of cfg with seeded random weights on be (nil: the
+// float32 CPU backend), for the measurements below.
+func BenchModel(be kernels.Backend, cfg Config) (*Model, error) {
+	if be == nil {
+		be = kernels.NewCPU()
+	}
+	m, err := New(cfg, be, 1)
 	if err != nil {
 		return nil, fmt.Errorf("model: bench: %w", err)
 	}
@@ -97,11 +102,11 @@ func BenchLoRAStep(m *Model, c LoRAConfig, B, T, steps int, activationBytes int6
 // predictions each, every target counted) for at least minDur after one
 // warm-up step, and returns trained tokens per second and achieved
 // GFLOP/s (TrainFLOPsPerToken).
-func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops float64, err error) {
+func BenchTrain(be kernels.Backend, cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops float64, err error) {
 	if B <= 0 || T <= 0 || T > cfg.MaxPositionEmbeddings {
 		return 0, 0, fmt.Errorf("model: bench train: B=%d T=%d outside 1..%d positions", B, T, cfg.MaxPositionEmbeddings)
 	}
-	m, err := BenchModel(cfg)
+	m, err := BenchModel(be, cfg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -117,12 +122,18 @@ func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops 
 	if err := step(); err != nil {
 		return 0, 0, err
 	}
+	if err := syncBackend(m.be); err != nil {
+		return 0, 0, err
+	}
 	start, steps := time.Now(), 0
 	for steps < 2 || time.Since(start) < minDur {
 		if err := step(); err != nil {
 			return 0, 0, err
 		}
 		steps++
+	}
+	if err := syncBackend(m.be); err != nil {
+		return 0, 0, err
 	}
 	tokensPerS = float64(steps*B*T) / time.Since(start).Seconds()
 	return tokensPerS, tokensPerS * TrainFLOPsPerToken(cfg, T) / 1e9, nil
@@ -132,8 +143,8 @@ func BenchTrain(cfg Config, B, T int, minDur time.Duration) (tokensPerS, gflops 
 // for batch sequences at once (temperature 1, no stop tokens, no prefix
 // reuse) and returns generated tokens per second, prefill included in the
 // time but not in the count.
-func BenchSample(cfg Config, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
-	m, err := BenchModel(cfg)
+func BenchSample(be kernels.Backend, cfg Config, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
+	m, err := BenchModel(be, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -175,4 +186,12 @@ func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS f
 		n += len(c.Tokens)
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// syncBackend waits for an asynchronous backend's queued ops.
+func syncBackend(be kernels.Backend) error {
+	if s, ok := be.(kernels.Syncer); ok {
+		return s.Sync()
+	}
+	return nil
 }

@@ -21,7 +21,7 @@ func benchPreset(b *testing.B, name string) Config {
 func BenchmarkEngineTrainBenchSmall(b *testing.B) {
 	cfg := benchPreset(b, "bench-small")
 	for i := 0; i < b.N; i++ {
-		tps, gf, err := BenchTrain(cfg, 8, 128, 3*time.Second)
+		tps, gf, err := BenchTrain(nil, cfg, 8, 128, 3*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func BenchmarkEngineTrainBenchSmall(b *testing.B) {
 func benchSample(b *testing.B, preset string, batch int, bf16 bool) {
 	cfg := benchPreset(b, preset)
 	for i := 0; i < b.N; i++ {
-		tps, err := BenchSample(cfg, batch, 16, 256, bf16)
+		tps, err := BenchSample(nil, cfg, batch, 16, 256, bf16)
 		if err != nil {
 			b.Fatal(err)
 		}
