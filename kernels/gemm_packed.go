@@ -18,15 +18,16 @@ const packedPanelGroup = 4
 const packedSmallM = 4
 
 // packedRowsMinFlops is the smallest product of a few rows on packed
-// weights (decoding a handful of sequences) that is split over threads: 2
-// MFLOP, 4 MB of float32 weights, about 50 µs on one core. Such products
-// stream their weights at a few flops per byte, so a split saves at most
-// half of that, while each fork and join costs microseconds on an idle
-// machine and far more when the other cores are busy (measured on the
-// shared 2-core build machine: bench-small batch-1 decoding, whose
-// products are all below this size, ran 2× faster on one thread than
-// split over two).
-const packedRowsMinFlops = 1 << 21
+// weights (decoding a handful of sequences) that is split over threads:
+// 128 KFLOP, a 256×256 projection of one row, a few microseconds on one
+// core. Such products stream their weights at a few flops per byte, and
+// every core added brings its own cache bandwidth; a fork and join costs
+// about a microsecond (BenchmarkParallelForkJoin, since helpers spin
+// without yielding and the caller spins for them before it parks).
+// Measured on the quiet 2-core AVX-512 build machine (docs/PERFORMANCE.md):
+// bench-small batch-1 decoding 2,000 tokens/s at a 2 MFLOP threshold,
+// 2,400 at 512 KFLOP, 3,000–3,190 at 128 KFLOP, no better below.
+const packedRowsMinFlops = 1 << 17
 
 // packedPanelRowsMax is the most rows for which a product on packed weights
 // packs all of A at once and streams each B panel whole (runPanels); A then

@@ -73,3 +73,32 @@ func TestParallelNestedAndConcurrent(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// BenchmarkParallelForkJoin: one Parallel call of two chunks of about a
+// microsecond each, the size of a batch-1 decoding product split in two:
+// the call's cost over the work is the fork and join.
+func BenchmarkParallelForkJoin(b *testing.B) {
+	var sink [2][64]float32
+	work := func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			v := &sink[c]
+			for r := 0; r < 40; r++ {
+				for i := range v {
+					v[i] = v[i]*0.999 + 1
+				}
+			}
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		for range b.N {
+			work(0, 2)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		withThreads(2, func() {
+			for range b.N {
+				Parallel(2, 1, work)
+			}
+		})
+	})
+}
