@@ -5,9 +5,10 @@
 # That machine may have nvcc, PyTorch and transformers but no Go, so the
 # binaries are built beforehand on the build machine (Go, and the CUDA
 # headers and stub libraries under /work/cuda/root) and copied over with
-# this script:
+# this script. kernels/cuda/build-check.sh does all of it into
+# dist/device-check; by hand:
 #
-#   cd /work/main
+#   cd <the repository>
 #   R=$(.ci/cuda-headers.sh)     # the CUDA 11.8 headers and stub libraries
 #   export CGO_CFLAGS="-I$R/usr/include" CGO_LDFLAGS="-L$R/usr/lib/x86_64-linux-gnu/stubs"
 #   D=dist/device-check && mkdir -p "$D"
