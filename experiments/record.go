@@ -40,6 +40,11 @@ type RecordRow struct {
 	Run report.Run `json:"run"`
 	// Config is the run's engine configuration as the store held it.
 	Config json.RawMessage `json:"config"`
+	// Kernels names the CPU kernels of the process that recorded the run
+	// (kernels.KernelName): a run is deterministic on one machine, but
+	// AVX-512 and AVX2 kernels round differently, so a bench continued on
+	// another machine mixes two sets of numerics, and the report says so.
+	Kernels string `json:"kernels,omitempty"`
 }
 
 // OpenRecord reads the record at path; a missing file is an empty record
@@ -104,6 +109,18 @@ func (rec *Record) Reads() int {
 	return rec.reads
 }
 
+// KernelCounts counts the recorded runs by the kernels that recorded
+// them ("" for rows that do not say).
+func (rec *Record) KernelCounts() map[string]int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := map[string]int{}
+	for _, row := range rec.rows {
+		out[row.Kernels]++
+	}
+	return out
+}
+
 // Has reports whether run id is recorded.
 func (rec *Record) Has(id string) bool {
 	rec.mu.Lock()
@@ -147,6 +164,14 @@ func (rec *Record) Put(row RecordRow) error {
 		return err
 	}
 	if old, ok := rec.rows[row.Run.RunID]; ok {
+		if old.Kernels != "" && row.Kernels != old.Kernels {
+			// the same run, read again on another machine: it was
+			// computed where it was first recorded
+			row.Kernels = old.Kernels
+			if line, err = json.Marshal(row); err != nil {
+				return err
+			}
+		}
 		if b, _ := json.Marshal(old); bytes.Equal(b, line) {
 			return nil
 		}

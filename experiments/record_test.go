@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"whale/kernels"
 )
 
 func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
@@ -68,6 +70,19 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 		if a.RunID != b.RunID || a.BestTestMean8 != b.BestTestMean8 || a.Compute != b.Compute || len(a.Curve) != len(b.Curve) || a.TestCI95 != b.TestCI95 {
 			t.Fatalf("run %d from the record differs:\n%+v\n%+v", i, b, a)
 		}
+	}
+	// Each row names the kernels that computed it; a row read again
+	// elsewhere keeps the kernels it was first recorded with.
+	if c := rec2.KernelCounts(); c[kernels.KernelName()] != len(jobs) || len(c) != 1 {
+		t.Fatalf("kernel counts %v, want %d with %q", c, len(jobs), kernels.KernelName())
+	}
+	row := rec2.rows[jobs[0].ID]
+	row.Kernels = "elsewhere"
+	if err := rec2.Put(row); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec2.rows[jobs[0].ID].Kernels; got != kernels.KernelName() {
+		t.Fatalf("a re-recorded run's kernels became %q", got)
 	}
 	// Reading writes nothing new.
 	if b, _ := os.ReadFile(path); string(b) != string(first) {

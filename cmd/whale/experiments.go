@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -294,6 +296,19 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 	read := ""
 	if rec != nil && rec.Reads() > 0 {
 		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
+	}
+	if rec != nil {
+		if counts := rec.KernelCounts(); len(counts) > 1 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(counts)) {
+				name := k
+				if name == "" {
+					name = "kernels not recorded"
+				}
+				parts = append(parts, fmt.Sprintf("%d with %s", counts[k], name))
+			}
+			read += " The record's runs were computed on machines with different kernels (" + strings.Join(parts, "; ") + "): each run is deterministic on its machine, but the kernels round differently, so runs of one condition differ by more than their seeds."
+		}
 	}
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,20 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	}
 	if runs, _ := runWhale(t, "runs", "--db", filepath.Join(dir, "fresh.db")); strings.Contains(runs, "bench-math") {
 		t.Fatalf("the fresh store ran the bench again:\n%s", runs)
+	}
+	// A record whose runs came from machines with different kernels says
+	// so in the report.
+	rec := readFile(t, filepath.Join(out, "runs.jsonl"))
+	first, rest, _ := strings.Cut(rec, "\n")
+	mixed := regexp.MustCompile(`"kernels":"[^"]*"`).ReplaceAllString(first, `"kernels":"other kernels"`) + "\n" + rest
+	if err := os.WriteFile(filepath.Join(out, "runs.jsonl"), []byte(mixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runWhale(t, append(slices.Clone(args[:len(args)-4]), "--db", filepath.Join(dir, "fresh2.db"), "--out", out)...); err != nil {
+		t.Fatal(err)
+	}
+	if md := readFile(t, filepath.Join(out, "RESULTS.md")); !strings.Contains(md, "different kernels (1 with") || !strings.Contains(md, "1 with other kernels") {
+		t.Fatalf("RESULTS.md does not name the record's two kernels:\n%s", md)
 	}
 	// --record - keeps none: the fresh store alone runs both again.
 	none := t.TempDir()
