@@ -265,3 +265,40 @@ func TestEOSIdsStopCompletions(t *testing.T) {
 		t.Fatalf("an eos id past the vocabulary: error %v", err)
 	}
 }
+
+// exportedModel is one of testConfigs' random models written as a float32
+// Hugging Face folder, with whale's logits on its test ids.
+type exportedModel struct {
+	name   string
+	cfg    model.Config
+	dir    string
+	ids    []int32
+	logits []float32 // (len(ids), VocabSize)
+}
+
+// exportTestModels writes every model of testConfigs (seed 9, names
+// sorted) into folders under a temporary directory.
+func exportTestModels(t *testing.T) []exportedModel {
+	t.Helper()
+	names := make([]string, 0, len(testConfigs))
+	for n := range testConfigs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []exportedModel
+	for _, name := range names {
+		cfg := testConfigs[name]
+		b := randomBundle(t, cfg, 9)
+		dir := filepath.Join(t.TempDir(), name)
+		if _, err := WriteDir(dir, b, ckpt.F32, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids := testIDs(cfg.VocabSize, 21)
+		logits, err := b.Model.Logits(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, exportedModel{name, cfg, dir, ids, logits})
+	}
+	return out
+}

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"testing"
-
-	"whale/core/ckpt"
 )
 
 // torchPython is a python3 that imports torch: the one on PATH, else
@@ -80,32 +77,15 @@ func TestLogitsMatchAPlainTorchQwen(t *testing.T) {
 	if py == "" {
 		t.Skip("torch parity: no python3 imports torch (python3 -c 'import torch' fails); install it with apt-get install python3-torch")
 	}
-	names := make([]string, 0, len(testConfigs))
-	for n := range testConfigs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	models := exportTestModels(t)
 	var reqs []torchRequest
-	whale := map[string][]float32{}
-	for _, name := range names {
-		cfg := testConfigs[name]
-		b := randomBundle(t, cfg, 9)
-		dir := filepath.Join(t.TempDir(), name)
-		if _, err := WriteDir(dir, b, ckpt.F32, nil); err != nil {
-			t.Fatal(err)
-		}
-		ids := testIDs(cfg.VocabSize, 21)
-		got, err := b.Model.Logits(ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		whale[name] = got
-		reqs = append(reqs, torchRequest{dir, ids, "float32"}, torchRequest{dir, ids, "float64"})
+	for _, m := range models {
+		reqs = append(reqs, torchRequest{m.dir, m.ids, "float32"}, torchRequest{m.dir, m.ids, "float64"})
 	}
 	res := torchLogits(t, py, reqs)
-	for k, name := range names {
-		got, t32, t64 := whale[name], res[2*k], res[2*k+1]
-		T, V := len(reqs[2*k].IDs), testConfigs[name].VocabSize
+	for k, m := range models {
+		name, got, t32, t64 := m.name, m.logits, res[2*k], res[2*k+1]
+		T, V := len(m.ids), m.cfg.VocabSize
 		if len(t32) != T || len(t32[0]) != V || len(t64) != T {
 			t.Fatalf("%s: torch gave %d×%d logits, want %d×%d", name, len(t32), len(t32[0]), T, V)
 		}

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"whale/core/ckpt"
 )
 
 // The transformers fixture (testdata/transformers): the four random-weight
@@ -33,28 +31,11 @@ type fixtureLogits struct {
 // the transformers comparison on another machine tests this code.
 func TestTransformersFixtureIsWhales(t *testing.T) {
 	write := os.Getenv("WHALE_WRITE_FIXTURES") == "1"
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range testConfigs {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
-		cfg := testConfigs[name]
-		b := randomBundle(t, cfg, 9)
-		dir := filepath.Join(t.TempDir(), name)
-		if _, err := WriteDir(dir, b, ckpt.F32, nil); err != nil {
-			t.Fatal(err)
-		}
-		ids := testIDs(cfg.VocabSize, 21)
-		flat, err := b.Model.Logits(ids)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range exportTestModels(t) {
+		name, dir, ids, V := m.name, m.dir, m.ids, m.cfg.VocabSize
 		got := fixtureLogits{IDs: ids}
 		for i := range ids {
-			got.Logits = append(got.Logits, flat[i*cfg.VocabSize:(i+1)*cfg.VocabSize])
+			got.Logits = append(got.Logits, m.logits[i*V:(i+1)*V])
 		}
 		want := filepath.Join(transformersFixture, name)
 		files, err := os.ReadDir(dir)

@@ -26,18 +26,13 @@ func (b *Backend) Gemm(layout kernels.Layout, out, a, c kernels.Tensor, m, k, n 
 	if layout != kernels.NN && layout != kernels.NT && layout != kernels.TN {
 		panic(fmt.Sprintf("kernels: Gemm: unknown layout %d", int(layout)))
 	}
-	if m < 0 || k < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: Gemm: negative shape m=%d k=%d n=%d", m, k, n))
-	}
+	checkShape(op, m, k, n)
 	o, x, y := f32(op, "out", out, m*n), f32(op, "a", a, m*k), f32(op, "b", c, k*n)
 	if m == 0 || n == 0 {
 		return
 	}
 	defer b.enter()()
-	if k == 0 {
-		if !acc {
-			b.check(op, cu.MemsetD32Async(cu.DevicePtr(o), 0, int64(m*n), b.stream))
-		}
+	if b.noProduct(op, o, m, k, n, acc) {
 		return
 	}
 	switch {
@@ -68,18 +63,13 @@ const bf16Panel = 16 << 20
 // writing its own columns of out.
 func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 	const op = "GemmBF16NT"
-	if m < 0 || k < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: GemmBF16NT: negative shape m=%d k=%d n=%d", m, k, n))
-	}
+	checkShape(op, m, k, n)
 	o, x, y := f32(op, "out", out, m*n), f32(op, "a", a, m*k), bf16(op, "b", c, k*n)
 	if m == 0 || n == 0 {
 		return
 	}
 	defer b.enter()()
-	if k == 0 {
-		if !acc {
-			b.check(op, cu.MemsetD32Async(cu.DevicePtr(o), 0, int64(m*n), b.stream))
-		}
+	if b.noProduct(op, o, m, k, n, acc) {
 		return
 	}
 	if m < gemvMaxM {
@@ -96,4 +86,23 @@ func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 		// columns j0.. of out: outᵀ rows j0.. (n,m; ld n) = panel (nj,k) · aᵀ
 		b.blas.sgemm(op, true, false, nj, m, k, uint64(scratch.ptr), k, x, k, acc, o+uint64(j0)*4, n)
 	}
+}
+
+func checkShape(op string, m, k, n int) {
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: %s: negative shape m=%d k=%d n=%d", op, m, k, n))
+	}
+}
+
+// noProduct handles k = 0, a product of nothing: out (m,n) is cleared
+// unless acc. It reports whether that was the case. The backend is
+// entered.
+func (b *Backend) noProduct(op string, o uint64, m, k, n int, acc bool) bool {
+	if k != 0 {
+		return false
+	}
+	if !acc {
+		b.check(op, cu.MemsetD32Async(cu.DevicePtr(o), 0, int64(m*n), b.stream))
+	}
+	return true
 }

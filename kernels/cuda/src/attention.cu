@@ -21,6 +21,19 @@ struct att {
 	static const int BC = 4096 / MAXHD;
 };
 
+// load_kv_tile copies keys and values j0..j0+nj-1 of sequence b, head kh
+// (rows of kw = KVH·hd) into the block's shared tiles ks, vs (nj rows of
+// hd), the block's ATT_BR threads striding over the elements.
+__device__ __forceinline__ void load_kv_tile(float* ks, float* vs, const float* k, const float* v, i64 b, i64 T, i64 j0,
+                                             i64 nj, i64 kw, i64 kh, i64 hd) {
+	for (i64 e = threadIdx.x; e < nj * hd; e += ATT_BR) {
+		i64 jj = e / hd, d = e - jj * hd;
+		i64 src = (b * T + j0 + jj) * kw + kh * hd + d;
+		ks[jj * hd + d] = k[src];
+		vs[jj * hd + d] = v[src];
+	}
+}
+
 template <int MAXHD>
 __device__ __forceinline__ void attn_fwd(float* out, float* lse, const float* q, const float* k, const float* v, i64 B,
                                          i64 T, i64 H, i64 KVH, i64 hd, float scale) {
@@ -44,12 +57,7 @@ __device__ __forceinline__ void attn_fwd(float* out, float* lse, const float* q,
 	for (i64 j0 = 0; j0 < last; j0 += BC) {
 		i64 nj = min((i64)BC, last - j0);
 		__syncthreads();
-		for (i64 e = threadIdx.x; e < nj * hd; e += ATT_BR) {
-			i64 jj = e / hd, d = e - jj * hd;
-			i64 src = (b * T + j0 + jj) * kw + kh * hd + d;
-			ks[jj * hd + d] = k[src];
-			vs[jj * hd + d] = v[src];
-		}
+		load_kv_tile(ks, vs, k, v, b, T, j0, nj, kw, kh, hd);
 		__syncthreads();
 		if (!live) continue;
 		i64 nk = min(nj, i - j0 + 1); // causal: keys j0..i
@@ -113,12 +121,7 @@ __device__ __forceinline__ void attn_bwd_dq(float* dq, const float* dout, const 
 	for (i64 j0 = 0; j0 < last; j0 += BC) {
 		i64 nj = min((i64)BC, last - j0);
 		__syncthreads();
-		for (i64 e = threadIdx.x; e < nj * hd; e += ATT_BR) {
-			i64 jj = e / hd, d = e - jj * hd;
-			i64 src = (b * T + j0 + jj) * kw + kh * hd + d;
-			ks[jj * hd + d] = k[src];
-			vs[jj * hd + d] = v[src];
-		}
+		load_kv_tile(ks, vs, k, v, b, T, j0, nj, kw, kh, hd);
 		__syncthreads();
 		if (!live) continue;
 		i64 nk = min(nj, i - j0 + 1);
