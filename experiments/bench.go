@@ -149,6 +149,8 @@ type Env struct {
 	// Record, if set, keeps every finished run beside the report and
 	// answers the jobs the store has never seen.
 	Record *Record
+	// Build names this whale in the record's rows (its VCS revision).
+	Build string
 	// Progress, if set, hears one line per started, resumed or finished run.
 	Progress func(line string)
 	// Live, if set, is handed each engine before it runs (to watch it:
@@ -162,7 +164,7 @@ func (env Env) record(r report.Run, cfg json.RawMessage) error {
 	if env.Record == nil || !r.Done {
 		return nil
 	}
-	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName()})
+	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report

@@ -45,6 +45,22 @@ type RecordRow struct {
 	// AVX-512 and AVX2 kernels round differently, so a bench continued on
 	// another machine mixes two sets of numerics, and the report says so.
 	Kernels string `json:"kernels,omitempty"`
+	// Build is the VCS revision of the whale that recorded the run ("+"
+	// when its tree was modified): a change to the code's arithmetic
+	// changes runs as other kernels do.
+	Build string `json:"build,omitempty"`
+}
+
+// origin is where a row's numerics come from, for the report.
+func (row RecordRow) origin() string {
+	k, b := row.Kernels, "build "+row.Build
+	if k == "" {
+		k = "kernels not recorded"
+	}
+	if row.Build == "" {
+		b = "build not recorded"
+	}
+	return b + ", " + k
 }
 
 // OpenRecord reads the record at path; a missing file is an empty record
@@ -109,14 +125,14 @@ func (rec *Record) Reads() int {
 	return rec.reads
 }
 
-// KernelCounts counts the recorded runs by the kernels that recorded
-// them ("" for rows that do not say).
-func (rec *Record) KernelCounts() map[string]int {
+// Origins counts the recorded runs by the build and kernels that
+// recorded them.
+func (rec *Record) Origins() map[string]int {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	out := map[string]int{}
 	for _, row := range rec.rows {
-		out[row.Kernels]++
+		out[row.origin()]++
 	}
 	return out
 }
@@ -164,10 +180,10 @@ func (rec *Record) Put(row RecordRow) error {
 		return err
 	}
 	if old, ok := rec.rows[row.Run.RunID]; ok {
-		if old.Kernels != "" && row.Kernels != old.Kernels {
-			// the same run, read again on another machine: it was
-			// computed where it was first recorded
-			row.Kernels = old.Kernels
+		if old.Kernels != "" || old.Build != "" {
+			// the same run, read again elsewhere: it was computed
+			// where it was first recorded
+			row.Kernels, row.Build = old.Kernels, old.Build
 			if line, err = json.Marshal(row); err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv(t, filepath.Join(dir, "a.db"))
-	env.Record = rec
+	env.Record, env.Build = rec, "t1"
 	runs, err := Run(context.Background(), env, jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -71,18 +71,18 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 			t.Fatalf("run %d from the record differs:\n%+v\n%+v", i, b, a)
 		}
 	}
-	// Each row names the kernels that computed it; a row read again
-	// elsewhere keeps the kernels it was first recorded with.
-	if c := rec2.KernelCounts(); c[kernels.KernelName()] != len(jobs) || len(c) != 1 {
-		t.Fatalf("kernel counts %v, want %d with %q", c, len(jobs), kernels.KernelName())
+	// Each row names the kernels and build that computed it; a row read
+	// again elsewhere keeps the ones it was first recorded with.
+	if o := rec2.Origins(); len(o) != 1 || o["build t1, "+kernels.KernelName()] != len(jobs) {
+		t.Fatalf("origins %v, want %d runs of build t1 with %q", o, len(jobs), kernels.KernelName())
 	}
 	row := rec2.rows[jobs[0].ID]
-	row.Kernels = "elsewhere"
+	row.Kernels, row.Build = "elsewhere", "t2"
 	if err := rec2.Put(row); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec2.rows[jobs[0].ID].Kernels; got != kernels.KernelName() {
-		t.Fatalf("a re-recorded run's kernels became %q", got)
+	if got := rec2.rows[jobs[0].ID]; got.Kernels != kernels.KernelName() || got.Build != "t1" {
+		t.Fatalf("a re-recorded run's origin became %q, %q", got.Build, got.Kernels)
 	}
 	// Reading writes nothing new.
 	if b, _ := os.ReadFile(path); string(b) != string(first) {

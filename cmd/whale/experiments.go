@@ -248,6 +248,12 @@ func newBenchConditionsCmd() *cobra.Command {
 				if env.Record, err = experiments.OpenRecord(record); err != nil {
 					return err
 				}
+				if rev, modified := buildRevision(); rev != "" {
+					env.Build = rev
+					if modified {
+						env.Build += "+"
+					}
+				}
 			}
 			p.E, p.I, p.CurveK = e, i, curveK
 			if conds != "" {
@@ -298,16 +304,12 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
 	}
 	if rec != nil {
-		if counts := rec.KernelCounts(); len(counts) > 1 {
+		if origins := rec.Origins(); len(origins) > 1 {
 			var parts []string
-			for _, k := range slices.Sorted(maps.Keys(counts)) {
-				name := k
-				if name == "" {
-					name = "kernels not recorded"
-				}
-				parts = append(parts, fmt.Sprintf("%d with %s", counts[k], name))
+			for _, o := range slices.Sorted(maps.Keys(origins)) {
+				parts = append(parts, fmt.Sprintf("%d from %s", origins[o], o))
 			}
-			read += " The record's runs were computed on machines with different kernels (" + strings.Join(parts, "; ") + "): each run is deterministic on its machine, but the kernels round differently, so runs of one condition differ by more than their seeds."
+			read += " The record's runs come from different builds or kernels (" + strings.Join(parts, "; ") + "): each run is deterministic for its build on its machine, but other arithmetic rounds differently, so runs of one condition then differ by more than their seeds."
 		}
 	}
 	return []string{

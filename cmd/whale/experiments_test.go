@@ -88,8 +88,8 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	if _, err := runWhale(t, append(slices.Clone(args[:len(args)-4]), "--db", filepath.Join(dir, "fresh2.db"), "--out", out)...); err != nil {
 		t.Fatal(err)
 	}
-	if md := readFile(t, filepath.Join(out, "RESULTS.md")); !strings.Contains(md, "different kernels (1 with") || !strings.Contains(md, "1 with other kernels") {
-		t.Fatalf("RESULTS.md does not name the record's two kernels:\n%s", md)
+	if md := readFile(t, filepath.Join(out, "RESULTS.md")); !strings.Contains(md, "different builds or kernels (1 from build") || !strings.Contains(md, ", other kernels") {
+		t.Fatalf("RESULTS.md does not name the record's two origins:\n%s", md)
 	}
 	// --record - keeps none: the fresh store alone runs both again.
 	none := t.TempDir()

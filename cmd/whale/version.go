@@ -21,17 +21,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print whale's version, VCS revision and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rev, modified := "", false
-			if info, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range info.Settings {
-					switch s.Key {
-					case "vcs.revision":
-						rev = s.Value
-					case "vcs.modified":
-						modified = s.Value == "true"
-					}
-				}
-			}
+			rev, modified := buildRevision()
 			out := map[string]any{"version": version, "revision": rev, "modified": modified,
 				"go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH}
 			if asJSON {
@@ -49,4 +39,21 @@ func newVersionCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
+}
+
+// buildRevision is the VCS revision this binary was built from and
+// whether its tree was modified ("" when the build did not record it,
+// as with go test).
+func buildRevision() (rev string, modified bool) {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	return rev, modified
 }
