@@ -103,14 +103,14 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 type runFlags struct {
 	domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	proposer, gridKnobs, proposerURL, proposerModel, condition, fromCkpt       string
-	loraTargets                                                                string
-	e, lr, kl, loraAlpha                                                       float64
-	i, budget, rounds, replay, candidates, loraRank                            int
+	e, lr, kl                                                                  float64
+	i, budget, rounds, replay, candidates                                      int
 	seed                                                                       uint64
 	headless, asJSON                                                           bool
 	envf                                                                       envFlags
 	server                                                                     serverFlags
 	backend                                                                    backendFlag
+	lora                                                                       loraFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -157,35 +157,47 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
 	f.BoolVar(&fl.asJSON, "json", false, "print the summary as one JSON object")
 	f.StringVar(&fl.fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
-	f.IntVar(&fl.loraRank, "lora-rank", 0, "train LoRA adapters of this rank on the frozen model instead of all its weights (0: train every weight)")
-	f.Float64Var(&fl.loraAlpha, "lora-alpha", 0, "with --lora-rank: the adapters' term is scaled by alpha/rank (default 2·rank)")
-	f.StringVar(&fl.loraTargets, "lora-targets", "all", "with --lora-rank: projections that get adapters, comma separated among "+strings.Join(model.LoRATargets, ",")+", or all")
+	fl.lora.register(f)
 	fl.envf.register(f)
 	fl.server.register(f)
 	fl.backend.register(f)
 }
 
-// lora is the adapter configuration of --lora-rank, --lora-alpha and
-// --lora-targets (nil without --lora-rank).
-func (fl *runFlags) lora(flags *pflag.FlagSet) (*model.LoRAConfig, error) {
-	if fl.loraRank == 0 {
+// loraFlags are --lora-rank, --lora-alpha and --lora-targets, on whale
+// run and on the workbench's new runs.
+type loraFlags struct {
+	rank    int
+	alpha   float64
+	targets string
+}
+
+func (fl *loraFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&fl.rank, "lora-rank", 0, "train LoRA adapters of this rank on the frozen model instead of all its weights (0: train every weight)")
+	f.Float64Var(&fl.alpha, "lora-alpha", 0, "with --lora-rank: the adapters' term is scaled by alpha/rank (default 2·rank)")
+	f.StringVar(&fl.targets, "lora-targets", "all", "with --lora-rank: projections that get adapters, comma separated among "+strings.Join(model.LoRATargets, ",")+", or all")
+}
+
+// config is the adapter configuration the flags give (nil without
+// --lora-rank).
+func (fl *loraFlags) config(flags *pflag.FlagSet) (*model.LoRAConfig, error) {
+	if fl.rank == 0 {
 		if flags.Changed("lora-alpha") || flags.Changed("lora-targets") {
 			return nil, usageError{errors.New("--lora-alpha and --lora-targets need --lora-rank")}
 		}
 		return nil, nil
 	}
-	if fl.loraRank < 0 {
-		return nil, usageError{fmt.Errorf("--lora-rank %d: want a rank ≥ 1 (or 0 to train every weight)", fl.loraRank)}
+	if fl.rank < 0 {
+		return nil, usageError{fmt.Errorf("--lora-rank %d: want a rank ≥ 1 (or 0 to train every weight)", fl.rank)}
 	}
-	targets, err := model.ParseLoRATargets(fl.loraTargets)
+	targets, err := model.ParseLoRATargets(fl.targets)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--lora-targets: %w", err)}
 	}
-	alpha := fl.loraAlpha
+	alpha := fl.alpha
 	if !flags.Changed("lora-alpha") {
-		alpha = 2 * float64(fl.loraRank)
+		alpha = 2 * float64(fl.rank)
 	}
-	return &model.LoRAConfig{Rank: fl.loraRank, Alpha: alpha, Targets: targets}, nil
+	return &model.LoRAConfig{Rank: fl.rank, Alpha: alpha, Targets: targets}, nil
 }
 
 // run is whale run: a new run (or one from a checkpoint), driven to its end.
@@ -250,7 +262,7 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	set("lr", func() { cfg.LR = fl.lr })
 	set("kl", func() { cfg.KL = fl.kl })
 	set("candidates", func() { cfg.Candidates = fl.candidates })
-	if cfg.LoRA, err = fl.lora(flags); err != nil {
+	if cfg.LoRA, err = fl.lora.config(flags); err != nil {
 		return cfg, err
 	}
 	if fl.condition != "whale" {

@@ -18,6 +18,7 @@ import (
 	"whale/core/bundle"
 	"whale/core/ckpt"
 	"whale/core/engine"
+	"whale/core/model"
 	"whale/core/store"
 	"whale/data/domains"
 	"whale/tui"
@@ -30,6 +31,10 @@ type tuiFlags struct {
 	db, domain, preset, run, model string
 	fresh                          bool
 	seed                           uint64
+	lora                           loraFlags
+	// loraCfg is what --lora-rank and its companions give a new run
+	// (checked before anything opens).
+	loraCfg *model.LoRAConfig
 }
 
 func newTUICmd() *cobra.Command {
@@ -44,7 +49,16 @@ func newTUICmd() *cobra.Command {
 			"When another whale process (a run, a workbench, a bench) holds --db, --run ID attaches to that\n" +
 			"run: its events stream from the owner, commands go to it, and q leaves it running.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return openWorkbench(cmd, fl) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if fl.loraCfg, err = fl.lora.config(cmd.Flags()); err != nil {
+				return err
+			}
+			if fl.loraCfg != nil && fl.run != "" {
+				return usageError{errors.New("--lora-rank sizes a new run's adapters: a resumed run (--run) keeps its own")}
+			}
+			return openWorkbench(cmd, fl)
+		},
 	}
 	f := c.Flags()
 	f.StringVar(&fl.db, "db", "whale.db", "workspace file")
@@ -54,19 +68,25 @@ func newTUICmd() *cobra.Command {
 	f.BoolVar(&fl.fresh, "new", false, "start a new run even if an unfinished one could be resumed")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
 	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	fl.lora.register(f)
 	return c
 }
 
 // noTerminal says what the workbench would have done and how to run
 // without it; it is an error (exit 1), not a usage error.
 func noTerminal(fl tuiFlags) error {
-	what := fmt.Sprintf("start a new %s run (preset %s) in %s, or offer to resume its newest unfinished run", fl.domain, fl.preset, fl.db)
+	adapters, lora := "", ""
+	if c := fl.loraCfg; c != nil {
+		adapters = fmt.Sprintf(" with LoRA adapters of rank %d", c.Rank)
+		lora = fmt.Sprintf(" --lora-rank %d --lora-alpha %g --lora-targets %s", c.Rank, c.Alpha, fl.lora.targets)
+	}
+	what := fmt.Sprintf("start a new %s run (preset %s)%s in %s, or offer to resume its newest unfinished run", fl.domain, fl.preset, adapters, fl.db)
 	if fl.run != "" {
 		what = fmt.Sprintf("resume run %s in %s", fl.run, fl.db)
 	}
 	return fmt.Errorf("stdout is not a terminal: the workbench would %s.\n"+
-		"Run headless instead: whale run --headless --domain %s --preset %s --db %s (or whale resume RUN --headless --db %s)",
-		what, fl.domain, fl.preset, fl.db, fl.db)
+		"Run headless instead: whale run --headless --domain %s --preset %s%s --db %s (or whale resume RUN --headless --db %s)",
+		what, fl.domain, fl.preset, lora, fl.db, fl.db)
 }
 
 // defaultWorkbench is `whale` with no arguments: the workbench with the
@@ -156,13 +176,16 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if err != nil {
 			return usageError{err}
 		}
-		cfg.Seed = fl.seed
+		cfg.Seed, cfg.LoRA = fl.seed, fl.loraCfg
 		var b *bundle.Bundle
 		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", nil); err != nil {
 			return err
 		}
 		if fl.model != "" {
 			modelDesc = b.Name
+		}
+		if c := fl.loraCfg; c != nil {
+			modelDesc += fmt.Sprintf(" + LoRA rank %d", c.Rank)
 		}
 	}
 	for {

@@ -27,3 +27,29 @@ func TestTUINeedsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A new run of the workbench takes LoRA flags as whale run does: bad ones
+// are usage errors before anything opens, and without a terminal the
+// headless command it suggests carries them.
+func TestTUIStartsLoRARuns(t *testing.T) {
+	db := t.TempDir() + "/w.db"
+	_, err := runWhale(t, "tui", "--db", db, "--lora-rank", "4", "--lora-targets", "q,v")
+	if err == nil || isUsage(err) {
+		t.Fatalf("tui --lora-rank 4 without a terminal: %v, want exit 1", err)
+	}
+	for _, want := range []string{"with LoRA adapters of rank 4", "whale run --headless --domain math --preset small --lora-rank 4 --lora-alpha 8 --lora-targets q,v"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"tui", "--db", db, "--lora-rank", "-2"},
+		{"tui", "--db", db, "--lora-alpha", "3"},
+		{"tui", "--db", db, "--lora-rank", "2", "--lora-targets", "qq"},
+		{"tui", "--db", db, "--lora-rank", "2", "--run", "some-run"},
+	} {
+		if _, err := runWhale(t, args...); !isUsage(err) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
