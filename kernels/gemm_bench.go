@@ -14,24 +14,9 @@ func BenchGemm(layout Layout, m, k, n int, minDur time.Duration) (gflops float64
 	if m <= 0 || k <= 0 || n <= 0 {
 		return 0
 	}
-	r := rand.New(rand.NewPCG(uint64(m), uint64(k)<<32|uint64(n)))
-	a := make([]float32, m*k)
-	b := make([]float32, k*n)
-	out := make([]float32, m*n)
-	for i := range a {
-		a[i] = 2*r.Float32() - 1
-	}
-	for i := range b {
-		b[i] = 2*r.Float32() - 1
-	}
-	Gemm(layout, out, a, b, m, k, n, false)
-	best := time.Duration(1<<63 - 1)
-	start := time.Now()
-	for runs := 0; runs < 3 || time.Since(start) < minDur; runs++ {
-		t0 := time.Now()
-		Gemm(layout, out, a, b, m, k, n, false)
-		best = min(best, time.Since(t0))
-	}
+	r := benchRand(m, k, n)
+	a, b, out := randomSlice(r, m*k), randomSlice(r, k*n), make([]float32, m*n)
+	best, _ := fastest(minDur, func() error { Gemm(layout, out, a, b, m, k, n, false); return nil })
 	return 2 * float64(m) * float64(k) * float64(n) / best.Seconds() / 1e9
 }
 
@@ -43,37 +28,48 @@ func BenchGemmOn(be Backend, layout Layout, m, k, n int, minDur time.Duration) (
 	if m <= 0 || k <= 0 || n <= 0 {
 		return 0, nil
 	}
-	r := rand.New(rand.NewPCG(uint64(m), uint64(k)<<32|uint64(n)))
-	host := func(size int) Tensor {
-		v := make([]float32, size)
-		for i := range v {
-			v[i] = 2*r.Float32() - 1
-		}
+	r := benchRand(m, k, n)
+	load := func(size int) Tensor {
 		t := be.Alloc(size)
-		be.Load(t, v)
+		be.Load(t, randomSlice(r, size))
 		return t
 	}
-	a, b, out := host(m*k), host(k*n), be.Alloc(m*n)
+	a, b, out := load(m*k), load(k*n), be.Alloc(m*n)
 	defer func() { be.Free(a); be.Free(b); be.Free(out) }()
-	wait := func() error {
-		if s, ok := be.(Syncer); ok {
-			return s.Sync()
-		}
-		return nil
+	best, err := fastest(minDur, func() error { be.Gemm(layout, out, a, b, m, k, n, false); return Sync(be) })
+	if err != nil {
+		return 0, err
 	}
-	be.Gemm(layout, out, a, b, m, k, n, false)
-	if err := wait(); err != nil {
+	return 2 * float64(m) * float64(k) * float64(n) / best.Seconds() / 1e9, nil
+}
+
+func benchRand(m, k, n int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(m), uint64(k)<<32|uint64(n)))
+}
+
+// randomSlice is n values uniform in [-1, 1).
+func randomSlice(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 2*r.Float32() - 1
+	}
+	return v
+}
+
+// fastest runs run once to warm up, then until minDur has passed (at
+// least three times), and returns its fastest run.
+func fastest(minDur time.Duration, run func() error) (time.Duration, error) {
+	if err := run(); err != nil {
 		return 0, err
 	}
 	best := time.Duration(1<<63 - 1)
 	start := time.Now()
 	for runs := 0; runs < 3 || time.Since(start) < minDur; runs++ {
 		t0 := time.Now()
-		be.Gemm(layout, out, a, b, m, k, n, false)
-		if err := wait(); err != nil {
+		if err := run(); err != nil {
 			return 0, err
 		}
 		best = min(best, time.Since(t0))
 	}
-	return 2 * float64(m) * float64(k) * float64(n) / best.Seconds() / 1e9, nil
+	return best, nil
 }

@@ -62,3 +62,12 @@ func OpenBackend(name string) (Backend, error) {
 type Syncer interface {
 	Sync() error
 }
+
+// Sync waits for be's queued ops if it is a Syncer; other backends have
+// none queued.
+func Sync(be Backend) error {
+	if s, ok := be.(Syncer); ok {
+		return s.Sync()
+	}
+	return nil
+}

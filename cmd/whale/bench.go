@@ -139,12 +139,12 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
 		for _, k := range sizes {
 			for _, n := range sizes {
-				g := kernels.BenchGemm(layout, 1024, k, n, dur)
-				if !onCPU {
-					var err error
-					if g, err = kernels.BenchGemmOn(be, layout, 1024, k, n, dur); err != nil {
-						return r, err
-					}
+				var g float64
+				var err error
+				if onCPU { // the kernels' own figure, without the interface
+					g = kernels.BenchGemm(layout, 1024, k, n, dur)
+				} else if g, err = kernels.BenchGemmOn(be, layout, 1024, k, n, dur); err != nil {
+					return r, err
 				}
 				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: fraction(g, r.PeakGFLOPS)})
 			}

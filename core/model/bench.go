@@ -122,7 +122,7 @@ func BenchTrain(be kernels.Backend, cfg Config, B, T int, minDur time.Duration) 
 	if err := step(); err != nil {
 		return 0, 0, err
 	}
-	if err := syncBackend(m.be); err != nil {
+	if err := kernels.Sync(m.be); err != nil {
 		return 0, 0, err
 	}
 	start, steps := time.Now(), 0
@@ -132,7 +132,7 @@ func BenchTrain(be kernels.Backend, cfg Config, B, T int, minDur time.Duration) 
 		}
 		steps++
 	}
-	if err := syncBackend(m.be); err != nil {
+	if err := kernels.Sync(m.be); err != nil {
 		return 0, 0, err
 	}
 	tokensPerS = float64(steps*B*T) / time.Since(start).Seconds()
@@ -186,12 +186,4 @@ func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS f
 		n += len(c.Tokens)
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
-}
-
-// syncBackend waits for an asynchronous backend's queued ops.
-func syncBackend(be kernels.Backend) error {
-	if s, ok := be.(kernels.Syncer); ok {
-		return s.Sync()
-	}
-	return nil
 }

@@ -252,10 +252,8 @@ func runCase(be kernels.Backend, c opCase) (outs []output, err error) {
 	e := newEnv(be, c.pad)
 	c.run(e)
 	e.finish()
-	if s, ok := be.(kernels.Syncer); ok {
-		if err := s.Sync(); err != nil {
-			return nil, fmt.Errorf("sync: %w", err)
-		}
+	if err := kernels.Sync(be); err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
 	}
 	return e.outs, nil
 }
