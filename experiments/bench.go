@@ -117,9 +117,11 @@ func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
 	cfg.Seed, cfg.DataSeed, cfg.Budget, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, p.Budget, 0, true, p.CurveK
 	switch cond {
 	case "weight-only", "harness-only", "staged":
-		cfg.Condition = cond
+		// The baselines keep their own phase lengths: the harness-phase
+		// allowance is WHALE's alone (engine.Config.HarnessCalls).
+		cfg.Condition, cfg.HarnessCalls = cond, 0
 	case "fast-slow":
-		cfg.Condition, cfg.E, cfg.I = cond, p.FastSlowE, 1
+		cfg.Condition, cfg.E, cfg.I, cfg.HarnessCalls = cond, p.FastSlowE, 1, 0
 	case "whale-fixed":
 		cfg.E, cfg.I = p.fixedPoint(cfg)
 	case "whale-adaptive":

@@ -110,7 +110,7 @@ func (m *Model) harnessIteration(ev engine.Event, d engine.HarnessIterationData)
 	if len(d.Board) > 0 {
 		line += fmt.Sprintf(", best %s %.3f", short(d.Board[0].Hash), d.Board[0].Score)
 	}
-	return line
+	return line + d.Result.StarvedText()
 }
 
 func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {

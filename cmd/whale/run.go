@@ -104,7 +104,7 @@ type runFlags struct {
 	domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	proposer, gridKnobs, proposerURL, proposerModel, condition, fromCkpt       string
 	e, lr, kl                                                                  float64
-	i, budget, rounds, replay, candidates                                      int
+	i, budget, rounds, replay, candidates, harnessCalls                        int
 	seed                                                                       uint64
 	headless, asJSON                                                           bool
 	envf                                                                       envFlags
@@ -143,6 +143,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&fl.kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
 	f.StringVar(&fl.preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
 	f.IntVar(&fl.budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
+	f.IntVar(&fl.harnessCalls, "harness-calls", 0, "model calls one harness phase may spend in WHALE's alternation, the incoming harness's re-score always paid (preset default; small: 640; 0 with the flag: no bound but I)")
 	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
 	f.StringVar(&fl.dbPath, "db", "whale.db", "workspace file")
@@ -258,6 +259,7 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	set("weights", func() { cfg.Operator = fl.op })
 	set("budget", func() { cfg.Budget = fl.budget })
 	set("rounds", func() { cfg.MaxRounds = fl.rounds })
+	set("harness-calls", func() { cfg.HarnessCalls = fl.harnessCalls })
 	set("replay", func() { cfg.Replay = fl.replay })
 	set("lr", func() { cfg.LR = fl.lr })
 	set("kl", func() { cfg.KL = fl.kl })
@@ -468,6 +470,7 @@ func printEvent(w io.Writer, ev engine.Event) {
 		if d.Result.Changed {
 			mark = " (new incumbent)"
 		}
+		mark += d.Result.StarvedText()
 		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, engine.ShortHash(d.Result.Accepted), mark)
 	case engine.PhaseRecord:
 		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, pass-mean %+.3f -> %+.3f%s, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter,

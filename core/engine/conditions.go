@@ -134,14 +134,13 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 	if len(e.st.Population) == 0 {
 		e.st.Population = []string{a.Incumbent}
 	}
-	spent, spentCalls := 0, 0
+	spent, spentCalls, starved := 0, 0, ""
 	if a.Weights != e.st.Weights || !a.Entries[a.Incumbent].Complete {
-		a.ResetScores(e.st.Weights)
-		sr, err := s.ScoreAll(ctx, a, e.st.Population, e.val)
+		sr, err := s.ScoreAll(ctx, a, e.st.Weights, e.st.Population, e.val)
 		if err != nil {
 			return search.IterationResult{}, err
 		}
-		spent, spentCalls = sr.Rollouts, sr.Calls
+		spent, spentCalls, starved = sr.Rollouts, sr.Calls, sr.Starved
 		if best := a.Best(); best != nil && best.Hash != a.Incumbent {
 			if err := a.Accept(best.Hash); err != nil {
 				return search.IterationResult{}, err
@@ -149,15 +148,11 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 		}
 	}
 	var r search.IterationResult
-	left := e.Cfg.Budget - e.st.Ledger.Budgeted()
-	if e.Cfg.Budget > 0 && left <= 0 {
-		// Re-measuring the population spent what was left: no candidates.
+	if starved != "" {
+		// What is left cannot re-measure the population: no candidates.
 		inc := a.Entries[a.Incumbent]
-		r = search.IterationResult{Iteration: e.st.Iteration, Accepted: inc.Hash, BestScore: inc.Score}
+		r = search.IterationResult{Iteration: e.st.Iteration, Accepted: inc.Hash, BestScore: inc.Score, Starved: starved}
 	} else {
-		if e.Cfg.Budget > 0 {
-			s.M = max(1, min(s.M, left/max(1, len(e.val)*e.callsPerEpisode())))
-		}
 		s.Proposer = search.Mutation{Parents: e.st.Population}
 		rng := rand.New(rand.NewPCG(e.Cfg.Seed, 0x5ea_0000+uint64(e.st.Iteration)))
 		var err error

@@ -106,6 +106,15 @@ type Config struct {
 	// for; 0 means unbounded, then MaxRounds ends the run.
 	Budget    int `json:"budget"`
 	MaxRounds int `json:"max_rounds"`
+	// HarnessCalls, when > 0, bounds the model calls of one harness phase
+	// of WHALE's alternation (fixed or adaptive; the baselines keep their
+	// own phase lengths): the phase ends once no further score fits in it,
+	// after its I iterations or its patience at the latest. The incoming
+	// incumbent's score under new weights is always paid for, and the
+	// entries re-scored beside it take at most half of what is left, so
+	// every phase proposes something. It is what keeps a cycle's length
+	// in calls near E's whatever the harness costs a rollout.
+	HarnessCalls int `json:"harness_calls,omitempty"`
 
 	MaxNewTokens int     `json:"max_new_tokens"`
 	Temperature  float32 `json:"temperature"`
@@ -152,25 +161,35 @@ func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
 // on 2 cores); paper uses the reference's ratios. small is the default
 // demo and the bench's size (issue 19): (E, I) = (0.2, 2), one of the
 // reference's ablations — 6 weight steps of 32 rollouts, then the incoming
-// harness's re-score and one iteration of 2 candidates on 128 val tasks —
-// at 4,608 model calls a run. It was sized for at least 4 cycles from
-// estimated costs (about 1,050 calls a math cycle); measured in the issue-19
-// bench, a math weight phase costs 290–361 calls but a harness phase
-// 452–2,847 (more passes for unresolved leads, voting harnesses paying
-// several calls a rollout), so math may see fewer cycles. Its learning
-// rate is the reference's, 1e-5: of the operators measured for issue 19 it
-// is the one that keeps a weight phase's samples apart in every domain
-// (docs/EXPLORATION.md).
+// harness's re-score and one iteration on 128 val tasks — at 4,608 model
+// calls a run, each harness phase bounded to 640 of them (HarnessCalls).
+// Measured in the issue-19 bench without that bound, a math weight phase
+// cost 290–361 calls but a harness phase 452–2,986 (re-scores of the old
+// top entries, extra passes for unresolved leads, voting harnesses paying
+// several calls a rollout): 2 cycles a run where the bench needs 4. With
+// it a math cycle costs about 950 calls (h0: 1.66 calls a rollout), so
+// about 4.8 cycles. Its learning rate is the reference's, 1e-5: of the
+// operators measured for issue 19 it is the one that keeps a weight
+// phase's samples apart in every domain (docs/EXPLORATION.md).
 var presets = map[string]Config{
 	"tiny": {Schedule: "fixed", E: 0.25, I: 2, Operator: "rsft", Threshold: 0.5, LR: 3e-4,
 		PromptsPerStep: 2, Group: 2, TrainTasks: 32, Candidates: 2, ValTasks: 8, AuditTasks: 4, TestTasks: 8,
 		ValK: 1, TestK: 2, MaxRounds: 2, MaxNewTokens: 48, Temperature: 1, Harness: "h0"},
 	"small": {Schedule: "fixed", E: 0.2, I: 2, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
 		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 2, ValTasks: 128, AuditTasks: 16, TestTasks: 64,
-		ValK: 2, TestK: 8, Budget: 4608, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
+		ValK: 2, TestK: 8, Budget: 4608, HarnessCalls: 640, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
 	"paper": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
 		PromptsPerStep: 256, Group: 8, TrainTasks: 4096, Candidates: 3, ValTasks: 256, AuditTasks: 128, TestTasks: 512,
 		ValK: 2, TestK: 8, MaxRounds: 6, MaxNewTokens: 256, Temperature: 1, Harness: "h0"},
+}
+
+// phaseAllowance is HarnessCalls where it applies (WHALE's alternation),
+// else 0.
+func (c Config) phaseAllowance() int {
+	if c.Condition != "" {
+		return 0
+	}
+	return c.HarnessCalls
 }
 
 // Preset returns a named preset for a domain.
@@ -286,6 +305,8 @@ func (c Config) Validate() error {
 		return bad("val_k", "val k %d, test k %d (want ≥ 1)", c.ValK, c.TestK)
 	case c.CurveK < 0 || (c.CurveK > 0 && !c.CurveTest):
 		return bad("curve_k", "%d (want ≥ 0, and set only with curve_test)", c.CurveK)
+	case c.HarnessCalls < 0:
+		return bad("harness_calls", "%d (want ≥ 0; 0: a harness phase is bounded by I or its patience alone)", c.HarnessCalls)
 	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
 		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
 	case c.MaxNewTokens < 1:

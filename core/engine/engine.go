@@ -471,7 +471,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if e.st.Paused {
 			continue
 		}
-		over := e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
+		over := e.budgetOver()
 		end := e.st.Force || over || e.stageSpent()
 		if !end {
 			var err error
@@ -483,7 +483,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			if err != nil {
 				return Summary{}, e.interrupted(err)
 			}
-			over = e.Cfg.Budget > 0 && e.st.Ledger.Budgeted() >= e.Cfg.Budget
+			over = e.budgetOver()
 			end = end || over || e.stageSpent()
 			e.markConsistent()
 		}

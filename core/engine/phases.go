@@ -224,16 +224,16 @@ func outcomes(tasks []data.Task, ts []harnesses.Trajectory) []search.Outcome {
 // iteration).
 func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	a := e.st.Archive
+	// The searcher begins no score the budget or the phase's allowance
+	// cannot pay for and proposes no more candidates than they can score,
+	// so conditions compared at equal budget stay close to it.
 	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit}
 	if e.Cfg.Budget > 0 {
 		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
 	}
-	if e.Cfg.Budget > 0 {
-		// Near the end of the budget, propose only as many candidates as
-		// it can still score, so conditions compared at equal budget stay
-		// close to it (one val pass is the most a run can overshoot).
-		left := e.Cfg.Budget - e.st.Ledger.Budgeted()
-		s.M = max(1, min(s.M, left/max(1, len(e.val)*e.callsPerEpisode())))
+	allowance := e.Cfg.phaseAllowance()
+	if allowance > 0 {
+		s.PhaseLeft = func() int { return allowance - (e.st.Ledger.Budgeted() - e.st.PhaseStart) }
 	}
 	e.st.Iteration++
 	var r search.IterationResult
@@ -266,7 +266,12 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		inc.Audit, inc.HasAudit = rep.MeanAtK, true
 	}
 	end := e.st.schedule().HarnessIteration(r.BestScore)
-	if len(r.Candidates) == 0 && r.Rollouts == 0 {
+	switch {
+	case r.Starved == search.StarvedBudget:
+		e.st.Starved, end = true, true
+	case r.Starved == search.StarvedPhase || (s.PhaseLeft != nil && s.PhaseLeft() <= 0):
+		end = true
+	case len(r.Candidates) == 0 && r.Rollouts == 0:
 		e.st.Exhausted, end = e.st.Weights, true
 	}
 	d := HarnessIterationData{Result: r, Patience: e.st.schedule().Patience(), Frozen: []string{}}
@@ -637,13 +642,10 @@ func (e *Engine) noteFailures(ts []harnesses.Trajectory) {
 	}
 }
 
-// callsPerEpisode estimates the model calls one scoring rollout costs
-// from the incumbent's record (at least 1).
-func (e *Engine) callsPerEpisode() int {
-	if inc := e.st.Archive.Entries[e.st.Archive.Incumbent]; inc != nil && inc.Scored > 0 {
-		return max(1, (inc.Calls+inc.Scored-1)/inc.Scored)
-	}
-	return 1
+// budgetOver reports whether the run's budget is spent, or so nearly that
+// the harness search could not pay for its next score.
+func (e *Engine) budgetOver() bool {
+	return e.Cfg.Budget > 0 && (e.st.Ledger.Budgeted() >= e.Cfg.Budget || e.st.Starved)
 }
 
 // runEntropy is the mean step entropy over every weight step of phases.

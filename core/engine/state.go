@@ -128,6 +128,10 @@ type State struct {
 	// again a harness phase under the same weights (harness-only, staged
 	// after its switch) finishes instead of looping without spending.
 	Exhausted string `json:"exhausted,omitempty"`
+	// Starved is set when a harness iteration found the budget left
+	// unable to pay for its next score (search.StarvedBudget): the run is
+	// over, a little under its budget rather than over it.
+	Starved bool `json:"starved,omitempty"`
 
 	// Replay holds kept samples of recent weight steps (Config.Replay).
 	Replay []replayed `json:"replay,omitempty"`

@@ -117,9 +117,13 @@ func TestAcceptanceNeedsAPairedLowerBoundAboveZero(t *testing.T) {
 	if !e.HasGain || math.Abs(e.Gain-0.02) > 1e-12 || e.GainLo >= 0 || e.Against != harnesses.Hash(src) {
 		t.Fatalf("recorded gain %+v", e)
 	}
-	// An unresolved lead earns more passes, up to MaxPasses (this scorer
-	// repeats itself, so they cannot resolve it).
-	if e.Calls != 2*100*MaxPasses || e.Failures["wrong"] != 65*MaxPasses || e.Failures[""] != 35*MaxPasses || len(r.Confirmed) != MaxPasses-1 {
+	// An unresolved lead earns more passes while the interval MaxPasses
+	// would leave could clear 0 (reachable). This scorer repeats itself,
+	// so the half-width stays 1.984·0.1407/√100 = 0.0279: after pass 1,
+	// 0.02 > 0.0279·√(1/4) = 0.0140 and after pass 2, 0.02 > 0.0197, but
+	// after pass 3, 0.02 < 0.0242: two extra passes, then it gives up.
+	const passesRun = 3
+	if e.Calls != 2*100*passesRun || e.Failures["wrong"] != 65*passesRun || e.Failures[""] != 35*passesRun || len(r.Confirmed) != passesRun-1 {
 		t.Fatalf("calls %d failures %v confirmed %d", e.Calls, e.Failures, len(r.Confirmed))
 	}
 	// Eight more: lower bound above 0, accepted.
@@ -193,25 +197,73 @@ func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
 	}
 }
 
-func TestASpentBudgetStopsTheCandidatesNotYetScored(t *testing.T) {
+func TestABudgetProposesOnlyWhatItCanScore(t *testing.T) {
+	val := tasks(64)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name        string
+		budget      bool // Left, else PhaseLeft
+		left, spent int  // calls left before the iteration; spent in it
+		starved     string
+	}{
+		// Less than one whole val pass of one candidate (one call a
+		// rollout): nothing is proposed and nothing spent.
+		{"budget below one candidate", true, 63, 0, StarvedBudget},
+		{"phase below one candidate", false, 63, 0, StarvedPhase},
+		// One candidate's whole pass and a rung more: of the three
+		// candidates M asks for, one is proposed and scored to the end.
+		{"budget for one candidate", true, 80, 64, ""},
+	} {
+		a, s, sc := newSearch(t)
+		s.Restart(ctx, a, "w1", val, 1)
+		before := sc.rollouts
+		left := func() int { return c.left - (sc.rollouts - before) }
+		if c.budget {
+			s.Left = left
+		} else {
+			s.PhaseLeft = left
+		}
+		r, err := s.Iterate(ctx, a, val, rand.New(rand.NewPCG(5, 5)), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sc.rollouts - before
+		if got != c.spent || r.Calls != got || r.Starved != c.starved || len(r.Stopped) != 0 {
+			t.Fatalf("%s: spent %d (reported %d, want %d), starved %q (want %q), stopped %d", c.name, got, r.Calls, c.spent, r.Starved, c.starved, len(r.Stopped))
+		}
+		if want := c.spent / len(val); len(r.Candidates) != want {
+			t.Fatalf("%s: %d candidates proposed, want %d", c.name, len(r.Candidates), want)
+		}
+		for _, h := range r.Candidates {
+			if !a.Entries[h].Complete {
+				t.Fatalf("%s: %s was proposed but not scored to the end", c.name, h[:12])
+			}
+		}
+	}
+}
+
+func TestARungTheBudgetCannotPayForStopsItsCandidates(t *testing.T) {
 	a, s, sc := newSearch(t)
 	val := tasks(64)
 	ctx := context.Background()
 	s.Restart(ctx, a, "w1", val, 1)
+	// The incumbent's price says one call a rollout, so 64 calls pay for
+	// a whole candidate; but it turns out to cost two. Its first two rungs
+	// (16 tasks each, 32 calls each at its own price once it has one)
+	// spend the 64, and it stops before the last.
+	sc.calls = 2
 	before := sc.rollouts
-	left := 16 // one rung (a quarter of 64 tasks, one call each) of one candidate
-	s.Left = func() int { return left - (sc.rollouts - before) }
+	s.Left = func() int { return 64 - 2*(sc.rollouts-before) }
+	s.M = 1
 	r, err := s.Iterate(ctx, a, val, rand.New(rand.NewPCG(5, 5)), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sc.rollouts - before; got != 16 || len(r.Stopped) != len(r.Candidates) || r.Changed {
-		t.Fatalf("spent %d (want 16), stopped %d of %d, changed %v", got, len(r.Stopped), len(r.Candidates), r.Changed)
+	if got := sc.rollouts - before; got != 32 || len(r.Stopped) != 1 || r.Changed || r.Starved != StarvedBudget {
+		t.Fatalf("spent %d rollouts (want 32), stopped %d of %d, changed %v, starved %q", got, len(r.Stopped), len(r.Candidates), r.Changed, r.Starved)
 	}
-	for _, h := range r.Candidates {
-		if a.Entries[h].Complete {
-			t.Fatalf("%s was stopped by the budget but marked complete", h[:12])
-		}
+	if a.Entries[r.Candidates[0]].Complete {
+		t.Fatal("a candidate stopped by the budget was marked complete")
 	}
 }
 
@@ -265,5 +317,71 @@ func TestExtraPassesResolveAGainOnePassCannot(t *testing.T) {
 	}
 	if !r.Changed || e.GainLo <= 0 {
 		t.Fatalf("a 7-point paired gain was not accepted after %d extra passes: %.3f [%.3f, %.3f]", len(r.Confirmed), e.Gain, e.GainLo, e.GainHi)
+	}
+}
+
+func TestALeadThatCannotClearZeroGetsNoExtraPasses(t *testing.T) {
+	src := builtin(t)
+	child, err := harnesses.Mutate(src, "MAX_TURNS", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child solves 3 tasks the incumbent fails and fails 2 it solves:
+	// gain 0.01, paired sd 0.2247, half-width 1.984·0.02247 = 0.0446. Even
+	// four passes could shrink that only to 0.0223, still above the gain.
+	val := tasks(100)
+	base, rw := make([]float64, 100), make([]float64, 100)
+	for i := range base {
+		base[i] = float64(i % 2)
+		rw[i] = base[i]
+	}
+	rw[0], rw[2], rw[4], rw[1], rw[3] = 1, 1, 1, 0, 0
+	a := NewArchive()
+	a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
+	a.Accept(harnesses.Hash(src))
+	s := &Searcher{Proposer: oneCandidate{child, "MAX_TURNS=4"}, Scorer: fixedScorer{harnesses.Hash(src): base, harnesses.Hash(child): rw}, M: 1, Rungs: []float64{1}}
+	if _, err := s.Restart(context.Background(), a, "w", val, 1); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Iterate(context.Background(), a, val, rand.New(rand.NewPCG(1, 1)), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := a.Entries[harnesses.Hash(child)]
+	if math.Abs(e.Gain-0.01) > 1e-12 || len(r.Confirmed) != 0 || r.Calls != 2*100 || r.Changed {
+		t.Fatalf("gain %.4f [%.4f, %.4f]: %d extra passes, %d calls, changed %v", e.Gain, e.GainLo, e.GainHi, len(r.Confirmed), r.Calls, r.Changed)
+	}
+}
+
+func TestARestartLeavesHalfThePhaseForNewCandidates(t *testing.T) {
+	a, s, sc := newSearch(t)
+	val := tasks(64)
+	ctx := context.Background()
+	s.Restart(ctx, a, "w1", val, 1)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for it := 2; it <= 6; it++ {
+		if _, err := s.Iterate(ctx, a, val, rng, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(a.restartSet()); n < 3 {
+		t.Fatalf("the premise needs 3 entries to re-score, have %d", n)
+	}
+	// 320 calls: the incumbent's 64, then old entries while half of what
+	// is left after it (128) stays: two of them (256 − 2·64 = 128).
+	before := sc.rollouts
+	s.PhaseLeft = func() int { return 320 - (sc.rollouts - before) }
+	r, err := s.Restart(ctx, a, "w2", val, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.rollouts - before; got != 3*64 || len(r.Candidates) != 3 || r.Starved != "" {
+		t.Fatalf("restart spent %d (want %d) on %d entries, starved %q", got, 3*64, len(r.Candidates), r.Starved)
+	}
+	// The phase's allowance never stops the incumbent's own score.
+	before = sc.rollouts
+	s.PhaseLeft = func() int { return 10 - (sc.rollouts - before) }
+	if r, err := s.Restart(ctx, a, "w3", val, 8); err != nil || !a.Entries[a.Incumbent].Complete || r.Rollouts != 64 {
+		t.Fatalf("under a spent allowance the incumbent was not scored: %+v, %v", r, err)
 	}
 }

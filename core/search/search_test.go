@@ -45,16 +45,19 @@ func quality(src string) float64 {
 // synthetic draws Bernoulli(quality) rewards from one uniform draw per
 // (task, pass) shared by every harness — the paired draws the engine's
 // scorer gives — and counts calls.
-type synthetic struct{ rollouts int }
+// synthetic scores a harness by its quality on draws shared by every
+// harness; each rollout costs calls model calls (0: one).
+type synthetic struct{ rollouts, calls int }
 
 func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]Outcome, error) {
 	out := make([]Outcome, len(ts))
+	calls := max(1, s.calls)
 	for i, t := range ts {
 		h := fnv.New64a()
 		fmt.Fprint(h, t.ID, pass)
-		out[i] = Outcome{Failure: "wrong", Calls: 1}
+		out[i] = Outcome{Failure: "wrong", Calls: calls}
 		if rand.New(rand.NewPCG(h.Sum64(), 1)).Float64() < quality(src) {
-			out[i] = Outcome{Reward: 1, Calls: 1}
+			out[i] = Outcome{Reward: 1, Calls: calls}
 		}
 	}
 	s.rollouts += len(ts)

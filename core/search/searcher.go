@@ -50,12 +50,17 @@ type Searcher struct {
 	// comparison (the engine's null-policy audit): false keeps it out of
 	// the incumbency, and the next winner is tried.
 	Admit func(ctx context.Context, e *Entry) (bool, error)
-	// Left, if set, is the budget (model calls) still to spend: once it is
-	// spent, the candidates not yet scored on a rung stop there (and are
-	// never accepted), so an iteration overshoots the budget by at most
-	// one rung of one candidate, however many calls a voting candidate
+	// Left, if set, is the run's budget (model calls) still to spend, and
+	// PhaseLeft the harness phase's allowance still to spend. A score is
+	// begun only when both pay for its estimated cost (tasks × the
+	// harness's calls per rollout so far, else the incumbent's), an
+	// iteration proposes no more candidates than they can score on the
+	// whole val split, and one that cannot pay for the next score says so
+	// (IterationResult.Starved). So a run ends within one score's estimate
+	// of its budget, above or below, however many calls a voting harness
 	// costs.
-	Left func() int
+	Left      func() int
+	PhaseLeft func() int
 }
 
 // IterationResult reports one iteration.
@@ -76,6 +81,73 @@ type IterationResult struct {
 	Rollouts  int      `json:"rollouts"`
 	// Calls counts the model calls the iteration's rollouts cost.
 	Calls int `json:"calls"`
+	// Starved says what could not pay for the iteration's next score:
+	// StarvedBudget (the run's budget: the run is over) or StarvedPhase
+	// (the phase's allowance: the phase is); "" if nothing.
+	Starved string `json:"starved,omitempty"`
+}
+
+// What starved an iteration (IterationResult.Starved).
+const (
+	StarvedBudget = "budget"
+	StarvedPhase  = "phase"
+)
+
+// StarvedText says, for a progress line, what could not pay for the
+// iteration's next score ("" for nothing), beginning with "; ".
+func (r IterationResult) StarvedText() string {
+	switch r.Starved {
+	case StarvedBudget:
+		return "; the budget left cannot pay for another score"
+	case StarvedPhase:
+		return "; the phase's allowance is spent"
+	}
+	return ""
+}
+
+// shortOf names what cannot pay for cost more model calls: StarvedBudget,
+// StarvedPhase, or "" when both can.
+func (s *Searcher) shortOf(cost int) string {
+	switch {
+	case s.Left != nil && s.Left() < cost:
+		return StarvedBudget
+	case s.PhaseLeft != nil && s.PhaseLeft() < cost:
+		return StarvedPhase
+	}
+	return ""
+}
+
+// affords reports whether the budget and the phase allowance both pay for
+// cost more model calls, and records in r what does not.
+func (s *Searcher) affords(cost int, r *IterationResult) bool {
+	short := s.shortOf(cost)
+	if short != "" && r.Starved != StarvedBudget {
+		r.Starved = short
+	}
+	return short == ""
+}
+
+// affordable is how many scores of cost calls each the budget and the
+// phase allowance both pay for (max(1, n) when neither is set).
+func (s *Searcher) affordable(cost, n int) int {
+	for _, left := range []func() int{s.Left, s.PhaseLeft} {
+		if left != nil {
+			n = min(n, max(0, left())/max(1, cost))
+		}
+	}
+	return n
+}
+
+// cost is the model calls scoring e on n tasks is expected to cost, at
+// its own price under the current weights, else the incumbent's, else
+// one call a rollout.
+func cost(e, inc *Entry, n int) int {
+	for _, x := range []*Entry{e, inc} {
+		if x != nil && x.Scored > 0 {
+			return (n*x.Calls + x.Scored - 1) / x.Scored
+		}
+	}
+	return n
 }
 
 // Restart begins scoring under new weights: every score in the archive is
@@ -91,24 +163,47 @@ func (s *Searcher) Restart(ctx context.Context, a *Archive, weights string, val 
 	if !ok {
 		return r, fmt.Errorf("search: no incumbent to score")
 	}
+	// Costs are read before the reset forgets them.
+	costs := map[string]int{inc.Hash: cost(inc, nil, len(val))}
 	var again []*Entry
 	if a.Weights != weights {
 		again = a.restartSet()
+		for _, e := range again {
+			costs[e.Hash] = cost(e, inc, len(val))
+		}
 		a.ResetScores(weights)
 	}
 	if !inc.Complete {
+		// Nothing can be compared with an unscored incumbent, so only the
+		// run's budget stops this score, never the phase's allowance.
+		if s.Left != nil && s.Left() < costs[inc.Hash] {
+			r.Starved, r.Accepted, r.BestScore = StarvedBudget, inc.Hash, inc.Score
+			return r, nil
+		}
 		if err := s.scoreAll(ctx, inc, val, &r); err != nil {
 			return r, err
 		}
 		r.Candidates = append(r.Candidates, inc.Hash)
 	}
+	// The old entries may spend half of what the phase has left after
+	// the incumbent: the other half stays for new candidates.
+	reserve := 0
+	if s.PhaseLeft != nil {
+		reserve = s.PhaseLeft() / 2
+	}
+	var scored []*Entry
 	for _, e := range again {
+		c := costs[e.Hash]
+		if s.shortOf(c) != "" || (s.PhaseLeft != nil && s.PhaseLeft()-c < reserve) {
+			continue
+		}
 		if err := s.scoreAll(ctx, e, val, &r); err != nil {
 			return r, err
 		}
 		r.Candidates = append(r.Candidates, e.Hash)
+		scored = append(scored, e)
 	}
-	return r, s.acceptWinner(ctx, a, inc, again, &r)
+	return r, s.acceptWinner(ctx, a, inc, scored, &r)
 }
 
 // maxRestart bounds the entries re-scored besides the incumbent when the
@@ -154,17 +249,27 @@ func (s *Searcher) scoreAll(ctx context.Context, e *Entry, val []data.Task, r *I
 	return nil
 }
 
-// ScoreAll scores the given entries on the whole val split (those not yet
-// complete under the current weights) and returns the rollouts spent:
-// how a population is re-measured after the weights changed.
-func (s *Searcher) ScoreAll(ctx context.Context, a *Archive, hashes []string, val []data.Task) (IterationResult, error) {
+// ScoreAll scores the given entries on the whole val split under weights
+// (those not yet complete under them; a change of weights first resets
+// every score) and returns the rollouts spent: how a population is
+// re-measured after the weights changed. An entry the budget or the phase
+// cannot pay for is left unscored, and the result says so (Starved).
+func (s *Searcher) ScoreAll(ctx context.Context, a *Archive, weights string, hashes []string, val []data.Task) (IterationResult, error) {
 	var r IterationResult
+	costs := map[string]int{}
 	for _, h := range hashes {
 		e, ok := a.Entries[h]
 		if !ok {
 			return r, fmt.Errorf("search: score %s: not in the archive", short(h))
 		}
-		if e.Complete || e.Status == StatusPruned {
+		costs[h] = cost(e, a.Entries[a.Incumbent], len(val))
+	}
+	if a.Weights != weights {
+		a.ResetScores(weights)
+	}
+	for _, h := range hashes {
+		e := a.Entries[h]
+		if e.Complete || e.Status == StatusPruned || !s.affords(costs[h], &r) {
 			continue
 		}
 		if err := s.scoreAll(ctx, e, val, &r); err != nil {
@@ -184,7 +289,17 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 	if !ok || !inc.Complete {
 		return r, fmt.Errorf("search: the incumbent must be scored before an iteration (Restart)")
 	}
-	cands, err := s.Proposer.Propose(ctx, a, rng, max(1, s.M))
+	// Propose only what can be scored on the whole val split: a candidate
+	// stopped by the budget on a rung is never accepted, so its rollouts
+	// would be spent for nothing.
+	whole := cost(inc, nil, len(val))
+	m := s.affordable(whole, max(1, s.M))
+	if m == 0 {
+		s.affords(whole, &r)
+		r.Accepted, r.BestScore = inc.Hash, inc.Score
+		return r, nil
+	}
+	cands, err := s.Proposer.Propose(ctx, a, rng, m)
 	if err != nil {
 		return r, err
 	}
@@ -211,7 +326,7 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		}
 		var scored []*Entry
 		for _, e := range live {
-			if s.Left != nil && s.Left() <= 0 {
+			if !s.affords(cost(e, inc, upto-done), &r) {
 				r.Stopped = append(r.Stopped, e.Hash)
 				continue
 			}
@@ -255,25 +370,35 @@ const MaxPasses = 4
 // leading candidate's paired gain is positive but its lower bound is not
 // above 0, it and the incumbent are scored on one more pass over the val
 // tasks (new draws, the same for both), up to MaxPasses. One pass of 128
-// tasks cannot tell a 4-point gain from noise; four can.
+// tasks cannot tell a 4-point gain from noise; four can. A lead that could
+// not clear 0 even with every pass left (reachable) gets none, and a pass
+// the budget or the phase cannot pay for is not begun.
 func (s *Searcher) confirm(ctx context.Context, inc *Entry, live []*Entry, val []data.Task, r *IterationResult) error {
 	for {
 		var lead *Entry
 		var best Gain
 		for _, e := range live {
 			g := PairedGain(e, inc)
-			if g.N > 1 && g.Gain > 0 && g.Lo <= 0 && int(passes(e)) < MaxPasses && (lead == nil || g.Gain > best.Gain) {
+			if g.N > 1 && g.Gain > 0 && g.Lo <= 0 && int(passes(e)) < MaxPasses && reachable(g, passes(e)) && (lead == nil || g.Gain > best.Gain) {
 				lead, best = e, g
 			}
 		}
-		if lead == nil || (s.Left != nil && s.Left() <= 0) {
+		if lead == nil {
 			return nil
 		}
 		p := int(passes(lead))
+		var need []*Entry
+		c := 0
 		for _, e := range []*Entry{inc, lead} {
-			if int(passes(e)) > p {
-				continue // the incumbent already has this pass
+			if int(passes(e)) <= p { // else the incumbent already has this pass
+				need = append(need, e)
+				c += cost(e, inc, len(val))
 			}
+		}
+		if s.shortOf(c) != "" {
+			return nil
+		}
+		for _, e := range need {
 			n, calls, err := s.score(ctx, e, val, 0, len(val), p)
 			if err != nil {
 				return err
@@ -283,6 +408,15 @@ func (s *Searcher) confirm(ctx context.Context, inc *Entry, live []*Entry, val [
 		}
 		r.Confirmed = append(r.Confirmed, lead.Hash)
 	}
+}
+
+// reachable reports whether a paired gain measured over p passes could
+// have its lower bound above 0 after MaxPasses: the interval's half-width
+// shrinks at best as 1/√passes (it shrinks less where tasks, not draws,
+// make the spread), so a lead whose gain is below the half-width that
+// MaxPasses would leave is not worth the passes.
+func reachable(g Gain, p float64) bool {
+	return g.Gain > (g.Gain-g.Lo)*math.Sqrt(p/MaxPasses)
 }
 
 // acceptWinner records each challenger's paired gain over inc and makes
