@@ -490,3 +490,36 @@ func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
 		t.Fatalf("a negative allowance: %v", err)
 	}
 }
+
+// A boundary where neither the weights nor the incumbent changed reuses
+// the val measurement: harness-only on fixed weights measures val once
+// per incumbent it ever had, however many phases it runs.
+func TestValIsMeasuredOncePerWeightsAndIncumbent(t *testing.T) {
+	sum, e := runCondition(t, "harness-only", func(c *Config) { c.Budget = 160 })
+	pairs := map[string]bool{}
+	measured := 0
+	for _, ev := range events(t, e.env.Store, "c") {
+		if ev.Kind != EvEval {
+			continue
+		}
+		var d EvalData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Split == "val" && d.Report.K == e.Cfg.ValK { // not the best checkpoint's final mean@TestK
+			measured++
+			if pairs[d.Weights+"|"+d.Harness] {
+				t.Fatalf("val measured twice for weights %s under harness %s", ShortHash(d.Weights), ShortHash(d.Harness))
+			}
+			pairs[d.Weights+"|"+d.Harness] = true
+		}
+	}
+	if measured == 0 || measured >= len(sum.Phases)+1 {
+		t.Fatalf("%d val measurements over %d phase boundaries and the start: the test needs boundaries that kept their incumbent", measured, len(sum.Phases))
+	}
+	for i, p := range sum.Phases {
+		if i > 0 && p.Harness == sum.Phases[i-1].Harness && p.ValAfter != sum.Phases[i-1].ValAfter {
+			t.Fatalf("phase %d kept its incumbent but its val moved %.3f → %.3f", i+1, sum.Phases[i-1].ValAfter, p.ValAfter)
+		}
+	}
+}

@@ -361,10 +361,22 @@ func testKey(weights, hash string, k, testK int) string {
 	return fmt.Sprintf("%s|%s|%d", weights, hash, k)
 }
 
-// evalVal measures the incumbent's val mean@ValK and pass@ValK.
+// evalVal measures the incumbent's val mean@ValK and pass@ValK under the
+// current weights, once per pair (State.ValSeen).
 func (e *Engine) evalVal(ctx context.Context) (mean, pass float64, err error) {
+	key := e.st.Weights + "|" + e.st.Archive.Incumbent
+	if v, ok := e.st.ValSeen[key]; ok {
+		return v.Mean, v.Pass, nil
+	}
 	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
-	return rep.MeanAtK, rep.PassAtK, err
+	if err != nil {
+		return 0, 0, err
+	}
+	if e.st.ValSeen == nil {
+		e.st.ValSeen = map[string]ValMeasure{}
+	}
+	e.st.ValSeen[key] = ValMeasure{Mean: rep.MeanAtK, Pass: rep.PassAtK}
+	return rep.MeanAtK, rep.PassAtK, nil
 }
 
 // beginPhase starts phase p under the schedule.

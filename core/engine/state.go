@@ -10,6 +10,13 @@ import (
 	"whale/data"
 )
 
+// ValMeasure is a val measurement at a phase boundary: mean@ValK and
+// pass@ValK.
+type ValMeasure struct {
+	Mean float64 `json:"mean"`
+	Pass float64 `json:"pass"`
+}
+
 // Ledger counts rollouts (episodes) and model calls (completions, voting
 // samples included) by purpose, with the completion tokens they
 // generated. The budget counts the model calls of Train + Search, so a
@@ -122,6 +129,13 @@ type State struct {
 	// instead of spending another TestTasks × TestK rollouts on the same
 	// pair, and so does the final evaluation of the best checkpoint.
 	TestSeen map[string]eval.Report `json:"test_seen,omitempty"`
+	// ValSeen holds the phase boundaries' val measurements by weights and
+	// incumbent ("WEIGHTS|HARNESS"): a boundary where neither changed (a
+	// harness phase that kept its incumbent) reuses the measurement, as
+	// TestSeen does, instead of spending ValTasks × ValK more rollouts on
+	// the same pair — and a best-val checkpoint is then not picked by the
+	// luckiest of several draws of the same weights.
+	ValSeen map[string]ValMeasure `json:"val_seen,omitempty"`
 	// Exhausted is the weights blob under which a harness iteration found
 	// nothing left to propose (every candidate of the proposer is archived):
 	// the harness phase ends there, and a condition whose next phase is
