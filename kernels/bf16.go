@@ -80,6 +80,52 @@ func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 	dotTilesNT(out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate, &bf16Tiles, false)
 }
 
+// GemmBF16NN computes out[m,n] = a[m,k] · b[k,n] with b stored as bf16,
+// adding to out when accumulate is set; k = 0 clears out unless
+// accumulate. B is widened exactly into the packed panels of Gemm's
+// micro-kernel, so the result has the bits of Gemm NN on the widened B
+// (the backward pass of a projection whose frozen weights are bf16:
+// dx = dy·W). It splits N or M over threads, never K, and panics if a
+// slice is too short.
+func GemmBF16NN(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: GemmBF16NN: negative shape m=%d k=%d n=%d", m, k, n))
+	}
+	if len(out) < m*n || len(a) < m*k || len(b) < k*n {
+		panic(fmt.Sprintf("kernels: GemmBF16NN: operand too short for m=%d k=%d n=%d: len(out)=%d (need %d), len(a)=%d (need %d), len(b)=%d (need %d)",
+			m, k, n, len(out), m*n, len(a), m*k, len(b), k*n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if !accumulate {
+			clear(out[:m*n])
+		}
+		return
+	}
+	g := newGemmJob(NN, out[:m*n], a[:m*k], nil, m, k, n, accumulate)
+	g.bh, g.directB = b[:k*n], false
+	g.runParallel()
+}
+
+// GemmBF16NNRef is the plain reference of GemmBF16NN.
+func GemmBF16NNRef[T float32 | float64](out, a []T, b []BF16, m, k, n int, accumulate bool) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s T
+			for p := 0; p < k; p++ {
+				s += a[i*k+p] * T(bf16ToFloat(b[p*n+j]))
+			}
+			if accumulate {
+				out[i*n+j] += s
+			} else {
+				out[i*n+j] = s
+			}
+		}
+	}
+}
+
 // GemmBF16NTRef is the plain reference of GemmBF16NT, generic so that a
 // float64 instance can check it.
 func GemmBF16NTRef[T float32 | float64](out, a []T, b []BF16, m, k, n int, accumulate bool) {

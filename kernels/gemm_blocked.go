@@ -54,8 +54,8 @@ type gemmJob struct {
 	// B in place: with few rows of A a panel is reused only a few times,
 	// and copying it costs more than the strided reads it avoids.
 	directB bool
-	// bh, when set, replaces b: an NT product whose B is bf16, widened
-	// while it is packed.
+	// bh, when set, replaces b: an NT or NN product whose B is bf16,
+	// widened while it is packed (never read in place: directB is off).
 	bh []BF16
 	// pf or ph, when set, replace b: B already in panel order (PackNT,
 	// PackNTBF16), read in place by the micro-kernel.
@@ -252,6 +252,17 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 			continue
 		}
 		// b is [k,n]: each p is a contiguous run of the panel's columns.
+		if g.bh != nil {
+			src := g.bh[pc*n+jc+jr:]
+			for p := 0; p < kc; p++ {
+				d := dst[p*gemmNR : p*gemmNR+gemmNR]
+				for j, v := range src[p*n : p*n+w] {
+					d[j] = bf16ToFloat(v)
+				}
+				clear(d[w:])
+			}
+			continue
+		}
 		src := g.b[pc*n+jc+jr:]
 		if w == gemmNR {
 			if g.directB {
