@@ -47,6 +47,8 @@ type modelBench struct {
 		GFLOPS        float64  `json:"gflops"`
 		PeakRSSBytes  int64    `json:"peak_rss_bytes"`
 		WeightsFrozen bool     `json:"weights_frozen"`
+		// BF16Base: the frozen weights were held in bfloat16 only.
+		BF16Base bool `json:"bf16_base"`
 		// ActivationBytes is the step's activation bound (negative: none).
 		ActivationBytes int64 `json:"activation_bytes"`
 	} `json:"lora_step"`
@@ -56,6 +58,7 @@ func newBenchModelCmd() *cobra.Command {
 	var asJSON bool
 	var preset string
 	var threads, rank, B, T, gen, steps, actMB int
+	var bf16Base bool
 	c := &cobra.Command{
 		Use:   "model",
 		Short: "Sampling speed (batch 1, bf16) and one LoRA training step of a model shape, with peak memory",
@@ -74,7 +77,7 @@ about 3 GB to build and a few minutes to measure.`,
 			if act == 0 {
 				act = model.DefaultActivationBytes // reported as the bound it is
 			}
-			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act)
+			r, err := benchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act, bf16Base)
 			if err != nil {
 				return err
 			}
@@ -89,6 +92,7 @@ about 3 GB to build and a few minutes to measure.`,
 	c.Flags().StringVar(&preset, "preset", "qwen3-0.6b", "model shape: one of the model presets")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
 	c.Flags().IntVar(&rank, "rank", 16, "LoRA rank of the training step")
+	c.Flags().BoolVar(&bf16Base, "bf16-base", false, "hold the LoRA step's frozen weights in bfloat16 only (whale run --lora-bf16-base)")
 	c.Flags().IntVar(&B, "batch", 4, "sequences in the training step")
 	c.Flags().IntVar(&T, "tokens", 256, "tokens per sequence in the training step")
 	c.Flags().IntVar(&gen, "gen", 128, "tokens decoded in the sampling measurement")
@@ -97,7 +101,7 @@ about 3 GB to build and a few minutes to measure.`,
 	return c
 }
 
-func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, activationBytes int64) (modelBench, error) {
+func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, activationBytes int64, bf16Base bool) (modelBench, error) {
 	r := modelBench{CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName(), Preset: preset}
 	cfg, err := model.Preset(preset)
 	if err != nil {
@@ -132,12 +136,20 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	if steps == 0 {
 		return r, nil
 	}
+	lc := model.LoRAConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: model.LoRATargets, BF16Base: bf16Base}
+	if err := m.EnableLoRA(lc, 1); err != nil {
+		return r, err
+	}
+	if bf16Base {
+		if err := m.FreezeBF16(); err != nil {
+			return r, err
+		}
+	}
 	before := weightsHash(m)
-	debug.FreeOSMemory()
-	fmt.Fprintf(log, "bench: LoRA step, rank %d, B %d T %d\n", rank, B, T)
+	debug.FreeOSMemory() // the float weights FreezeBF16 let go, too
+	fmt.Fprintf(log, "bench: LoRA step, rank %d, B %d T %d, bf16 base %v\n", rank, B, T, bf16Base)
 	procstat.ResetPeakRSS()
-	lc := model.LoRAConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: model.LoRATargets}
-	step, err := model.BenchLoRAStep(m, lc, B, T, steps, activationBytes)
+	step, err := model.BenchLoRAStep(m, B, T, steps, activationBytes)
 	if err != nil {
 		return r, err
 	}
@@ -148,6 +160,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	l.TokensPerS = float64(B*T) / l.StepS
 	l.GFLOPS = l.TokensPerS * model.LoRAFLOPsPerToken(cfg, T) / 1e9
 	l.WeightsFrozen = weightsHash(m) == before
+	l.BF16Base = bf16Base
 	l.ActivationBytes = activationBytes
 	return r, nil
 }
@@ -190,6 +203,10 @@ func printModelBench(w io.Writer, r modelBench) {
 	if l.ActivationBytes >= 0 {
 		act = fmt.Sprintf("≤ %d MiB", l.ActivationBytes>>20)
 	}
-	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters), B %d × T %d, activations %s: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
-		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, l.B, l.T, act, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
+	base := "float32"
+	if l.BF16Base {
+		base = "bfloat16"
+	}
+	fmt.Fprintf(w, "LoRA step  rank %d on %d projections (%.1fM adapter parameters) over a %s base, B %d × T %d, activations %s: %.2f s (%.0f tokens/s, %.1f GFLOP/s); peak memory %s; weights frozen: %v\n",
+		l.Rank, len(l.Targets), float64(l.Adapters)/1e6, base, l.B, l.T, act, l.StepS, l.TokensPerS, l.GFLOPS, gb(l.PeakRSSBytes), l.WeightsFrozen)
 }

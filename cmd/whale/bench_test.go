@@ -95,6 +95,17 @@ func TestBenchModelMeasuresASmallShape(t *testing.T) {
 		!r.LoRA.WeightsFrozen || r.LoRA.Adapters != want || r.LoRA.B != 2 || r.LoRA.T != 16 {
 		t.Fatalf("bench model report %+v (want %d adapter parameters)", r, want)
 	}
+	// Over a bfloat16 base the same step runs, and the base stays as
+	// FreezeBF16 rounded it.
+	out, err = runWhale(t, "bench", "model", "--preset", "bench-small", "--gen", "4", "--tokens", "16", "--batch", "2", "--rank", "4", "--steps", "1", "--bf16-base", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r16 modelBench
+	lastJSONLine(t, out, &r16)
+	if !r16.LoRA.BF16Base || !r16.LoRA.WeightsFrozen || r16.LoRA.StepS <= 0 || r16.LoRA.Adapters != want {
+		t.Fatalf("bench model --bf16-base report %+v", r16.LoRA)
+	}
 	if _, err := runWhale(t, "bench", "model", "--preset", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown preset: %v", err)
 	}

@@ -170,11 +170,13 @@ type loraFlags struct {
 	rank    int
 	alpha   float64
 	targets string
+	bf16    bool
 }
 
 func (fl *loraFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&fl.rank, "lora-rank", 0, "train LoRA adapters of this rank on the frozen model instead of all its weights (0: train every weight)")
 	f.Float64Var(&fl.alpha, "lora-alpha", 0, "with --lora-rank: the adapters' term is scaled by alpha/rank (default 2·rank)")
+	f.BoolVar(&fl.bf16, "lora-bf16-base", false, "with --lora-rank: hold the frozen weights in bfloat16 only (half their memory; rounded once, at the start; the adapters train in float32)")
 	f.StringVar(&fl.targets, "lora-targets", "all", "with --lora-rank: projections that get adapters, comma separated among "+strings.Join(model.LoRATargets, ",")+", or all")
 }
 
@@ -182,8 +184,8 @@ func (fl *loraFlags) register(f *pflag.FlagSet) {
 // --lora-rank).
 func (fl *loraFlags) config(flags *pflag.FlagSet) (*model.LoRAConfig, error) {
 	if fl.rank == 0 {
-		if flags.Changed("lora-alpha") || flags.Changed("lora-targets") {
-			return nil, usageError{errors.New("--lora-alpha and --lora-targets need --lora-rank")}
+		if flags.Changed("lora-alpha") || flags.Changed("lora-targets") || flags.Changed("lora-bf16-base") {
+			return nil, usageError{errors.New("--lora-alpha, --lora-targets and --lora-bf16-base need --lora-rank")}
 		}
 		return nil, nil
 	}
@@ -198,7 +200,7 @@ func (fl *loraFlags) config(flags *pflag.FlagSet) (*model.LoRAConfig, error) {
 	if !flags.Changed("lora-alpha") {
 		alpha = 2 * float64(fl.rank)
 	}
-	return &model.LoRAConfig{Rank: fl.rank, Alpha: alpha, Targets: targets}, nil
+	return &model.LoRAConfig{Rank: fl.rank, Alpha: alpha, Targets: targets, BF16Base: fl.bf16}, nil
 }
 
 // run is whale run: a new run (or one from a checkpoint), driven to its end.

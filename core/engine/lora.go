@@ -11,8 +11,9 @@ import (
 // withLoRA readies m for weights stored as LoRA adapters (lora set): the
 // frozen weights become blob base (unless base is "", when m's stay) and
 // adapters of lora are enabled, seeded by seed, unless m has them already
-// (then they must be of the same configuration). Without lora it does
-// nothing.
+// (then they must be of the same configuration); with lora.BF16Base the
+// frozen weights are then held in bfloat16 (rounded: the blob keeps the
+// weights as they came). Without lora it does nothing.
 func withLoRA(db *store.DB, m *model.Model, lora *model.LoRAConfig, base string, seed uint64) error {
 	if lora == nil {
 		return nil
@@ -21,7 +22,7 @@ func withLoRA(db *store.DB, m *model.Model, lora *model.LoRAConfig, base string,
 		if have.Rank != lora.Rank || have.Alpha != lora.Alpha || !slices.Equal(have.Targets, lora.Targets) {
 			return fmt.Errorf("engine: the model's LoRA adapters (%+v) differ from the run's (%+v)", *have, *lora)
 		}
-		return nil
+		return freezeBase(m, lora)
 	}
 	if base != "" {
 		b, err := db.GetBlob(base)
@@ -34,6 +35,18 @@ func withLoRA(db *store.DB, m *model.Model, lora *model.LoRAConfig, base string,
 	}
 	if err := m.EnableLoRA(*lora, seed); err != nil {
 		return fmt.Errorf("engine: %w", err)
+	}
+	return freezeBase(m, lora)
+}
+
+// freezeBase holds m's frozen weights in bfloat16 when lora asks for it
+// and they are not already.
+func freezeBase(m *model.Model, lora *model.LoRAConfig) error {
+	if !lora.BF16Base || m.BaseBF16() {
+		return nil
+	}
+	if err := m.FreezeBF16(); err != nil {
+		return fmt.Errorf("engine: LoRA's bfloat16 base: %w", err)
 	}
 	return nil
 }

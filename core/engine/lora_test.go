@@ -290,3 +290,44 @@ func TestLoRACheckpointExportsPEFTAdapters(t *testing.T) {
 		t.Fatalf("a refused export made its folder (%v)", err)
 	}
 }
+
+// TestLoRARunOverABF16BaseResumesExactly: with the frozen weights held
+// in bfloat16, the base blob keeps the starting weights as they came, the
+// model holds them rounded, and a run stopped mid-way and resumed in a
+// new process (rounding the base blob again) ends byte for byte as the
+// uninterrupted one.
+func TestLoRARunOverABF16BaseResumesExactly(t *testing.T) {
+	cfg := loraConfig(t)
+	cfg.LoRA.BF16Base = true
+	db := openDB(t)
+	env := testEnv(t, db)
+	start := env.Model.ParamValues()
+	e, err := New(cfg, env, "lora16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.Model.BaseBF16() || e.Cfg.Base != store.Hash(f32bytes(start)) {
+		t.Fatalf("bfloat16 base %v, base blob %s", env.Model.BaseBF16(), ShortHash(e.Cfg.Base))
+	}
+	rounded := env.Model.ParamValues()
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(start, rounded) || !slices.Equal(rounded, env.Model.ParamValues()) {
+		t.Fatal("the base was not rounded, or the run moved it")
+	}
+	dbB := openDB(t)
+	b, err := New(cfg, testEnv(t, dbB), "lora16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	b.stopAfter = func(State) bool { saves++; return saves == 5 }
+	if _, err := b.Run(context.Background()); !errors.Is(err, errStopped) {
+		t.Fatalf("stop: %v", err)
+	}
+	envC := testEnv(t, dbB)
+	envC.Model = nil // rebuilt: the base blob, rounded, then the adapters
+	resumeMatches(t, envC, "lora16", sum, "LoRA run over a bfloat16 base stopped at its 5th save")
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -68,16 +69,16 @@ func benchBatch(V, B, T int) []Sequence {
 	return batch
 }
 
-// BenchLoRAStep enables adapters of c on m (which must not have them),
-// takes one warm-up optimizer step on B random sequences of T+1 tokens,
-// then steps more, and returns the mean wall time of those steps. The
-// activations are bounded by activationBytes (TrainConfig.ActivationBytes).
-func BenchLoRAStep(m *Model, c LoRAConfig, B, T, steps int, activationBytes int64) (time.Duration, error) {
+// BenchLoRAStep takes one warm-up optimizer step of m's adapters (LoRA
+// must be enabled) on B random sequences of T+1 tokens, then steps more,
+// and returns the mean wall time of those steps. The activations are
+// bounded by activationBytes (TrainConfig.ActivationBytes).
+func BenchLoRAStep(m *Model, B, T, steps int, activationBytes int64) (time.Duration, error) {
 	if B <= 0 || T <= 0 || T > m.Config.MaxPositionEmbeddings || steps < 1 {
 		return 0, fmt.Errorf("model: bench LoRA: B=%d T=%d steps=%d outside 1..%d positions", B, T, steps, m.Config.MaxPositionEmbeddings)
 	}
-	if err := m.EnableLoRA(c, 1); err != nil {
-		return 0, err
+	if m.lora == nil {
+		return 0, errors.New("model: bench LoRA: enable the adapters first")
 	}
 	tc := DefaultTrainConfig()
 	tc.ActivationBytes = activationBytes

@@ -110,8 +110,8 @@ func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, pw *packedLayer, 
 }
 
 // attnProjectBackward: dqr (N,Hq), dkr, dv (N,Hk) -> dres (N,C) += ∂L/∂x.
-func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, N int, dres kernels.Tensor) {
-	d, be := m.d, m.be
+func (m *Model) attnProjectBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, N int, dres kernels.Tensor) {
+	d, be, b := m.d, m.be, bfOf(wb)
 	be.Fill(s.dqn, 0)
 	be.Fill(s.dkn, 0)
 	be.RoPEBackward(s.dqn, s.dqr, pos, N, d.H, d.hd, m.Config.RopeTheta)
@@ -129,9 +129,9 @@ func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScr
 		be.BiasBackward(g.bk, dk, N, d.Hk)
 		be.BiasBackward(g.bv, s.dv, N, d.Hk)
 	}
-	be.Gemm(kernels.NN, s.dln, dq, w.wq, N, d.Hq, d.C, false)
-	be.Gemm(kernels.NN, s.dln, dk, w.wk, N, d.Hk, d.C, true)
-	be.Gemm(kernels.NN, s.dln, s.dv, w.wv, N, d.Hk, d.C, true)
+	m.inputGrad(s.dln, dq, w.wq, b.wq, N, d.Hq, d.C, false)
+	m.inputGrad(s.dln, dk, w.wk, b.wk, N, d.Hk, d.C, true)
+	m.inputGrad(s.dln, s.dv, w.wv, b.wv, N, d.Hk, d.C, true)
 	weightGrad(be, g.wq, dq, a.ln1, d.Hq, N, d.C)
 	weightGrad(be, g.wk, dk, a.ln1, d.Hk, N, d.C)
 	weightGrad(be, g.wv, s.dv, a.ln1, d.Hk, N, d.C)
@@ -143,12 +143,12 @@ func (m *Model) attnProjectBackward(a *layerActs, w, g *layerWeights, s *gradScr
 
 // attnForward: x (B,T,C) -> x2 (B,T,C) = x + attention(x), causal over
 // each sequence of T positions.
-func (m *Model) attnForward(a *layerActs, w *layerWeights, x kernels.Tensor, pos []int32, B, T int) {
+func (m *Model) attnForward(a *layerActs, w, wb *layerWeights, x kernels.Tensor, pos []int32, B, T int) {
 	d, N := m.d, B*T
-	m.attnProject(a, w, nil, nil, x, pos, N)
+	m.attnProject(a, w, wb, nil, x, pos, N)
 	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
 	m.be.Copy(a.x2, x)
-	m.attnOut(a, w, nil, nil, a.x2, N)
+	m.attnOut(a, w, wb, nil, a.x2, N)
 }
 
 // attnOut: out (N,C) += att (N,Hq)·Woᵀ, with o's adapter term.
@@ -158,16 +158,16 @@ func (m *Model) attnOut(a *layerActs, w, wb *layerWeights, pw *packedLayer, out 
 }
 
 // attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.
-func (m *Model) attnBackward(a *layerActs, w, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, B, T int, dres kernels.Tensor) {
+func (m *Model) attnBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, B, T int, dres kernels.Tensor) {
 	d, be, N := m.d, m.be, B*T
-	be.Gemm(kernels.NN, s.datt, dres, w.wo, N, d.C, d.Hq, false)
+	m.inputGrad(s.datt, dres, w.wo, bfOf(wb).wo, N, d.C, d.Hq, false)
 	weightGrad(be, g.wo, dres, a.att, d.C, N, d.Hq)
 	m.adaptBackward(a, w, g, s, tO, dres, a.att, s.datt, N)
 	be.Fill(s.dqr, 0)
 	be.Fill(s.dkr, 0)
 	be.Fill(s.dv, 0)
 	be.AttentionBackward(s.dqr, s.dkr, s.dv, s.datt, a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
-	m.attnProjectBackward(a, w, g, s, x, pos, N, dres)
+	m.attnProjectBackward(a, w, wb, g, s, x, pos, N, dres)
 }
 
 // mlpForward: x (N,C) -> ln2 -> g, u (N,F) -> h = silu(g)·u -> out (N,C)
@@ -195,17 +195,17 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 
 // mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).
 // a.h is recomputed first: the layers share it (see layoutActs).
-func (m *Model) mlpBackward(a *layerActs, w, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
-	d, be := m.d, m.be
+func (m *Model) mlpBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
+	d, be, b := m.d, m.be, bfOf(wb)
 	be.SwiGLU(a.h, a.g, a.u)
-	be.Gemm(kernels.NN, s.dh, dres, w.wDown, N, d.C, d.F, false)
+	m.inputGrad(s.dh, dres, w.wDown, b.wDown, N, d.C, d.F, false)
 	weightGrad(be, g.wDown, dres, a.h, d.C, N, d.F)
 	m.adaptBackward(a, w, g, s, tDown, dres, a.h, s.dh, N)
 	be.Fill(s.dg, 0)
 	be.Fill(s.du, 0)
 	be.SwiGLUBackward(s.dg, s.du, s.dh, a.g, a.u)
-	be.Gemm(kernels.NN, s.dln, s.dg, w.wGate, N, d.F, d.C, false)
-	be.Gemm(kernels.NN, s.dln, s.du, w.wUp, N, d.F, d.C, true)
+	m.inputGrad(s.dln, s.dg, w.wGate, b.wGate, N, d.F, d.C, false)
+	m.inputGrad(s.dln, s.du, w.wUp, b.wUp, N, d.F, d.C, true)
 	weightGrad(be, g.wGate, s.dg, a.ln2, d.F, N, d.C)
 	weightGrad(be, g.wUp, s.du, a.ln2, d.F, N, d.C)
 	m.adaptBackward(a, w, g, s, tGate, s.dg, a.ln2, s.dln, N)

@@ -24,6 +24,9 @@ type LoRAConfig struct {
 	Alpha float64 `json:"alpha"`
 	// Targets are projections among LoRATargets.
 	Targets []string `json:"targets"`
+	// BF16Base holds the frozen weights in bfloat16 only (FreezeBF16):
+	// half their memory, rounded once when the adapters are enabled.
+	BF16Base bool `json:"bf16_base,omitempty"`
 }
 
 // LoRATargets are the projections an adapter can sit on: the attention's
@@ -220,7 +223,7 @@ func (m *Model) LoRA() *LoRAConfig {
 		return nil
 	}
 	c := m.lora.cfg
-	c.Targets = slices.Clone(c.Targets)
+	c.Targets, c.BF16Base = slices.Clone(c.Targets), m.frozen != nil
 	return &c
 }
 
@@ -277,8 +280,8 @@ func (m *Model) WithAdapters() (*Model, error) {
 	if m.lora == nil {
 		return nil, errors.New("model: WithAdapters needs LoRA")
 	}
-	o := &Model{Config: m.Config, be: m.be, d: m.d, params: m.params, index: m.index, arena: m.arena, version: 1}
-	o.w = bind(o.Config, o.params, o.arena)
+	o := &Model{Config: m.Config, be: m.be, d: m.d, params: m.params, index: m.index, arena: m.arena, frozen: m.frozen, version: 1}
+	o.w = o.bindFloat()
 	s := *m.lora
 	s.arena = m.be.Alloc(m.lora.arena.Len())
 	m.be.Copy(s.arena, m.lora.arena)

@@ -26,13 +26,16 @@ func dimsOf(c Config) dims {
 // Model is a decoder-only transformer whose parameters live in one backend
 // allocation. A Model is not safe for concurrent use.
 type Model struct {
-	Config   Config
-	be       kernels.Backend
-	d        dims
-	params   []ParamInfo
-	index    map[string]int
-	arena    kernels.Tensor // every parameter
-	w        weights        // views into arena
+	Config Config
+	be     kernels.Backend
+	d      dims
+	params []ParamInfo
+	index  map[string]int
+	arena  kernels.Tensor // every parameter (zero under a bfloat16 base)
+	w      weights        // views into arena (bindFloat)
+	// frozen holds the frozen weights in bfloat16 when FreezeBF16 made
+	// them so (nil otherwise).
+	frozen   *bf16Base
 	grad     kernels.Tensor // every gradient, allocated on first training use
 	gw       weights        // views into grad
 	act      *acts          // training activations for the last (B, T)
@@ -102,7 +105,7 @@ func (m *Model) ReadParam(name string) ([]float32, error) {
 		return nil, err
 	}
 	v := make([]float32, p.Len)
-	m.be.Store(v, m.arena.View(p.Offset, p.Len))
+	m.readParam(v, p)
 	return v, nil
 }
 
@@ -125,20 +128,26 @@ func (m *Model) WriteParam(name string, v []float32) error {
 }
 
 // ParamValues returns a copy of the whole parameter arena (see Params for
-// the layout).
+// the layout); under a bfloat16 base, its values widened.
 func (m *Model) ParamValues() []float32 {
-	v := make([]float32, m.arena.Len())
-	m.be.Store(v, m.arena)
+	v := make([]float32, arenaLen(m.params))
+	if m.frozen == nil {
+		m.be.Store(v, m.arena)
+		return v
+	}
+	for _, p := range m.params {
+		m.readParam(v[p.Offset:p.Offset+p.Len], p)
+	}
 	return v
 }
 
 // SetParamValues overwrites the whole parameter arena.
 func (m *Model) SetParamValues(v []float32) error {
-	if len(v) != m.arena.Len() {
-		return fmt.Errorf("model: set parameters: %d values for an arena of %d", len(v), m.arena.Len())
-	}
 	if err := m.writable(); err != nil {
 		return err
+	}
+	if len(v) != m.arena.Len() {
+		return fmt.Errorf("model: set parameters: %d values for an arena of %d", len(v), m.arena.Len())
 	}
 	m.be.Load(m.arena, v)
 	m.version++
@@ -330,12 +339,12 @@ var headLogits = 8 << 20
 // a.lnf (B,T,C).
 func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
 	d, be, N := m.d, m.be, B*T
-	be.Embedding(a.res[0], m.w.embed, tokens, d.C)
+	m.embed(a.res[0], tokens)
 	for l := 0; l < d.L; l++ {
 		la := a.layers[l]
-		m.attnForward(&la, &m.w.layers[l], a.res[l], pos, B, T)
+		m.attnForward(&la, &m.w.layers[l], m.frozenLayer(l), a.res[l], pos, B, T)
 		be.Copy(a.res[l+1], la.x2)
-		m.mlpForward(&la, &m.w.layers[l], nil, nil, la.x2, a.res[l+1], N)
+		m.mlpForward(&la, &m.w.layers[l], m.frozenLayer(l), nil, la.x2, a.res[l+1], N)
 	}
 	be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
 }
@@ -344,7 +353,7 @@ func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
 func (m *Model) head(a *acts, r0, n int) kernels.Tensor {
 	d := m.d
 	lg := a.logits.View(0, n*d.V)
-	m.linear(lg, a.lnf.View(r0*d.C, n*d.C), m.w.lmHead, kernels.Tensor{}, kernels.Tensor{}, n, d.C, d.V, false)
+	m.linear(lg, a.lnf.View(r0*d.C, n*d.C), m.w.lmHead, m.frozenHead(), kernels.Tensor{}, n, d.C, d.V, false)
 	return lg
 }
 
@@ -352,7 +361,7 @@ func (m *Model) head(a *acts, r0, n int) kernels.Tensor {
 // the head's weight gradient.
 func (m *Model) headBackward(a *acts, dl kernels.Tensor, r0, n int) {
 	d := m.d
-	m.be.Gemm(kernels.NN, a.s.dln.View(r0*d.C, n*d.C), dl, m.w.lmHead, n, d.V, d.C, false)
+	m.inputGrad(a.s.dln.View(r0*d.C, n*d.C), dl, m.w.lmHead, m.frozenHead(), n, d.V, d.C, false)
 	weightGrad(m.be, m.gw.lmHead, dl, a.lnf.View(r0*d.C, n*d.C), d.V, n, d.C)
 }
 
@@ -367,8 +376,8 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 		if l >= a.keep && l < d.L-1 { // the shared set still holds layer L-1
 			m.recomputeLayer(a, &la, l, pos)
 		}
-		m.mlpBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, N, a.dres)
-		m.attnBackward(&la, &m.w.layers[l], &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
+		m.mlpBackward(&la, &m.w.layers[l], m.frozenLayer(l), &m.gw.layers[l], s, N, a.dres)
+		m.attnBackward(&la, &m.w.layers[l], m.frozenLayer(l), &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
 	}
 	if !m.gw.embed.IsZero() {
 		be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
@@ -381,9 +390,9 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 // projection is skipped (its result is in a.res[l+1] already; its weight
 // gradient needs only h, and a LoRA adapter on it only its x·Aᵀ term).
 func (m *Model) recomputeLayer(a *acts, la *layerActs, l int, pos []int32) {
-	w := &m.w.layers[l]
-	m.attnForward(la, w, a.res[l], pos, a.B, a.T)
-	m.mlpForward(la, w, nil, nil, la.x2, kernels.Tensor{}, a.B*a.T)
+	w, wb := &m.w.layers[l], m.frozenLayer(l)
+	m.attnForward(la, w, wb, a.res[l], pos, a.B, a.T)
+	m.mlpForward(la, w, wb, nil, la.x2, kernels.Tensor{}, a.B*a.T)
 }
 
 // Sequence is one training or evaluation example. Mask[t] weighs the loss

@@ -117,6 +117,9 @@ func bind(cfg Config, ps []ParamInfo, arena kernels.Tensor) weights {
 		off[p.Name] = p.Offset
 	}
 	span := func(first, last string) kernels.Tensor {
+		if _, ok := off[first]; !ok {
+			return kernels.Tensor{} // not in ps (a bfloat16 base's float views)
+		}
 		end := off[last] + v[last].Len()
 		return arena.View(off[first], end-off[first])
 	}

@@ -423,7 +423,7 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		m.rowChunk = rowChunk
 		defer func() { m.rowChunk = 0 }()
 	}
-	be.Embedding(sc.x, m.w.embed, tokens, d.C)
+	m.embed(sc.x, tokens)
 	spans := make([]kernels.KVSpan, len(items))
 	for l := 0; l < d.L; l++ {
 		w := &m.w.layers[l]
@@ -528,6 +528,10 @@ func (s *Sampler) refresh() {
 	}
 	s.packed = s.m.baseVersion
 	switch {
+	case s.m.frozen != nil:
+		// The frozen bfloat16 weights are read where they are (a packed
+		// copy made before FreezeBF16 goes with the sampler).
+		s.pk, s.bw = nil, &s.m.frozen.wb
 	case s.pk != nil:
 		s.pk.repack(s.m)
 	case !s.packTried:
@@ -539,7 +543,7 @@ func (s *Sampler) refresh() {
 			runtime.AddCleanup(s, func(be kernels.PackedNT) { be.FreePacked(pk.arena) }, s.m.be.(kernels.PackedNT))
 		}
 	}
-	if s.pk == nil && s.opts.BF16 {
+	if s.pk == nil && s.opts.BF16 && s.m.frozen == nil {
 		if s.bfArena.IsZero() {
 			s.bfArena = s.m.be.AllocBF16(s.m.arena.Len())
 		}
