@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // BF16 is a bfloat16 number: the top half of an IEEE float32 (sign, 8
 // exponent bits, 7 mantissa bits). Weights kept as bf16 halve the memory
@@ -53,20 +50,8 @@ func bf16ToFloat(h BF16) float32 { return math.Float32frombits(uint32(h) << 16) 
 // threads, never K, so results do not depend on the thread count. It
 // panics if a slice is too short.
 func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
-	if m < 0 || k < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: GemmBF16NT: negative shape m=%d k=%d n=%d", m, k, n))
-	}
-	if len(out) < m*n || len(a) < m*k || len(b) < k*n {
-		panic(fmt.Sprintf("kernels: GemmBF16NT: operand too short for m=%d k=%d n=%d: len(out)=%d (need %d), len(a)=%d (need %d), len(b)=%d (need %d)",
-			m, k, n, len(out), m*n, len(a), m*k, len(b), k*n))
-	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(out[:m*n])
-		}
+	checkGemm("GemmBF16NT", NT, len(out), len(a), len(b), m, k, n)
+	if trivialGemm(out, m, k, n, accumulate) {
 		return
 	}
 	if m >= smallMNT {
@@ -88,20 +73,8 @@ func GemmBF16NT(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
 // dx = dy·W). It splits N or M over threads, never K, and panics if a
 // slice is too short.
 func GemmBF16NN(out, a []float32, b []BF16, m, k, n int, accumulate bool) {
-	if m < 0 || k < 0 || n < 0 {
-		panic(fmt.Sprintf("kernels: GemmBF16NN: negative shape m=%d k=%d n=%d", m, k, n))
-	}
-	if len(out) < m*n || len(a) < m*k || len(b) < k*n {
-		panic(fmt.Sprintf("kernels: GemmBF16NN: operand too short for m=%d k=%d n=%d: len(out)=%d (need %d), len(a)=%d (need %d), len(b)=%d (need %d)",
-			m, k, n, len(out), m*n, len(a), m*k, len(b), k*n))
-	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(out[:m*n])
-		}
+	checkGemm("GemmBF16NN", NN, len(out), len(a), len(b), m, k, n)
+	if trivialGemm(out, m, k, n, accumulate) {
 		return
 	}
 	g := newGemmJob(NN, out[:m*n], a[:m*k], nil, m, k, n, accumulate)

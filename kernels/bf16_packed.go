@@ -45,13 +45,7 @@ func PackNTBF16[S float32 | BF16](dst []BF16, b []S, k, n int) {
 // is too short.
 func GemmPackedNTBF16(out, a []float32, bp []BF16, m, k, n int, accumulate bool) {
 	checkPacked("GemmPackedNTBF16", len(out), len(a), len(bp), m, k, n)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(out[:m*n])
-		}
+	if trivialGemm(out, m, k, n, accumulate) {
 		return
 	}
 	g := newGemmJob(NT, out[:m*n], a[:m*k], nil, m, k, n, accumulate)

@@ -128,8 +128,23 @@ func randBF16(r *rand.Rand, x []BF16) {
 	}
 }
 
-func testGemmBF16Case(t *testing.T, r *rand.Rand, m, k, n int, acc bool) {
+// bf16Gemms are the products over a bfloat16 B, with their references.
+var bf16Gemms = []struct {
+	name string
+	fn   func(out, a []float32, b []BF16, m, k, n int, acc bool)
+	ref  func(out, a []float64, b []BF16, m, k, n int, acc bool)
+	// layout of Gemm on the widened B, which the product must equal bit
+	// for bit (0: not required; NT's small-m dot tiles sum in another
+	// order than Gemm's).
+	same Layout
+}{
+	{"GemmBF16NT", GemmBF16NT, GemmBF16NTRef[float64], 0},
+	{"GemmBF16NN", GemmBF16NN, GemmBF16NNRef[float64], NN},
+}
+
+func testGemmBF16Case(t *testing.T, r *rand.Rand, g int, m, k, n int, acc bool) {
 	t.Helper()
+	p := bf16Gemms[g]
 	a, aw := padded(m*k, math.Float32frombits(guardBits))
 	randFill(r, a)
 	bw := make([]BF16, k*n+2*guardPad)
@@ -141,13 +156,20 @@ func testGemmBF16Case(t *testing.T, r *rand.Rand, m, k, n int, acc bool) {
 	out, ow := padded(m*n, math.Float32frombits(guardBits))
 	randFill(r, out)
 	want := widen(out)
-	GemmBF16NTRef(want, widen(a), b, m, k, n, acc)
+	p.ref(want, widen(a), b, m, k, n, acc)
+	var same []float32
+	if p.same != 0 {
+		same = append([]float32(nil), out...)
+		wide := make([]float32, k*n)
+		FromBF16(wide, b)
+		Gemm(p.same, same, a, wide, m, k, n, acc)
+	}
 	c0 := maxAbs(out)
 	if !acc {
 		c0 = 0
 	}
-	GemmBF16NT(out, a, b, m, k, n, acc)
-	what := fmt.Sprintf("GemmBF16NT m=%d k=%d n=%d acc=%v", m, k, n, acc)
+	p.fn(out, a, b, m, k, n, acc)
+	what := fmt.Sprintf("%s m=%d k=%d n=%d acc=%v", p.name, m, k, n, acc)
 	checkGuards(t, ow, m*n, what+" out")
 	checkGuards(t, aw, m*k, what+" a")
 	tol := gemmTolerance(k, maxAbs(a), 1, c0) // |b| ≤ 1
@@ -155,67 +177,84 @@ func testGemmBF16Case(t *testing.T, r *rand.Rand, m, k, n int, acc bool) {
 		if d := math.Abs(float64(g) - want[i]); !(d <= tol) {
 			t.Fatalf("%s: out[%d,%d] = %v, want %v (|diff| %.3g > tol %.3g)", what, i/n, i%n, g, want[i], d, tol)
 		}
+		if same != nil && math.Float32bits(g) != math.Float32bits(same[i]) {
+			t.Fatalf("%s: out[%d,%d] = %v, Gemm on the widened B gives %v", what, i/n, i%n, g, same[i])
+		}
 	}
 }
 
-func TestGemmBF16NTMatchesReference(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(13, 14))
-		for _, acc := range []bool{false, true} {
-			for _, m := range gemmSizes[:9] {
-				for _, k := range gemmSizes[:9] {
-					for _, n := range gemmSizes[:9] {
-						testGemmBF16Case(t, r, m, k, n, acc)
+func TestGemmBF16MatchesReference(t *testing.T) {
+	for g, p := range bf16Gemms {
+		t.Run(p.name, func(t *testing.T) {
+			eachImpl(t, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(13, 14))
+				for _, acc := range []bool{false, true} {
+					for _, m := range gemmSizes[:9] {
+						for _, k := range gemmSizes[:9] {
+							for _, n := range gemmSizes[:9] {
+								testGemmBF16Case(t, r, g, m, k, n, acc)
+							}
+						}
 					}
+					for range 40 {
+						m := gemmSizes[r.IntN(len(gemmSizes))]
+						k := gemmSizes[r.IntN(len(gemmSizes))]
+						n := gemmSizes[r.IntN(len(gemmSizes))]
+						testGemmBF16Case(t, r, g, m, k, n, acc)
+					}
+					testGemmBF16Case(t, r, g, 100, 70, 9, acc)   // several row blocks
+					testGemmBF16Case(t, r, g, 40, 300, 50, acc)  // packed panels, two K blocks
+					testGemmBF16Case(t, r, g, 1, 768, 300, acc)  // one row
+					testGemmBF16Case(t, r, g, 3, 700, 130, acc)  // few rows: Gemm NN reads B in place
+					testGemmBF16Case(t, r, g, 64, 96, 1030, acc) // several N blocks
 				}
-			}
-			for range 40 {
-				m := gemmSizes[r.IntN(len(gemmSizes))]
-				k := gemmSizes[r.IntN(len(gemmSizes))]
-				n := gemmSizes[r.IntN(len(gemmSizes))]
-				testGemmBF16Case(t, r, m, k, n, acc)
-			}
-			testGemmBF16Case(t, r, 100, 70, 9, acc)  // several row blocks
-			testGemmBF16Case(t, r, 40, 300, 50, acc) // packed panels, two K blocks
-			testGemmBF16Case(t, r, 1, 768, 300, acc)
-		}
-	})
+			})
+		})
+	}
 }
 
-func TestGemmBF16NTThreadsBitIdentical(t *testing.T) {
-	eachImpl(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(15, 16))
-		for _, s := range [][3]int{{1, 768, 1001}, {7, 203, 600}, {60, 96, 130}} {
-			m, k, n := s[0], s[1], s[2]
-			a := make([]float32, m*k)
-			randFill(r, a)
-			b := make([]BF16, k*n)
-			randBF16(r, b)
-			var ref []float32
-			for _, th := range []int{1, 2, 3} {
-				out := make([]float32, m*n)
-				withThreads(th, func() { GemmBF16NT(out, a, b, m, k, n, false) })
-				if ref == nil {
-					ref = out
-					continue
-				}
-				for i := range out {
-					if math.Float32bits(out[i]) != math.Float32bits(ref[i]) {
-						t.Fatalf("m=%d k=%d n=%d: out[%d] = %v with %d threads, %v with 1", m, k, n, i, out[i], th, ref[i])
+func TestGemmBF16ThreadsBitIdentical(t *testing.T) {
+	for _, p := range bf16Gemms {
+		t.Run(p.name, func(t *testing.T) {
+			eachImpl(t, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(15, 16))
+				for _, s := range [][3]int{{1, 768, 1001}, {7, 203, 600}, {60, 96, 130}, {300, 96, 130}} {
+					m, k, n := s[0], s[1], s[2]
+					a := make([]float32, m*k)
+					randFill(r, a)
+					b := make([]BF16, k*n)
+					randBF16(r, b)
+					var ref []float32
+					for _, th := range []int{1, 2, 3} {
+						out := make([]float32, m*n)
+						withThreads(th, func() { p.fn(out, a, b, m, k, n, false) })
+						if ref == nil {
+							ref = out
+							continue
+						}
+						for i := range out {
+							if math.Float32bits(out[i]) != math.Float32bits(ref[i]) {
+								t.Fatalf("m=%d k=%d n=%d: out[%d] = %v with %d threads, %v with 1", m, k, n, i, out[i], th, ref[i])
+							}
+						}
 					}
 				}
-			}
-		}
-	})
+			})
+		})
+	}
 }
 
-func FuzzGemmBF16NT(f *testing.F) {
-	f.Add(uint64(1), uint8(1), uint8(17), uint8(33), false)
-	f.Add(uint64(2), uint8(5), uint8(64), uint8(9), true)
-	f.Fuzz(func(t *testing.T, seed uint64, m, k, n uint8, acc bool) {
+func FuzzGemmBF16(f *testing.F) {
+	f.Add(uint64(1), uint8(1), uint8(17), uint8(33), false, false)
+	f.Add(uint64(2), uint8(5), uint8(64), uint8(9), true, true)
+	f.Fuzz(func(t *testing.T, seed uint64, m, k, n uint8, acc, nn bool) {
 		r := rand.New(rand.NewPCG(seed, 17))
-		mm, kk, nn := 1+int(m)%130, 1+int(k)%130, 1+int(n)%130
-		eachImpl(t, func(t *testing.T) { testGemmBF16Case(t, r, mm, kk, nn, acc) })
+		mm, kk, nn2 := 1+int(m)%130, 1+int(k)%130, 1+int(n)%130
+		g := 0
+		if nn {
+			g = 1
+		}
+		eachImpl(t, func(t *testing.T) { testGemmBF16Case(t, r, g, mm, kk, nn2, acc) })
 	})
 }
 

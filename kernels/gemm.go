@@ -49,16 +49,26 @@ const RowInvariantRows = smallMNT - 1
 // results are bit-identical with 1 or many threads.
 func Gemm(layout Layout, out, a, b []float32, m, k, n int, accumulate bool) {
 	checkGemm("Gemm", layout, len(out), len(a), len(b), m, k, n)
-	if m == 0 || n == 0 {
+	if trivialGemm(out, m, k, n, accumulate) {
 		return
+	}
+	gemm(layout, out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate)
+}
+
+// trivialGemm does a product with no work and reports whether that was
+// all: nothing for an empty out, out cleared (unless accumulating) for
+// k = 0.
+func trivialGemm(out []float32, m, k, n int, accumulate bool) bool {
+	if m == 0 || n == 0 {
+		return true
 	}
 	if k == 0 {
 		if !accumulate {
 			clear(out[:m*n])
 		}
-		return
+		return true
 	}
-	gemm(layout, out[:m*n], a[:m*k], b[:k*n], m, k, n, accumulate)
+	return false
 }
 
 func checkGemm(fn string, layout Layout, lout, la, lb, m, k, n int) {

@@ -78,13 +78,7 @@ func gemm(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 // head): a nested fork would only add goroutines. Same path, same bits.
 func gemmSerial(layout Layout, out, a, b []float32, m, k, n int, acc bool) {
 	checkGemm("Gemm", layout, len(out), len(a), len(b), m, k, n)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !acc {
-			clear(out[:m*n])
-		}
+	if trivialGemm(out, m, k, n, acc) {
 		return
 	}
 	out, a, b = out[:m*n], a[:m*k], b[:k*n]

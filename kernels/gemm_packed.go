@@ -84,13 +84,7 @@ func checkPack(fn string, ldst, lb, k, n int) {
 // too short.
 func GemmPackedNT(out, a, bp []float32, m, k, n int, accumulate bool) {
 	checkPacked("GemmPackedNT", len(out), len(a), len(bp), m, k, n)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(out[:m*n])
-		}
+	if trivialGemm(out, m, k, n, accumulate) {
 		return
 	}
 	g := newGemmJob(NT, out[:m*n], a[:m*k], nil, m, k, n, accumulate)

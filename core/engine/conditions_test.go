@@ -293,18 +293,7 @@ func TestCurveTestMeasuresEachPairOnce(t *testing.T) {
 	for _, cond := range []string{"harness-only", "weight-only", ""} {
 		sum, e := runCondition(t, cond, func(c *Config) { c.CurveTest = true })
 		seen := map[string]int{}
-		for _, ev := range events(t, e.env.Store, "c") {
-			if ev.Kind != EvEval {
-				continue
-			}
-			var d struct {
-				Split   string `json:"split"`
-				Harness string `json:"harness"`
-				Weights string `json:"weights"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
+		for _, d := range evals(t, e) {
 			if d.Split == "test" {
 				seen[d.Weights+"|"+d.Harness]++
 			}
@@ -379,14 +368,7 @@ func TestCurveKMeasuresBoundariesAtItsK(t *testing.T) {
 	sum, e := runCondition(t, "weight-only", func(c *Config) { c.CurveTest, c.CurveK, c.TestK = true, 1, 2 })
 	byK := map[int]int{}
 	valK := map[int]int{}
-	for _, ev := range events(t, e.env.Store, "c") {
-		if ev.Kind != EvEval {
-			continue
-		}
-		var d EvalData
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range evals(t, e) {
 		switch d.Split {
 		case "test":
 			byK[d.Report.K]++
@@ -498,14 +480,7 @@ func TestValIsMeasuredOncePerWeightsAndIncumbent(t *testing.T) {
 	sum, e := runCondition(t, "harness-only", func(c *Config) { c.Budget = 160 })
 	pairs := map[string]bool{}
 	measured := 0
-	for _, ev := range events(t, e.env.Store, "c") {
-		if ev.Kind != EvEval {
-			continue
-		}
-		var d EvalData
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			t.Fatal(err)
-		}
+	for _, d := range evals(t, e) {
 		if d.Split == "val" && d.Report.K == e.Cfg.ValK { // not the best checkpoint's final mean@TestK
 			measured++
 			if pairs[d.Weights+"|"+d.Harness] {
@@ -522,4 +497,21 @@ func TestValIsMeasuredOncePerWeightsAndIncumbent(t *testing.T) {
 			t.Fatalf("phase %d kept its incumbent but its val moved %.3f → %.3f", i+1, sum.Phases[i-1].ValAfter, p.ValAfter)
 		}
 	}
+}
+
+// evals lists the evaluations of run "c" of e's store, in order.
+func evals(t *testing.T, e *Engine) []EvalData {
+	t.Helper()
+	var out []EvalData
+	for _, ev := range events(t, e.env.Store, "c") {
+		if ev.Kind != EvEval {
+			continue
+		}
+		var d EvalData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -76,13 +76,33 @@ func (o oneCandidate) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n
 	return []Candidate{{Source: o.src, Hash: h, Parent: a.Incumbent, Mechanism: o.mech, Proposer: "one"}}, nil
 }
 
-func TestAcceptanceNeedsAPairedLowerBoundAboveZero(t *testing.T) {
+// pairedRun scores h0 (rewards base per val task) and one child (rewards
+// rw) on len(base) val tasks, one rung, and returns the iteration that
+// proposed the child, the archive and the child's hash.
+func pairedRun(t *testing.T, base, rw []float64) (IterationResult, *Archive, string) {
+	t.Helper()
 	src := builtin(t)
 	child, err := harnesses.Mutate(src, "MAX_TURNS", "4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	val := tasks(100)
+	val := tasks(len(base))
+	a := NewArchive()
+	a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
+	a.Accept(harnesses.Hash(src))
+	s := &Searcher{Proposer: oneCandidate{child, "MAX_TURNS=4"}, Scorer: fixedScorer{harnesses.Hash(src): base, harnesses.Hash(child): rw}, M: 1, Rungs: []float64{1}}
+	if _, err := s.Restart(context.Background(), a, "w", val, 1); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Iterate(context.Background(), a, val, rand.New(rand.NewPCG(1, 1)), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, a, harnesses.Hash(child)
+}
+
+func TestAcceptanceNeedsAPairedLowerBoundAboveZero(t *testing.T) {
+	src := builtin(t)
 	base := make([]float64, 100)
 	for i := range base {
 		base[i] = float64(i % 3 % 2) // a third of the tasks solved
@@ -94,19 +114,10 @@ func TestAcceptanceNeedsAPairedLowerBoundAboveZero(t *testing.T) {
 				rw[i], n = 1, n+1
 			}
 		}
-		a := NewArchive()
-		a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
-		a.Accept(harnesses.Hash(src))
-		s := &Searcher{Proposer: oneCandidate{child, "MAX_TURNS=4"}, Scorer: fixedScorer{harnesses.Hash(src): base, harnesses.Hash(child): rw}, M: 1, Rungs: []float64{1}}
-		if _, err := s.Restart(context.Background(), a, "w", val, 1); err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Iterate(context.Background(), a, val, rand.New(rand.NewPCG(1, 1)), 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, a, _ := pairedRun(t, base, rw)
 		return r, a
 	}
+	child, _ := harnesses.Mutate(src, "MAX_TURNS", "4")
 	// Two more tasks solved out of 100 and nothing lost: gain 0.02, sd 0.141,
 	// lower bound 0.02 − 1.98·0.0141 < 0: not enough.
 	r, a := run(2)
@@ -321,33 +332,17 @@ func TestExtraPassesResolveAGainOnePassCannot(t *testing.T) {
 }
 
 func TestALeadThatCannotClearZeroGetsNoExtraPasses(t *testing.T) {
-	src := builtin(t)
-	child, err := harnesses.Mutate(src, "MAX_TURNS", "4")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The child solves 3 tasks the incumbent fails and fails 2 it solves:
 	// gain 0.01, paired sd 0.2247, half-width 1.984·0.02247 = 0.0446. Even
 	// four passes could shrink that only to 0.0223, still above the gain.
-	val := tasks(100)
 	base, rw := make([]float64, 100), make([]float64, 100)
 	for i := range base {
 		base[i] = float64(i % 2)
 		rw[i] = base[i]
 	}
 	rw[0], rw[2], rw[4], rw[1], rw[3] = 1, 1, 1, 0, 0
-	a := NewArchive()
-	a.Add(Entry{Hash: harnesses.Hash(src), Source: src})
-	a.Accept(harnesses.Hash(src))
-	s := &Searcher{Proposer: oneCandidate{child, "MAX_TURNS=4"}, Scorer: fixedScorer{harnesses.Hash(src): base, harnesses.Hash(child): rw}, M: 1, Rungs: []float64{1}}
-	if _, err := s.Restart(context.Background(), a, "w", val, 1); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Iterate(context.Background(), a, val, rand.New(rand.NewPCG(1, 1)), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := a.Entries[harnesses.Hash(child)]
+	r, a, child := pairedRun(t, base, rw)
+	e := a.Entries[child]
 	if math.Abs(e.Gain-0.01) > 1e-12 || len(r.Confirmed) != 0 || r.Calls != 2*100 || r.Changed {
 		t.Fatalf("gain %.4f [%.4f, %.4f]: %d extra passes, %d calls, changed %v", e.Gain, e.GainLo, e.GainHi, len(r.Confirmed), r.Calls, r.Changed)
 	}
