@@ -85,3 +85,26 @@ func packNT16BF16(kc int, src []BF16, lds int, dst []float32) int {
 	packNT16BF16AVX2(kc8, &src[0], lds, &dst[0])
 	return kc8
 }
+
+// packNN16BF16AVX2 widens a 16-column panel of a bf16 [k,n] B:
+//
+//	for p := 0; p < kc; p++ {
+//		for j := 0; j < 16; j++ {
+//			dst[p*16+j] = math.Float32frombits(uint32(src[p*lds+j]) << 16)
+//		}
+//	}
+//
+//go:noescape
+func packNN16BF16AVX2(kc int, src *BF16, lds int, dst *float32)
+
+// packNN16BF16 widens kc rows of 16 columns of src (row stride lds) into
+// dst and reports whether it did (false without the assembly).
+func packNN16BF16(kc int, src []BF16, lds int, dst []float32) bool {
+	if !useAsm || kc == 0 {
+		return false
+	}
+	_ = src[(kc-1)*lds+15]
+	_ = dst[kc*gemmNR-1]
+	packNN16BF16AVX2(kc, &src[0], lds, &dst[0])
+	return true
+}

@@ -292,3 +292,32 @@ pklooph:
 pkdoneh:
 	VZEROUPPER
 	RET
+
+// func packNN16BF16AVX2(kc int, src *BF16, lds int, dst *float32)
+//
+// Each p's 16 contiguous bf16 elements are widened (zero-extend, shift left
+// 16) into the panel's row p.
+TEXT ·packNN16BF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ kc+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	SHLQ $1, R8
+	MOVQ dst+24(FP), DI
+	TESTQ CX, CX
+	JLE  pnndone
+
+pnnloop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  pnnloop
+
+pnndone:
+	VZEROUPPER
+	RET

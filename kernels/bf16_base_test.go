@@ -62,3 +62,32 @@ func TestCPUBF16BaseOps(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGemmBF16NN is the input gradient of a Qwen3-0.6B projection
+// over 1,024 tokens (dh = dy·W, m 1024, k 1024, n 3072) with W in bf16,
+// beside Gemm NN on the float32 W: the cost of widening while packing.
+func BenchmarkGemmBF16NN(b *testing.B) {
+	const m, k, n = 1024, 1024, 3072
+	r := rand.New(rand.NewPCG(1, 1))
+	a := make([]float32, m*k)
+	randFill(r, a)
+	wh := make([]BF16, k*n)
+	randBF16(r, wh)
+	wf := make([]float32, k*n)
+	FromBF16(wf, wh)
+	out := make([]float32, m*n)
+	for _, c := range []struct {
+		name string
+		run  func()
+	}{
+		{"bf16", func() { GemmBF16NN(out, a, wh, m, k, n, false) }},
+		{"f32", func() { Gemm(NN, out, a, wf, m, k, n, false) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.run()
+			}
+			b.ReportMetric(2*m*k*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -11,3 +11,5 @@ func dotTile1x8BF16(k8 int, a []float32, b *[8][]BF16, next []BF16, c *[8]float3
 }
 
 func packNT16BF16(kc int, src []BF16, lds int, dst []float32) int { return 0 }
+
+func packNN16BF16(kc int, src []BF16, lds int, dst []float32) bool { return false }

@@ -248,6 +248,9 @@ func (g *gemmJob) packB(bp []float32, pc, kc, jc, nc int) {
 		// b is [k,n]: each p is a contiguous run of the panel's columns.
 		if g.bh != nil {
 			src := g.bh[pc*n+jc+jr:]
+			if w == gemmNR && packNN16BF16(kc, src, n, dst) {
+				continue
+			}
 			for p := 0; p < kc; p++ {
 				d := dst[p*gemmNR : p*gemmNR+gemmNR]
 				for j, v := range src[p*n : p*n+w] {
