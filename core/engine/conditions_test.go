@@ -431,6 +431,9 @@ func spentItsBudget(e *Engine, calls int) bool {
 // calls, so a run of a given budget alternates more often than I alone
 // lets it; the incoming incumbent is always scored.
 func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 320-call runs; the race pass (-short) leaves it to the plain pass")
+	}
 	run := func(allowance int) (Summary, *Engine) {
 		return runCondition(t, "", func(c *Config) { c.I, c.Budget, c.HarnessCalls, c.Proposer = 4, 320, allowance, "" })
 	}

@@ -297,6 +297,9 @@ func TestLoRACheckpointExportsPEFTAdapters(t *testing.T) {
 // new process (rounding the base blob again) ends byte for byte as the
 // uninterrupted one.
 func TestLoRARunOverABF16BaseResumesExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three LoRA runs; the race pass (-short) leaves it to the plain pass (TestLoRARunTrainsAdaptersAndResumesExactly covers the paths)")
+	}
 	cfg := loraConfig(t)
 	cfg.LoRA.BF16Base = true
 	db := openDB(t)
