@@ -166,7 +166,7 @@ func (env Env) record(r report.Run, cfg json.RawMessage) error {
 	if env.Record == nil || !r.Done {
 		return nil
 	}
-	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build})
+	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition)})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report

@@ -33,7 +33,23 @@ type Record struct {
 	mu    sync.Mutex
 	rows  map[string]RecordRow
 	reads int // jobs answered from the record
+	stale int // recorded runs of an older RunsVersion, run again
 }
+
+// RunsVersion is the version of what a condition's runs compute under a
+// given configuration. The record checks a job's configuration, but a
+// change to the code (how harness search spends its budget, when val is
+// measured) can change a run's result under the same one: whoever makes
+// such a change bumps the version of every condition it touches, and
+// recorded runs of an older version are run again instead of read.
+// Version 2 is the first tracked (session 12: harness phases bounded,
+// budget-exact search, val measured once per weights and incumbent); the
+// version-1 runs were withdrawn from the committed record by hand, and a
+// row without a version is version 2.
+func RunsVersion(condition string) int { return 2 }
+
+// baseRunsVersion is the version of a row that names none.
+const baseRunsVersion = 2
 
 // RecordRow is one line of the record.
 type RecordRow struct {
@@ -49,6 +65,17 @@ type RecordRow struct {
 	// when its tree was modified): a change to the code's arithmetic
 	// changes runs as other kernels do.
 	Build string `json:"build,omitempty"`
+	// Version is the RunsVersion of the run's condition that recorded it
+	// (0: baseRunsVersion).
+	Version int `json:"version,omitempty"`
+}
+
+// version is the row's RunsVersion.
+func (row RecordRow) version() int {
+	if row.Version == 0 {
+		return baseRunsVersion
+	}
+	return row.Version
 }
 
 // origin is where a row's numerics come from, for the report.
@@ -111,6 +138,8 @@ func (row RecordRow) check() error {
 		return fmt.Errorf("run %s is not finished (the record keeps finished runs only)", row.Run.RunID)
 	case len(row.Config) == 0:
 		return fmt.Errorf("run %s has no config", row.Run.RunID)
+	case row.Version < 0:
+		return fmt.Errorf("run %s has version %d (want ≥ 1)", row.Run.RunID, row.Version)
 	}
 	return report.Validate([]report.Run{row.Run})
 }
@@ -123,6 +152,14 @@ func (rec *Record) Reads() int {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.reads
+}
+
+// Stale is how many recorded runs were of an older RunsVersion than
+// their condition's, and so were run again rather than read.
+func (rec *Record) Stale() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.stale
 }
 
 // Origins counts the recorded runs by the build and kernels that
@@ -146,13 +183,18 @@ func (rec *Record) Has(id string) bool {
 }
 
 // read answers job j from the record: ok is false when it holds no such
-// run; a recorded run of another configuration, condition, domain or seed
-// is an error naming the record.
+// run, or only one of an older RunsVersion (counted in Stale; the job's
+// new run replaces it); a recorded run of another configuration,
+// condition, domain or seed is an error naming the record.
 func (rec *Record) read(j Job) (r report.Run, ok bool, err error) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	row, ok := rec.rows[j.ID]
 	if !ok {
+		return r, false, nil
+	}
+	if row.version() != RunsVersion(j.Condition) {
+		rec.stale++
 		return r, false, nil
 	}
 	if err := j.ranAs(row.Config); err != nil {
@@ -179,7 +221,7 @@ func (rec *Record) Put(row RecordRow) error {
 	if err != nil {
 		return err
 	}
-	if old, ok := rec.rows[row.Run.RunID]; ok {
+	if old, ok := rec.rows[row.Run.RunID]; ok && old.version() == row.version() {
 		if old.Kernels != "" || old.Build != "" {
 			// the same run, read again elsewhere: it was computed
 			// where it was first recorded

@@ -105,6 +105,7 @@ func TestRecordRefusesBadLines(t *testing.T) {
 		{strings.Replace(good, `,"config":{"budget":48}`, "", 1), "no config"},
 		{strings.Replace(good, `0.5`, `1.5`, 1), "not a fraction"},
 		{strings.Replace(good, `"seed":1`, `"seed":1,"colour":2`, 1), "unknown field"},
+		{strings.Replace(good, `,"config":{"budget":48}`, `,"config":{"budget":48},"version":-1`, 1), "version -1"},
 	} {
 		path := filepath.Join(t.TempDir(), RecordFile)
 		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
@@ -122,5 +123,54 @@ func TestRecordRefusesBadLines(t *testing.T) {
 	rec, err := OpenRecord(path)
 	if err != nil || !rec.Has("r1") {
 		t.Fatalf("good record: %v", err)
+	}
+}
+
+// A recorded run of an older RunsVersion is run again, not read, and its
+// new run replaces it in the record.
+func TestRecordRerunsRunsOfAnOlderVersion(t *testing.T) {
+	plan := Plan{Domains: []string{"math"}, Conditions: []string{"weight-only"}, Seeds: 1, Preset: "tiny", Budget: 48,
+		E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t"}
+	jobs, err := plan.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, RecordFile)
+	rec, err := OpenRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, filepath.Join(dir, "a.db"))
+	env.Record, env.Build = rec, "t1"
+	if _, err := Run(context.Background(), env, jobs); err != nil {
+		t.Fatal(err)
+	}
+	row := rec.rows[jobs[0].ID]
+	if row.Version != RunsVersion("weight-only") {
+		t.Fatalf("recorded at version %d, want %d", row.Version, RunsVersion("weight-only"))
+	}
+	row.Version, row.Build = RunsVersion("weight-only")-1, "old"
+	if err := rec.Put(row); err != nil {
+		t.Fatal(err)
+	}
+	rec2, err := OpenRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2 := testEnv(t, filepath.Join(dir, "b.db"))
+	env2.Record, env2.Build = rec2, "t2"
+	if _, err := Run(context.Background(), env2, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env2.Store.GetRun(jobs[0].ID); err != nil || rec2.Stale() != 1 || rec2.Reads() != 0 {
+		t.Fatalf("an older version's run was not run again: %v, stale %d, reads %d", err, rec2.Stale(), rec2.Reads())
+	}
+	if got := rec2.rows[jobs[0].ID]; got.Version != RunsVersion("weight-only") || got.Build != "t2" {
+		t.Fatalf("the new run did not replace the old one in the record: version %d, build %q", got.Version, got.Build)
+	}
+	// A row without a version is the first tracked one.
+	if (RecordRow{}).version() != baseRunsVersion {
+		t.Fatal("a row without a version is not the base version")
 	}
 }

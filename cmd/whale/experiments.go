@@ -303,6 +303,9 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 	if rec != nil && rec.Reads() > 0 {
 		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
 	}
+	if rec != nil && rec.Stale() > 0 {
+		read += fmt.Sprintf(" %d recorded runs were made by code that computes their condition differently (an older experiments.RunsVersion) and were run again.", rec.Stale())
+	}
 	if rec != nil {
 		if origins := rec.Origins(); len(origins) > 1 {
 			var parts []string
