@@ -45,8 +45,15 @@ type Record struct {
 // Version 2 is the first tracked (session 12: harness phases bounded,
 // budget-exact search, val measured once per weights and incumbent); the
 // version-1 runs were withdrawn from the committed record by hand, and a
-// row without a version is version 2.
-func RunsVersion(condition string) int { return 2 }
+// row without a version is version 2. Version 3 of the WHALE conditions:
+// a harness phase re-scores old entries only beyond M new candidates.
+func RunsVersion(condition string) int {
+	switch condition {
+	case "whale-fixed", "whale-adaptive":
+		return 3
+	}
+	return 2
+}
 
 // baseRunsVersion is the version of a row that names none.
 const baseRunsVersion = 2

@@ -111,8 +111,8 @@ type Config struct {
 	// own phase lengths): the phase ends once no further score fits in it,
 	// after its I iterations or its patience at the latest. The incoming
 	// incumbent's score under new weights is always paid for, and the
-	// entries re-scored beside it take at most half of what is left, so
-	// every phase proposes something. It is what keeps a cycle's length
+	// entries re-scored beside it take only what is left beyond M new
+	// candidates' scores (and at most half), so every phase proposes. It is what keeps a cycle's length
 	// in calls near E's whatever the harness costs a rollout.
 	HarnessCalls int `json:"harness_calls,omitempty"`
 

@@ -348,7 +348,7 @@ func TestALeadThatCannotClearZeroGetsNoExtraPasses(t *testing.T) {
 	}
 }
 
-func TestARestartLeavesHalfThePhaseForNewCandidates(t *testing.T) {
+func TestARestartLeavesRoomForNewCandidates(t *testing.T) {
 	a, s, sc := newSearch(t)
 	val := tasks(64)
 	ctx := context.Background()
@@ -362,21 +362,30 @@ func TestARestartLeavesHalfThePhaseForNewCandidates(t *testing.T) {
 	if n := len(a.restartSet()); n < 3 {
 		t.Fatalf("the premise needs 3 entries to re-score, have %d", n)
 	}
-	// 320 calls: the incumbent's 64, then old entries while half of what
-	// is left after it (128) stays: two of them (256 − 2·64 = 128).
+	// 320 calls: the incumbent's 64, then old entries only while what is
+	// left still pays for M = 3 new candidates (192) and half of the 256
+	// left after the incumbent: one of them.
 	before := sc.rollouts
 	s.PhaseLeft = func() int { return 320 - (sc.rollouts - before) }
 	r, err := s.Restart(ctx, a, "w2", val, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sc.rollouts - before; got != 3*64 || len(r.Candidates) != 3 || r.Starved != "" {
-		t.Fatalf("restart spent %d (want %d) on %d entries, starved %q", got, 3*64, len(r.Candidates), r.Starved)
+	if got := sc.rollouts - before; got != 2*64 || len(r.Candidates) != 2 || r.Starved != "" {
+		t.Fatalf("restart spent %d (want %d) on %d entries, starved %q", got, 2*64, len(r.Candidates), r.Starved)
+	}
+	// The next iteration has room for all M candidates.
+	r, err = s.Iterate(ctx, a, val, rng, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Candidates) != s.M {
+		t.Fatalf("after the restart %d candidates were proposed, want M = %d", len(r.Candidates), s.M)
 	}
 	// The phase's allowance never stops the incumbent's own score.
 	before = sc.rollouts
 	s.PhaseLeft = func() int { return 10 - (sc.rollouts - before) }
-	if r, err := s.Restart(ctx, a, "w3", val, 8); err != nil || !a.Entries[a.Incumbent].Complete || r.Rollouts != 64 {
+	if r, err := s.Restart(ctx, a, "w3", val, 9); err != nil || !a.Entries[a.Incumbent].Complete || r.Rollouts != 64 {
 		t.Fatalf("under a spent allowance the incumbent was not scored: %+v, %v", r, err)
 	}
 }

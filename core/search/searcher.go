@@ -185,11 +185,13 @@ func (s *Searcher) Restart(ctx context.Context, a *Archive, weights string, val 
 		}
 		r.Candidates = append(r.Candidates, inc.Hash)
 	}
-	// The old entries may spend half of what the phase has left after
-	// the incumbent: the other half stays for new candidates.
+	// The old entries may spend only what the phase has beyond the
+	// scores of M new candidates (at the incumbent's price) and half of
+	// what is left after the incumbent: a phase never re-measures the
+	// past instead of proposing anything.
 	reserve := 0
 	if s.PhaseLeft != nil {
-		reserve = s.PhaseLeft() / 2
+		reserve = max(s.PhaseLeft()/2, max(1, s.M)*costs[inc.Hash])
 	}
 	var scored []*Entry
 	for _, e := range again {
