@@ -7,11 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"whale/experiments/report"
 	"whale/kernels"
 )
 
-func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
-	plan := Plan{Domains: []string{"math"}, Conditions: []string{"weight-only", "whale-fixed"}, Seeds: 1, Preset: "tiny", Budget: 48,
+// recordedBench runs a tiny one-seed math bench of conditions with a
+// fresh record in a temporary folder (build "t1") and returns its jobs,
+// the folder, the record's path, the record and the runs.
+func recordedBench(t *testing.T, conditions ...string) ([]Job, string, string, *Record, []report.Run) {
+	t.Helper()
+	plan := Plan{Domains: []string{"math"}, Conditions: conditions, Seeds: 1, Preset: "tiny", Budget: 48,
 		E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t"}
 	jobs, err := plan.Jobs()
 	if err != nil {
@@ -29,6 +34,11 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return jobs, dir, path, rec, runs
+}
+
+func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
+	jobs, dir, path, _, runs := recordedBench(t, "weight-only", "whale-fixed")
 	first, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -129,23 +139,7 @@ func TestRecordRefusesBadLines(t *testing.T) {
 // A recorded run of an older RunsVersion is run again, not read, and its
 // new run replaces it in the record.
 func TestRecordRerunsRunsOfAnOlderVersion(t *testing.T) {
-	plan := Plan{Domains: []string{"math"}, Conditions: []string{"weight-only"}, Seeds: 1, Preset: "tiny", Budget: 48,
-		E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t"}
-	jobs, err := plan.Jobs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, RecordFile)
-	rec, err := OpenRecord(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := testEnv(t, filepath.Join(dir, "a.db"))
-	env.Record, env.Build = rec, "t1"
-	if _, err := Run(context.Background(), env, jobs); err != nil {
-		t.Fatal(err)
-	}
+	jobs, dir, path, rec, _ := recordedBench(t, "weight-only")
 	row := rec.rows[jobs[0].ID]
 	if row.Version != RunsVersion("weight-only") {
 		t.Fatalf("recorded at version %d, want %d", row.Version, RunsVersion("weight-only"))

@@ -167,9 +167,12 @@ func TestAdmitCanRefuseAWinner(t *testing.T) {
 	}
 }
 
-func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
+// grownSearch is newSearch after a restart under weights "w1" and five
+// iterations on n val tasks: an archive with entries to re-score.
+func grownSearch(t *testing.T, n int) (*Archive, *Searcher, *synthetic, []data.Task, *rand.Rand) {
+	t.Helper()
 	a, s, sc := newSearch(t)
-	val := tasks(128)
+	val := tasks(n)
 	ctx := context.Background()
 	s.Restart(ctx, a, "w1", val, 1)
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -178,6 +181,12 @@ func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return a, s, sc, val, rng
+}
+
+func TestRestartRescoresTheTopAndThePareto(t *testing.T) {
+	a, s, sc, val, _ := grownSearch(t, 128)
+	ctx := context.Background()
 	inc := a.Incumbent
 	want := map[string]bool{}
 	for _, e := range a.restartSet() {
@@ -349,16 +358,8 @@ func TestALeadThatCannotClearZeroGetsNoExtraPasses(t *testing.T) {
 }
 
 func TestARestartLeavesRoomForNewCandidates(t *testing.T) {
-	a, s, sc := newSearch(t)
-	val := tasks(64)
+	a, s, sc, val, rng := grownSearch(t, 64)
 	ctx := context.Background()
-	s.Restart(ctx, a, "w1", val, 1)
-	rng := rand.New(rand.NewPCG(3, 3))
-	for it := 2; it <= 6; it++ {
-		if _, err := s.Iterate(ctx, a, val, rng, it); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if n := len(a.restartSet()); n < 3 {
 		t.Fatalf("the premise needs 3 entries to re-score, have %d", n)
 	}
