@@ -52,7 +52,7 @@ func RunsVersion(condition string) int {
 	case "whale-fixed", "whale-adaptive":
 		return 3
 	}
-	return 2
+	return baseRunsVersion
 }
 
 // baseRunsVersion is the version of a row that names none.

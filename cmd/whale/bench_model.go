@@ -137,13 +137,8 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 		return r, nil
 	}
 	lc := model.LoRAConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: model.LoRATargets, BF16Base: bf16Base}
-	if err := m.EnableLoRA(lc, 1); err != nil {
+	if err := m.EnableLoRA(lc, 1); err != nil { // with bf16Base, FreezeBF16 too
 		return r, err
-	}
-	if bf16Base {
-		if err := m.FreezeBF16(); err != nil {
-			return r, err
-		}
 	}
 	before := weightsHash(m)
 	debug.FreeOSMemory() // the float weights FreezeBF16 let go, too

@@ -418,13 +418,21 @@ func TestRSFTKLRunsAgainstThePhaseStart(t *testing.T) {
 // a harness search begins no score the budget cannot pay for at its
 // estimate, and a score costs more than that estimate by at most that.
 func spentItsBudget(e *Engine, calls int) bool {
-	pass := len(e.val)
+	pass := max(len(e.val), costliestPass(e))
+	return calls > e.Cfg.Budget-pass && calls <= e.Cfg.Budget+pass
+}
+
+// costliestPass is the model calls of one val pass at the highest price
+// (calls per scored rollout) of a harness in e's archive, 0 if none was
+// scored.
+func costliestPass(e *Engine) int {
+	pass := 0
 	for _, ent := range e.State().Archive.Entries {
 		if ent.Scored > 0 {
 			pass = max(pass, (len(e.val)*ent.Calls+ent.Scored-1)/ent.Scored)
 		}
 	}
-	return calls > e.Cfg.Budget-pass && calls <= e.Cfg.Budget+pass
+	return pass
 }
 
 // HarnessCalls bounds each harness phase of WHALE's alternation in model
@@ -439,12 +447,7 @@ func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
 	}
 	free, _ := run(0)
 	bound, e := run(40)
-	pass := 0
-	for _, ent := range e.State().Archive.Entries {
-		if ent.Scored > 0 {
-			pass = max(pass, (len(e.val)*ent.Calls+ent.Scored-1)/ent.Scored)
-		}
-	}
+	pass := costliestPass(e)
 	longest := func(s Summary) int {
 		n := 0
 		for _, p := range s.Phases {

@@ -167,8 +167,7 @@ func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
 // cost 290–361 calls but a harness phase 452–2,986 (re-scores of the old
 // top entries, extra passes for unresolved leads, voting harnesses paying
 // several calls a rollout): 2 cycles a run where the bench needs 4. With
-// it a math cycle costs about 950 calls (h0: 1.66 calls a rollout), so
-// about 4.8 cycles. Its learning rate is the reference's, 1e-5: of the
+// it a full math cycle cost 646–942 calls in the bench, 6 cycles a run. Its learning rate is the reference's, 1e-5: of the
 // operators measured for issue 19 it is the one that keeps a weight
 // phase's samples apart in every domain (docs/EXPLORATION.md).
 var presets = map[string]Config{

@@ -33,14 +33,14 @@ func withLoRA(db *store.DB, m *model.Model, lora *model.LoRAConfig, base string,
 			return fmt.Errorf("engine: LoRA's frozen weights %s: %w", ShortHash(base), err)
 		}
 	}
-	if err := m.EnableLoRA(*lora, seed); err != nil {
+	if err := m.EnableLoRA(*lora, seed); err != nil { // with lora.BF16Base, FreezeBF16 too
 		return fmt.Errorf("engine: %w", err)
 	}
-	return freezeBase(m, lora)
+	return nil
 }
 
-// freezeBase holds m's frozen weights in bfloat16 when lora asks for it
-// and they are not already.
+// freezeBase holds the frozen weights of m, which has adapters already,
+// in bfloat16 when lora asks for it and they are not already.
 func freezeBase(m *model.Model, lora *model.LoRAConfig) error {
 	if !lora.BF16Base || m.BaseBF16() {
 		return nil

@@ -23,7 +23,8 @@ type bf16Base struct {
 // isVector reports whether p stays float under a bfloat16 base.
 func isVector(p ParamInfo) bool { return p.kind == kindNorm || p.kind == kindBias }
 
-// FreezeBF16 keeps the frozen weights of a LoRA model in bfloat16 only,
+// FreezeBF16 (also EnableLoRA with LoRAConfig.BF16Base) keeps the frozen
+// weights of a LoRA model in bfloat16 only,
 // rounded to nearest even, and frees their float copy: the matrices then
 // take half the memory, and training reads them through the backend's
 // bfloat16 products (kernels.BF16Base), accumulating in float32; the
@@ -42,8 +43,8 @@ func (m *Model) FreezeBF16() error {
 	case !m.grad.IsZero():
 		return errors.New("model: the base must be made bfloat16 before the model trains")
 	}
-	if _, ok := m.be.(kernels.BF16Base); !ok {
-		return fmt.Errorf("model: backend %s cannot train over bfloat16 weights (it has no kernels.BF16Base)", m.be.Name())
+	if err := m.canHoldBF16(); err != nil {
+		return err
 	}
 	f := &bf16Base{base: m.be.AllocBF16(m.arena.Len()), vecAt: map[string]int{}}
 	m.be.ToBF16(f.base, m.arena)
@@ -69,6 +70,14 @@ func (m *Model) FreezeBF16() error {
 	m.arena = kernels.Tensor{}
 	m.version++
 	m.baseVersion++
+	return nil
+}
+
+// canHoldBF16 refuses a backend without the bfloat16 training ops.
+func (m *Model) canHoldBF16() error {
+	if _, ok := m.be.(kernels.BF16Base); !ok {
+		return fmt.Errorf("model: backend %s cannot train over bfloat16 weights (it has no kernels.BF16Base)", m.be.Name())
+	}
 	return nil
 }
 
@@ -124,8 +133,7 @@ func (m *Model) inputGrad(dx, dy, w, wb kernels.Tensor, N, out, in int, acc bool
 }
 
 // readParam copies parameter p's float values into dst (len p.Len):
-// from the arena, or under a bfloat16 base from vec or widened from base
-// in blocks (a temporary of at most widenBlock floats).
+// from the arena, or under a bfloat16 base from vec or widened from base.
 func (m *Model) readParam(dst []float32, p ParamInfo) {
 	f := m.frozen
 	switch {
@@ -134,14 +142,33 @@ func (m *Model) readParam(dst []float32, p ParamInfo) {
 	case isVector(p):
 		m.be.Store(dst, f.vec.View(f.vecAt[p.Name], p.Len))
 	default:
-		tmp := m.be.Alloc(min(widenBlock, p.Len))
-		defer m.be.Free(tmp)
-		for o := 0; o < p.Len; o += widenBlock {
-			n := min(widenBlock, p.Len-o)
-			t := tmp.View(0, n)
-			m.be.(kernels.BF16Base).FromBF16(t, f.base.View(p.Offset+o, n))
-			m.be.Store(dst[o:o+n], t)
-		}
+		m.widen(dst, f.base.View(p.Offset, p.Len))
+	}
+}
+
+// frozenValues is ParamValues under a bfloat16 base: the whole base
+// widened (it has the arena's layout), then the vectors' float values.
+func (m *Model) frozenValues() []float32 {
+	f := m.frozen
+	v := make([]float32, f.base.Len())
+	m.widen(v, f.base)
+	for _, q := range f.vecParams {
+		p := m.params[m.index[q.Name]]
+		m.be.Store(v[p.Offset:p.Offset+p.Len], f.vec.View(q.Offset, q.Len))
+	}
+	return v
+}
+
+// widen copies the bfloat16 tensor src, widened, into dst (len src.Len()),
+// in blocks through one temporary of at most widenBlock floats.
+func (m *Model) widen(dst []float32, src kernels.Tensor) {
+	tmp := m.be.Alloc(min(widenBlock, src.Len()))
+	defer m.be.Free(tmp)
+	for o := 0; o < src.Len(); o += widenBlock {
+		n := min(widenBlock, src.Len()-o)
+		t := tmp.View(0, n)
+		m.be.(kernels.BF16Base).FromBF16(t, src.View(o, n))
+		m.be.Store(dst[o:o+n], t)
 	}
 }
 

@@ -177,9 +177,11 @@ func (s *loraState) bindAdapters(w *weights, arena kernels.Tensor) {
 }
 
 // EnableLoRA freezes the model's weights and adds adapters of c, seeded:
-// A uniform in ±1/√in (PEFT's Kaiming-uniform default), B zero. From then
-// on training (NewTrainer) updates only the adapters, and TrainableValues
-// are theirs. It must come before the model's first training step.
+// A uniform in ±1/√in (PEFT's Kaiming-uniform default), B zero; with
+// c.BF16Base it then holds the frozen weights in bfloat16 (FreezeBF16).
+// From then on training (NewTrainer) updates only the adapters, and
+// TrainableValues are theirs. It must come before the model's first
+// training step.
 func (m *Model) EnableLoRA(c LoRAConfig, seed uint64) error {
 	if m.lora != nil {
 		return errors.New("model: LoRA is already enabled")
@@ -189,6 +191,11 @@ func (m *Model) EnableLoRA(c LoRAConfig, seed uint64) error {
 	}
 	if err := c.Validate(m.Config); err != nil {
 		return err
+	}
+	if c.BF16Base {
+		if err := m.canHoldBF16(); err != nil {
+			return err
+		}
 	}
 	s := &loraState{cfg: LoRAConfig{Rank: c.Rank, Alpha: c.Alpha, Targets: slices.Clone(c.Targets)}, scale: float32(c.Alpha / float64(c.Rank))}
 	for _, name := range c.Targets {
@@ -214,6 +221,9 @@ func (m *Model) EnableLoRA(c LoRAConfig, seed uint64) error {
 	m.lora = s
 	m.act = nil // laid out without the adapters' activations
 	m.version++
+	if c.BF16Base {
+		return m.FreezeBF16()
+	}
 	return nil
 }
 

@@ -130,14 +130,11 @@ func (m *Model) WriteParam(name string, v []float32) error {
 // ParamValues returns a copy of the whole parameter arena (see Params for
 // the layout); under a bfloat16 base, its values widened.
 func (m *Model) ParamValues() []float32 {
-	v := make([]float32, arenaLen(m.params))
-	if m.frozen == nil {
-		m.be.Store(v, m.arena)
-		return v
+	if m.frozen != nil {
+		return m.frozenValues()
 	}
-	for _, p := range m.params {
-		m.readParam(v[p.Offset:p.Offset+p.Len], p)
-	}
+	v := make([]float32, m.arena.Len())
+	m.be.Store(v, m.arena)
 	return v
 }
 

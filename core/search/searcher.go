@@ -127,8 +127,8 @@ func (s *Searcher) affords(cost int, r *IterationResult) bool {
 	return short == ""
 }
 
-// affordable is how many scores of cost calls each the budget and the
-// phase allowance both pay for (max(1, n) when neither is set).
+// affordable is how many scores of cost calls each, at most n, the budget
+// and the phase allowance both pay for (n when neither is set).
 func (s *Searcher) affordable(cost, n int) int {
 	for _, left := range []func() int{s.Left, s.PhaseLeft} {
 		if left != nil {
