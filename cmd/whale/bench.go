@@ -67,8 +67,11 @@ type engineBench struct {
 	Gemm         []gemmFigure `json:"gemm"`
 	Train        rate         `json:"train"`
 	SampleB1     rate         `json:"sample_b1"`
-	SampleB64    rate         `json:"sample_b64"`
-	Sample110MB1 rate         `json:"sample_110m_b1"`
+	// SampleB1BF16 is SampleB1 with the weights read as bf16: half the
+	// bytes a token streams, as Sample110MB1 samples.
+	SampleB1BF16 rate `json:"sample_b1_bf16"`
+	SampleB64    rate `json:"sample_b64"`
+	Sample110MB1 rate `json:"sample_110m_b1"`
 }
 
 func newBenchEngineCmd() *cobra.Command {
@@ -81,8 +84,8 @@ func newBenchEngineCmd() *cobra.Command {
 		Long: `Measures, on this machine: the fp32 FMA peak of the widest vectors the kernels
 use and the memory read bandwidth (the two bounds); GEMM GFLOP/s for the transformer
 shapes (M=1024; K,N in 256, 512, 704, 768; layouts NN, NT, TN); a training step of
-bench-small (B 8, T 128); sampling tokens/s of bench-small at batch 1 and 64 and of
-the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated).
+bench-small (B 8, T 128); sampling tokens/s of bench-small at batch 1 (float32 and
+bf16 weights) and 64 and of the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated).
 GEMM and training are given as a fraction of the FMA peak, 110M sampling as a
 fraction of the read bandwidth. Progress goes to stderr. Takes about two minutes (--quick: a few seconds, rough).`,
 		Args: cobra.NoArgs,
@@ -163,6 +166,10 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 	if r.SampleB1.TokensPerS, err = model.BenchSample(be, small, 1, 16, gen, false); err != nil {
 		return r, err
 	}
+	fmt.Fprintln(log, "bench: sampling, bench-small batch 1, bf16 weights")
+	if r.SampleB1BF16.TokensPerS, err = model.BenchSample(be, small, 1, 16, gen, true); err != nil {
+		return r, err
+	}
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 64")
 	if r.SampleB64.TokensPerS, err = model.BenchSample(be, small, 64, 16, gen, false); err != nil {
 		return r, err
@@ -206,6 +213,7 @@ func printEngineBench(w io.Writer, r engineBench) {
 	}
 	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s%s\n", r.Train.TokensPerS, r.Train.GFLOPS, ofText(r.Train.OfBound, "of peak"))
 	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s\n", r.SampleB1.TokensPerS)
+	fmt.Fprintf(w, "sample     bench-small batch 1, bf16 weights: %.0f tokens/s\n", r.SampleB1BF16.TokensPerS)
 	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s\n", r.SampleB64.TokensPerS)
 	s := r.Sample110MB1
 	bounds := ""

@@ -18,10 +18,12 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	r := engineBench{CPU: "test", Threads: 2, Kernels: "k", PeakGFLOPS: 400, PeakBits: 512, ReadGBPS: 20, ReadGBPS110M: 17.5,
 		Gemm:         []gemmFigure{{M: 1024, K: 256, N: 256, Layout: "NN", GFLOPS: 300, OfPeak: 0.75}},
 		Train:        rate{TokensPerS: 5000, GFLOPS: 100, OfBound: 0.25},
+		SampleB1:     rate{TokensPerS: 3000},
+		SampleB1BF16: rate{TokensPerS: 5000},
 		Sample110MB1: rate{TokensPerS: 80, GBPS: 16, OfBound: 0.8, OfWeightsRead: 16 / 17.5}}
 	var out bytes.Buffer
 	printEngineBench(&out, r)
-	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "read       20.0 GB/s over 64 MiB, 17.5 GB/s over", "300.0   75.0 %",
+	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "batch 1: 3000 tokens/s", "batch 1, bf16 weights: 5000 tokens/s", "read       20.0 GB/s over 64 MiB, 17.5 GB/s over", "300.0   75.0 %",
 		"100.0 GFLOP/s (25.0 % of peak)", "16.0 GB/s, 80.0 % of the 64 MiB read, 91.4 % of the weights-sized one"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -35,7 +37,7 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"peak_gflops", "peak_bits", "read_gbps", "read_gbps_110m_weights"} {
+	for _, k := range []string{"peak_gflops", "peak_bits", "read_gbps", "read_gbps_110m_weights", "sample_b1_bf16"} {
 		if _, ok := j[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, out.String())
 		}
