@@ -75,10 +75,20 @@ func newTUICmd() *cobra.Command {
 // noTerminal says what the workbench would have done and how to run
 // without it; it is an error (exit 1), not a usage error.
 func noTerminal(fl tuiFlags) error {
-	adapters, lora := "", ""
+	adapters, extra := "", ""
+	if fl.model != "" {
+		extra += " --model " + fl.model
+	}
+	if fl.seed != 1 {
+		extra += fmt.Sprintf(" --seed %d", fl.seed)
+	}
 	if c := fl.loraCfg; c != nil {
 		adapters = fmt.Sprintf(" with LoRA adapters of rank %d", c.Rank)
-		lora = fmt.Sprintf(" --lora-rank %d --lora-alpha %g --lora-targets %s", c.Rank, c.Alpha, fl.lora.targets)
+		extra += fmt.Sprintf(" --lora-rank %d --lora-alpha %g --lora-targets %s", c.Rank, c.Alpha, fl.lora.targets)
+		if c.BF16Base {
+			adapters += " over a bfloat16 base"
+			extra += " --lora-bf16-base"
+		}
 	}
 	what := fmt.Sprintf("start a new %s run (preset %s)%s in %s, or offer to resume its newest unfinished run", fl.domain, fl.preset, adapters, fl.db)
 	if fl.run != "" {
@@ -86,7 +96,7 @@ func noTerminal(fl tuiFlags) error {
 	}
 	return fmt.Errorf("stdout is not a terminal: the workbench would %s.\n"+
 		"Run headless instead: whale run --headless --domain %s --preset %s%s --db %s (or whale resume RUN --headless --db %s)",
-		what, fl.domain, fl.preset, lora, fl.db, fl.db)
+		what, fl.domain, fl.preset, extra, fl.db, fl.db)
 }
 
 // defaultWorkbench is `whale` with no arguments: the workbench with the

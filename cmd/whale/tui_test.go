@@ -42,6 +42,16 @@ func TestTUIStartsLoRARuns(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
+	// Every flag that shapes the new run reaches the suggestion.
+	_, err = runWhale(t, "tui", "--db", db, "--seed", "7", "--model", "m.safetensors", "--lora-rank", "2", "--lora-bf16-base")
+	if err == nil || isUsage(err) {
+		t.Fatalf("tui --lora-bf16-base without a terminal: %v, want exit 1", err)
+	}
+	for _, want := range []string{"rank 2 over a bfloat16 base", "--model m.safetensors --seed 7 --lora-rank 2 --lora-alpha 4 --lora-targets all --lora-bf16-base --db "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
 	for _, args := range [][]string{
 		{"tui", "--db", db, "--lora-rank", "-2"},
 		{"tui", "--db", db, "--lora-alpha", "3"},
