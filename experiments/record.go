@@ -47,9 +47,15 @@ type Record struct {
 // version-1 runs were withdrawn from the committed record by hand, and a
 // row without a version is version 2. Version 3 of the WHALE conditions:
 // a harness phase re-scores old entries only beyond M new candidates.
+// Session 13 priced unscored candidates by their SAMPLES (a voting
+// candidate the budget or the phase cannot pay for is passed over, not
+// begun and stopped): version 4 of the WHALE conditions, 3 of the other
+// conditions that search harnesses. Weight-only searches nothing.
 func RunsVersion(condition string) int {
 	switch condition {
 	case "whale-fixed", "whale-adaptive":
+		return 4
+	case "harness-only", "staged", "fast-slow":
 		return 3
 	}
 	return baseRunsVersion

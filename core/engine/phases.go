@@ -219,6 +219,20 @@ func outcomes(tasks []data.Task, ts []harnesses.Trajectory) []search.Outcome {
 	return out
 }
 
+// samplesOf reads SAMPLES of a harness source for the searcher's prices,
+// without storing the harness: most sources it prices are proposals that
+// are never scored.
+func (e *Engine) samplesOf(src string) (int, error) {
+	if h, ok := e.harnessCache[harnesses.Hash(src)]; ok {
+		return h.Samples, nil
+	}
+	h, err := harnesses.Load("candidate.star", src, harnesses.EnvOf(e.env.Domain))
+	if err != nil {
+		return 0, err
+	}
+	return h.Samples, nil
+}
+
 // harnessIteration runs one Phase B iteration; the first of a phase scores
 // the incoming harness under the new weights (the reference counts it as an
 // iteration).
@@ -227,7 +241,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	// The searcher begins no score the budget or the phase's allowance
 	// cannot pay for and proposes no more candidates than they can score,
 	// so conditions compared at equal budget stay close to it.
-	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit}
+	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit, Samples: e.samplesOf}
 	if e.Cfg.Budget > 0 {
 		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
 	}

@@ -100,13 +100,19 @@ func (f Fragment) defaults() Fragment {
 
 // Propose returns up to n new candidates around the incumbent.
 func (f Fragment) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error) {
+	return f.ProposeWhere(ctx, a, rng, n, nil)
+}
+
+// ProposeWhere is Propose passing over the candidates keep refuses (nil
+// keeps all): they count as seen, so the draws go on to other points.
+func (f Fragment) ProposeWhere(ctx context.Context, a *Archive, rng *rand.Rand, n int, keep func(Candidate) bool) ([]Candidate, error) {
 	p, err := newProposal(f.defaults(), a, rng)
 	if err != nil {
 		return nil, err
 	}
 	var out []Candidate
 	stepDone := false
-	for len(out) < n {
+	for passed := 0; len(out) < n && passed < maxPassedOver; {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -116,6 +122,10 @@ func (f Fragment) Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int
 		}
 		if !ok {
 			break // every point of the space is known
+		}
+		if keep != nil && !keep(c) {
+			passed++
+			continue
 		}
 		out = append(out, c)
 	}

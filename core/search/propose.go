@@ -24,6 +24,18 @@ type Proposer interface {
 	Propose(ctx context.Context, a *Archive, rng *rand.Rand, n int) ([]Candidate, error)
 }
 
+// FilteringProposer is a Proposer that can pass over candidates keep
+// refuses and draw others in their place (at most maxPassedOver of them),
+// returning up to n kept ones. With a keep that accepts everything it
+// proposes exactly what Propose does, drawing the same random numbers.
+type FilteringProposer interface {
+	Proposer
+	ProposeWhere(ctx context.Context, a *Archive, rng *rand.Rand, n int, keep func(Candidate) bool) ([]Candidate, error)
+}
+
+// maxPassedOver bounds the candidates one ProposeWhere call passes over.
+const maxPassedOver = 64
+
 // Mutation changes one mechanism of a parent per candidate: one knob or
 // fragment of its SEARCH_SPACE, never a frozen knob, never yielding a
 // pruned or already archived harness. The parent is the incumbent, or,

@@ -61,6 +61,13 @@ type Searcher struct {
 	// costs.
 	Left      func() int
 	PhaseLeft func() int
+	// Samples, if set, reads SAMPLES from a harness source: the
+	// completions each of its model calls draws. A candidate not yet
+	// scored is priced at the incumbent's calls per rollout scaled by
+	// its SAMPLES over the incumbent's (a voting candidate pays for every
+	// sample), so a score begun is one the budget and the allowance can
+	// finish. Nil prices every candidate at the incumbent's rate.
+	Samples func(source string) (int, error)
 }
 
 // IterationResult reports one iteration.
@@ -81,6 +88,10 @@ type IterationResult struct {
 	Rollouts  int      `json:"rollouts"`
 	// Calls counts the model calls the iteration's rollouts cost.
 	Calls int `json:"calls"`
+	// Unaffordable counts the proposals passed over because the budget
+	// or the phase's allowance could not pay for their whole score at
+	// their price (a voting candidate's, say).
+	Unaffordable int `json:"unaffordable,omitempty"`
 	// Starved says what could not pay for the iteration's next score:
 	// StarvedBudget (the run's budget: the run is over) or StarvedPhase
 	// (the phase's allowance: the phase is); "" if nothing.
@@ -94,15 +105,20 @@ const (
 )
 
 // StarvedText says, for a progress line, what could not pay for the
-// iteration's next score ("" for nothing), beginning with "; ".
+// iteration's next score and how many proposals were passed over for
+// their price ("" for nothing), beginning with "; ".
 func (r IterationResult) StarvedText() string {
+	passed := ""
+	if r.Unaffordable > 0 {
+		passed = fmt.Sprintf("; %d proposals passed over (too dear to score whole)", r.Unaffordable)
+	}
 	switch r.Starved {
 	case StarvedBudget:
-		return "; the budget left cannot pay for another score"
+		return passed + "; the budget left cannot pay for another score"
 	case StarvedPhase:
-		return "; the phase's allowance is spent"
+		return passed + "; the phase's allowance is spent"
 	}
-	return ""
+	return passed
 }
 
 // shortOf names what cannot pay for cost more model calls: StarvedBudget,
@@ -148,6 +164,31 @@ func cost(e, inc *Entry, n int) int {
 		}
 	}
 	return n
+}
+
+// price is cost with an unscored e's SAMPLES taken into account: the
+// incumbent's price times e's samples over the incumbent's.
+func (s *Searcher) price(e, inc *Entry, n int) int {
+	c := cost(e, inc, n)
+	if s.Samples == nil || e == nil || e.Scored > 0 || inc == nil || inc.Scored == 0 || e == inc {
+		return c
+	}
+	return scaleBySamples(c, s.samplesOf(e.Source), s.samplesOf(inc.Source))
+}
+
+// samplesOf is SAMPLES of src, 1 when it cannot be read (a source that
+// does not load fails when it is scored, and says why there).
+func (s *Searcher) samplesOf(src string) int {
+	if n, err := s.Samples(src); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// scaleBySamples is c calls at inc samples a call re-priced at k, rounded
+// up.
+func scaleBySamples(c, k, inc int) int {
+	return (c*k + inc - 1) / inc
 }
 
 // Restart begins scoring under new weights: every score in the archive is
@@ -301,9 +342,13 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		r.Accepted, r.BestScore = inc.Hash, inc.Score
 		return r, nil
 	}
-	cands, err := s.Proposer.Propose(ctx, a, rng, m)
+	cands, err := s.proposeAffordable(ctx, a, inc, rng, m, len(val), &r)
 	if err != nil {
 		return r, err
+	}
+	if len(cands) == 0 && r.Unaffordable > 0 {
+		r.Accepted, r.BestScore = inc.Hash, inc.Score
+		return r, nil
 	}
 	var live, all []*Entry
 	for _, c := range cands {
@@ -328,7 +373,7 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		}
 		var scored []*Entry
 		for _, e := range live {
-			if !s.affords(cost(e, inc, upto-done), &r) {
+			if !s.affords(s.price(e, inc, upto-done), &r) {
 				r.Stopped = append(r.Stopped, e.Hash)
 				continue
 			}
@@ -362,6 +407,43 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		return r, err
 	}
 	return r, s.acceptWinner(ctx, a, inc, all, &r)
+}
+
+// proposeAffordable asks the proposer for up to m candidates whose whole
+// scores on n val tasks the budget and the allowance can pay for together,
+// at their prices (price). A proposer that can filter (FilteringProposer)
+// passes over the others and draws on; any other proposer's unaffordable
+// candidates are dropped. r counts those passed over (Unaffordable) and,
+// when nothing could be paid for, says what starved the iteration.
+func (s *Searcher) proposeAffordable(ctx context.Context, a *Archive, inc *Entry, rng *rand.Rand, m, n int, r *IterationResult) ([]Candidate, error) {
+	spent, short := 0, ""
+	keep := func(c Candidate) bool {
+		p := s.price(&Entry{Source: c.Source}, inc, n)
+		if k := s.shortOf(spent + p); k != "" {
+			r.Unaffordable++
+			short = k
+			return false
+		}
+		spent += p
+		return true
+	}
+	var cands []Candidate
+	var err error
+	if fp, ok := s.Proposer.(FilteringProposer); ok {
+		cands, err = fp.ProposeWhere(ctx, a, rng, m, keep)
+	} else {
+		var all []Candidate
+		all, err = s.Proposer.Propose(ctx, a, rng, m)
+		for _, c := range all {
+			if keep(c) {
+				cands = append(cands, c)
+			}
+		}
+	}
+	if len(cands) == 0 && short != "" {
+		r.Starved = short
+	}
+	return cands, err
 }
 
 // MaxPasses bounds the passes over the val split a candidate gets while
