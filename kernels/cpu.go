@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Float is the element type of a CPU backend.
@@ -19,6 +20,7 @@ type CPU[T Float] struct {
 	gemm1 func(layout Layout, out, a, b []T, m, k, n int, acc bool)
 	dot   func(a, b []T) T
 	axpy  func(alpha T, x, y []T) // y += alpha·x
+	add   func(out, a, b []T)     // out = a + b
 	// expSub replaces row[i] by e^(row[i]-sub) and returns their sum;
 	// sigmoid sets out = 1/(1+e^-x); siluMul sets out = g·sigmoid(g)·u.
 	// float32 uses the vector kernels of exp.go.
@@ -28,23 +30,30 @@ type CPU[T Float] struct {
 	// softmax replaces row by softmax(scale·row) and returns the
 	// log-sum-exp of scale·row.
 	softmax func(row []T, scale T) float64
+	// attnDS turns a row of attention scores s into probabilities
+	// e^(s·scale − l) and dp into the scores' gradient (p·(dp − d))·scale
+	// (AttentionBackward).
+	attnDS func(s, dp []T, scale, l, d T)
 	// scores and mix, when set, run decode attention for a chunk of 1, 2
 	// or 4 query heads sharing a KV head in one pass (attn_decode.go).
 	scores func(rows int, s []T, lds int, q []T, hd int, k []T, ldk, n int)
 	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
+	// attnBufs recycles training attention's scratch (getAttnBuf).
+	attnBufs sync.Pool
 }
 
 // NewCPU returns the float32 CPU backend.
 func NewCPU() *CPU[float32] {
-	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy,
-		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32,
+	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
+		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
 		scores: attnScores, mix: attnMix}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).
 func NewCPU64() *CPU[float64] {
-	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], gemm1: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64],
-		expSub: opExpSub[float64], sigmoid: opSigmoid[float64], siluMul: opSiLUMul[float64], softmax: opSoftmax[float64]}
+	return &CPU[float64]{name: "cpu/float64", gemm: GemmRef[float64], gemm1: GemmRef[float64], dot: opDot[float64], axpy: opAxpy[float64], add: opAdd[float64],
+		expSub: opExpSub[float64], sigmoid: opSigmoid[float64], siluMul: opSiLUMul[float64], softmax: opSoftmax[float64],
+		attnDS: opAttnDS[float64]}
 }
 
 // Name implements Backend.
@@ -138,8 +147,10 @@ func (c *CPU[T]) Fill(dst Tensor, v float32) {
 	d := c.s(dst)
 	x := T(v)
 	if math.Float32bits(v) == 0 {
-		// Clearing is most of the calls (gradients); memclr beats the loop.
-		clear(d)
+		// Clearing is most of the calls (gradients); memclr beats the loop,
+		// and one core's memclr does not reach the memory's write bandwidth:
+		// large tensors are cleared in parallel.
+		Parallel(len(d), copyGrain, func(lo, hi int) { clear(d[lo:hi]) })
 		return
 	}
 	Parallel(len(d), 1<<14, func(lo, hi int) {
@@ -153,8 +164,12 @@ func (c *CPU[T]) Fill(dst Tensor, v float32) {
 func (c *CPU[T]) Copy(dst, src Tensor) {
 	d, s := c.s(dst), c.s(src)
 	same("Copy", len(d), len(s))
-	copy(d, s)
+	Parallel(len(d), copyGrain, func(lo, hi int) { copy(d[lo:hi], s[lo:hi]) })
 }
+
+// copyGrain is the fewest elements a thread clears or copies: below ~256
+// KiB the fork and join costs more than a second core saves.
+const copyGrain = 1 << 16
 
 // ToBF16 implements Backend.
 func (c *CPU[T]) ToBF16(dst, src Tensor) {

@@ -31,6 +31,29 @@ func newAttnBuf[T Float](T_, hd, g int) *attnBuf[T] {
 		s: make([]T, bs*T_), dp: make([]T, bs*T_), d: make([]T, bs)}
 }
 
+// attnBufKey is the shape an attnBuf was made for.
+type attnBufKey struct{ T, hd, g int }
+
+// pooledAttnBuf is an attnBuf with the shape it was made for.
+type pooledAttnBuf[T Float] struct {
+	key attnBufKey
+	buf *attnBuf[T]
+}
+
+// getAttnBuf returns scratch for blocked attention over T_ positions
+// (newAttnBuf), reusing one a finished call put back: a training step
+// runs attention twice a layer, and making the buffers anew cleared
+// about half a megabyte each time. Nothing reads a buffer before
+// writing it (the gradient sums are cleared per KV head), so reused
+// contents change no result.
+func (c *CPU[T]) getAttnBuf(T_, hd, g int) *pooledAttnBuf[T] {
+	k := attnBufKey{T_, hd, g}
+	if p, ok := c.attnBufs.Get().(*pooledAttnBuf[T]); ok && p.key == k {
+		return p
+	}
+	return &pooledAttnBuf[T]{key: k, buf: newAttnBuf[T](T_, hd, g)}
+}
+
 // gatherRows copies n rows of width hd, stride ld, from src into dst.
 func gatherRows[T Float](dst, src []T, n, hd, ld int) {
 	for r := 0; r < n; r++ {
@@ -70,7 +93,9 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd, grp)
+		pb := c.getAttnBuf(T_, hd, grp)
+		defer c.attnBufs.Put(pb)
+		w := pb.buf
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			gatherRows(w.kb, kk[b*T_*kw+kh*hd:], T_, hd, kw)
@@ -128,7 +153,9 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw, kw := H*hd, KVH*hd
 	Parallel(B*KVH, 1, func(lo, hi int) {
-		w := newAttnBuf[T](T_, hd, grp)
+		pb := c.getAttnBuf(T_, hd, grp)
+		defer c.attnBufs.Put(pb)
+		w := pb.buf
 		for u := lo; u < hi; u++ {
 			b, kh := u/KVH, u%KVH
 			kbase := b*T_*kw + kh*hd
@@ -159,13 +186,7 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 							i, x := i0+r, j*nb+r
 							l := ls[(b*H+h0+j)*T_+i]
 							srow, drow := s[x*n:x*n+n], dp[x*n:x*n+n]
-							for e := 0; e <= i; e++ {
-								srow[e] *= scale
-							}
-							c.expSub(srow[:i+1], l) // P
-							for e, p := range srow[:i+1] {
-								drow[e] = p * (drow[e] - w.d[x]) * scale // dS
-							}
+							c.attnDS(srow[:i+1], drow[:i+1], scale, l, w.d[x]) // P, dS
 							clear(srow[i+1:])
 							clear(drow[i+1:])
 						}
@@ -175,9 +196,7 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 						for r := 0; r < nb; r++ {
 							qbase := (b*T_+i0+r)*qw + (h0+j)*hd
 							d := dqs[qbase : qbase+hd]
-							for e, x := range w.dqb[(j*nb+r)*hd : (j*nb+r)*hd+hd] {
-								d[e] += x
-							}
+							c.add(d, d, w.dqb[(j*nb+r)*hd:(j*nb+r)*hd+hd])
 						}
 					}
 					for j := 0; j < g; j++ {
@@ -190,10 +209,8 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 			for r := 0; r < T_; r++ {
 				dkr := dks[kbase+r*kw : kbase+r*kw+hd]
 				dvr := dvs[kbase+r*kw : kbase+r*kw+hd]
-				for e := 0; e < hd; e++ {
-					dkr[e] += w.dkb[r*hd+e]
-					dvr[e] += w.dvb[r*hd+e]
-				}
+				c.add(dkr, dkr, w.dkb[r*hd:r*hd+hd])
+				c.add(dvr, dvr, w.dvb[r*hd:r*hd+hd])
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // redBlock is the number of rows (or elements/64) one partial sum of a
@@ -46,7 +47,30 @@ func (c *CPU[T]) SumSq(x Tensor) float64 {
 	nb := (len(d) + blk - 1) / blk
 	part := make([]float64, nb)
 	Parallel(nb, 4, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
+		b := lo
+		// Eight whole blocks at a time, their sums interleaved: each is
+		// still one chain of adds in element order (the same bits), but
+		// eight chains do not wait on each other's latency.
+		for ; b+8 <= hi && (b+8)*blk <= len(d); b += 8 {
+			x0, x1 := d[b*blk:][:blk], d[(b+1)*blk:][:blk]
+			x2, x3 := d[(b+2)*blk:][:blk], d[(b+3)*blk:][:blk]
+			x4, x5 := d[(b+4)*blk:][:blk], d[(b+5)*blk:][:blk]
+			x6, x7 := d[(b+6)*blk:][:blk], d[(b+7)*blk:][:blk]
+			var s0, s1, s2, s3, s4, s5, s6, s7 float64
+			for j := range blk {
+				s0 += float64(x0[j]) * float64(x0[j])
+				s1 += float64(x1[j]) * float64(x1[j])
+				s2 += float64(x2[j]) * float64(x2[j])
+				s3 += float64(x3[j]) * float64(x3[j])
+				s4 += float64(x4[j]) * float64(x4[j])
+				s5 += float64(x5[j]) * float64(x5[j])
+				s6 += float64(x6[j]) * float64(x6[j])
+				s7 += float64(x7[j]) * float64(x7[j])
+			}
+			part[b], part[b+1], part[b+2], part[b+3] = s0, s1, s2, s3
+			part[b+4], part[b+5], part[b+6], part[b+7] = s4, s5, s6, s7
+		}
+		for ; b < hi; b++ {
 			var s float64
 			for _, v := range d[b*blk : min(b*blk+blk, len(d))] {
 				s += float64(v) * float64(v)
@@ -101,22 +125,16 @@ func (c *CPU[T]) BiasAdd(out, bias Tensor, rows, n int) {
 	})
 }
 
-// colSum adds into dst (n) the sum over rows of f(r, tmp), where f fills
-// tmp (n) with row r's contribution. Rows are summed in fixed blocks of
+// colSumInto adds into dst (n) the sum over rows of each row's
+// contribution, which f(r0, r1, p) adds into the partial sum p (n) for
+// rows r0 to r1-1, in row order. Rows are summed in fixed blocks of
 // redBlock whose partials are then added in order: deterministic.
-func colSum[T Float](dst []T, rows, n int, f func(r int, tmp []T)) {
+func colSumInto[T Float](dst []T, rows, n int, f func(r0, r1 int, p []T)) {
 	nb := (rows + redBlock - 1) / redBlock
 	part := make([]T, nb*n)
 	Parallel(nb, 1, func(lo, hi int) {
-		tmp := make([]T, n)
 		for b := lo; b < hi; b++ {
-			p := part[b*n : b*n+n]
-			for r := b * redBlock; r < min(b*redBlock+redBlock, rows); r++ {
-				f(r, tmp)
-				for j, v := range tmp {
-					p[j] += v
-				}
-			}
+			f(b*redBlock, min(b*redBlock+redBlock, rows), part[b*n:b*n+n])
 		}
 	})
 	for b := 0; b < nb; b++ {
@@ -131,7 +149,13 @@ func (c *CPU[T]) BiasBackward(dbias, dout Tensor, rows, n int) {
 	db, d := c.s(dbias), c.s(dout)
 	need("BiasBackward dbias", len(db), n)
 	need("BiasBackward dout", len(d), rows*n)
-	colSum(db[:n], rows, n, func(r int, tmp []T) { copy(tmp, d[r*n:r*n+n]) })
+	colSumInto(db[:n], rows, n, func(r0, r1 int, p []T) {
+		for r := r0; r < r1; r++ {
+			for j, v := range d[r*n : r*n+n] {
+				p[j] += v
+			}
+		}
+	})
 }
 
 func checkTokens(tokens []int32, V int) {
@@ -180,34 +204,63 @@ func (c *CPU[T]) RMSNorm(out, rstd, x, w Tensor, rows, C int, eps float64) {
 	if rs != nil {
 		need("RMSNorm rstd", len(rs), rows)
 	}
+	if o32, ok := any(o).([]float32); ok && C%8 == 0 {
+		// Many rows a call (rmsNormRows32): the same bits as row by row.
+		x32, w32, r32 := any(xs).([]float32), any(ws).([]float32), any(rs).([]float32)
+		Parallel(rows, rowGrain(C), func(lo, hi int) {
+			var s []float32
+			if r32 != nil {
+				s = r32[lo:hi]
+			} else {
+				s = make([]float32, hi-lo)
+			}
+			rmsNormRows32(o32[lo*C:hi*C], s, x32[lo*C:hi*C], w32, C, eps)
+		})
+		return
+	}
 	Parallel(rows, rowGrain(C), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			xr := xs[r*C : r*C+C]
-			// Four interleaved float64 sums (j%4), added pairwise: one chain
-			// of dependent adds would wait out their latency per element.
-			var s0, s1, s2, s3 float64
-			n4 := C &^ 3
-			for j := 0; j < n4; j += 4 {
-				v := xr[j : j+4 : j+4]
-				s0 += float64(v[0]) * float64(v[0])
-				s1 += float64(v[1]) * float64(v[1])
-				s2 += float64(v[2]) * float64(v[2])
-				s3 += float64(v[3]) * float64(v[3])
-			}
-			for _, v := range xr[n4:] {
-				s0 += float64(v) * float64(v)
-			}
-			ss := (s0 + s1) + (s2 + s3)
-			s := T(1 / math.Sqrt(ss/float64(C)+eps))
+			s := rmsNormRow(o[r*C:r*C+C], xs[r*C:r*C+C], ws, eps)
 			if rs != nil {
 				rs[r] = s
 			}
-			or := o[r*C : r*C+C]
-			for j, v := range xr {
-				or[j] = v * s * ws[j]
-			}
 		}
 	})
+}
+
+// rmsNormRow normalises one row, out = x·s·w, and returns s =
+// 1/√(mean(x²)+eps); float32 rows run rmsNormRow32 (norm.go), the same
+// operations vectorised.
+func rmsNormRow[T Float](out, x, w []T, eps float64) T {
+	if o, ok := any(out).([]float32); ok {
+		return T(rmsNormRow32(o, any(x).([]float32), any(w).([]float32), eps))
+	}
+	return rmsNormRowGeneric(out, x, w, eps)
+}
+
+// rmsNormRowGeneric is rmsNormRow in plain loops.
+func rmsNormRowGeneric[T Float](out, x, w []T, eps float64) T {
+	C := len(x)
+	// Four interleaved float64 sums (j%4), added pairwise: one chain of
+	// dependent adds would wait out their latency per element.
+	var s0, s1, s2, s3 float64
+	n4 := C &^ 3
+	for j := 0; j < n4; j += 4 {
+		v := x[j : j+4 : j+4]
+		s0 += float64(v[0]) * float64(v[0])
+		s1 += float64(v[1]) * float64(v[1])
+		s2 += float64(v[2]) * float64(v[2])
+		s3 += float64(v[3]) * float64(v[3])
+	}
+	for _, v := range x[n4:] {
+		s0 += float64(v) * float64(v)
+	}
+	ss := (s0 + s1) + (s2 + s3)
+	s := T(1 / math.Sqrt(ss/float64(C)+eps))
+	for j, v := range x {
+		out[j] = v * s * w[j]
+	}
+	return s
 }
 
 // RMSNormBackward implements Backend.
@@ -221,38 +274,74 @@ func (c *CPU[T]) RMSNormBackward(dx, dw, dout, x, w, rstd Tensor, rows, C int) {
 	}
 	need("RMSNormBackward w", len(ws), C)
 	need("RMSNormBackward rstd", len(rs), rows)
+	// Float32 rows of a multiple of 8 run many a call (norm.go's Rows
+	// kernels), the same bits as row by row.
+	many := C%8 == 0
+	d32, f32 := any(dxs).([]float32)
+	many = many && f32
 	Parallel(rows, rowGrain(C), func(lo, hi int) {
+		if many {
+			dy32, w32, x32, r32 := any(dys).([]float32), any(ws).([]float32), any(xs).([]float32), any(rs).([]float32)
+			rmsNormBackRows32(d32[lo*C:hi*C], dy32[lo*C:hi*C], w32, x32[lo*C:hi*C], r32[lo:hi], C)
+			return
+		}
 		for r := lo; r < hi; r++ {
-			xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
-			// mean of dy·w·xhat, in four sums as in RMSNorm
-			var m0, m1, m2, m3 float64
-			n4 := C &^ 3
-			for j := 0; j < n4; j += 4 {
-				v, g, u := xr[j:j+4:j+4], dy[j:j+4:j+4], ws[j:j+4:j+4]
-				m0 += float64(g[0] * u[0] * v[0] * s)
-				m1 += float64(g[1] * u[1] * v[1] * s)
-				m2 += float64(g[2] * u[2] * v[2] * s)
-				m3 += float64(g[3] * u[3] * v[3] * s)
-			}
-			for j := n4; j < C; j++ {
-				m0 += float64(dy[j] * ws[j] * xr[j] * s)
-			}
-			mt := T(((m0 + m1) + (m2 + m3)) / float64(C))
-			d := dxs[r*C : r*C+C]
-			for j, v := range xr {
-				d[j] += s * (dy[j]*ws[j] - v*s*mt)
-			}
+			rmsNormBackRow(dxs[r*C:r*C+C], dys[r*C:r*C+C], ws, xs[r*C:r*C+C], rs[r])
 		}
 	})
 	if dw.IsZero() {
 		return
 	}
-	colSum(dws[:C], rows, C, func(r int, tmp []T) {
-		xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
-		for j, v := range xr {
-			tmp[j] = dy[j] * v * s
+	colSumInto(dws[:C], rows, C, func(r0, r1 int, p []T) {
+		if f, ok := any(p).([]float32); ok && many {
+			dy32, x32, r32 := any(dys).([]float32), any(xs).([]float32), any(rs).([]float32)
+			addMulScaleRows(f, dy32[r0*C:r1*C], x32[r0*C:r1*C], r32[r0:r1], C)
+			return
+		}
+		for r := r0; r < r1; r++ {
+			xr, dy, s := xs[r*C:r*C+C], dys[r*C:r*C+C], rs[r]
+			if f, ok := any(p).([]float32); ok {
+				addMulScale(f, any(dy).([]float32), any(xr).([]float32), float32(s))
+				continue
+			}
+			for j, v := range xr {
+				p[j] += T(dy[j] * v * s)
+			}
 		}
 	})
+}
+
+// rmsNormBackRow adds one row's input gradient to d: with xhat = x·s,
+// d += s·(dy·w − xhat·mean(dy·w·xhat)); float32 rows run
+// rmsNormBackRow32 (norm.go), the same operations vectorised.
+func rmsNormBackRow[T Float](d, dy, w, x []T, s T) {
+	if f, ok := any(d).([]float32); ok {
+		rmsNormBackRow32(f, any(dy).([]float32), any(w).([]float32), any(x).([]float32), float32(s))
+		return
+	}
+	rmsNormBackRowGeneric(d, dy, w, x, s)
+}
+
+// rmsNormBackRowGeneric is rmsNormBackRow in plain loops.
+func rmsNormBackRowGeneric[T Float](d, dy, w, x []T, s T) {
+	C := len(x)
+	// mean of dy·w·xhat, in four sums as in RMSNorm
+	var m0, m1, m2, m3 float64
+	n4 := C &^ 3
+	for j := 0; j < n4; j += 4 {
+		v, g, u := x[j:j+4:j+4], dy[j:j+4:j+4], w[j:j+4:j+4]
+		m0 += float64(g[0] * u[0] * v[0] * s)
+		m1 += float64(g[1] * u[1] * v[1] * s)
+		m2 += float64(g[2] * u[2] * v[2] * s)
+		m3 += float64(g[3] * u[3] * v[3] * s)
+	}
+	for j := n4; j < C; j++ {
+		m0 += float64(dy[j] * w[j] * x[j] * s)
+	}
+	mt := T(((m0 + m1) + (m2 + m3)) / float64(C))
+	for j, v := range x {
+		d[j] += s * (dy[j]*w[j] - v*s*mt)
+	}
 }
 
 // ropeTables returns the inverse frequencies theta^(-2i/hd), i < hd/2, in
@@ -277,14 +366,39 @@ func ropeApply[T Float](out, x []T, pos []int32, rows, heads, hd int, theta floa
 	inv := ropeTables(hd, theta)
 	half := hd / 2
 	W := heads * hd
+	angles := func(cs, sn []T, p float64) {
+		for i, f := range inv {
+			s, c := math.Sincos(p * f)
+			cs[i], sn[i] = T(c), T(sign*s)
+		}
+	}
+	// A training batch repeats its positions in every sequence: when the
+	// rows span no more positions than there are rows, the cosines and
+	// sines are computed once per position, into a table, instead of once
+	// per row (the same values: the same calls on the same arguments).
+	var tcs, tsn []T
+	p0 := 0
+	if rows > 1 {
+		lo, hi := slices.Min(pos[:rows]), slices.Max(pos[:rows])
+		if span := int(hi) - int(lo) + 1; span <= rows/2 {
+			p0 = int(lo)
+			tcs, tsn = make([]T, span*half), make([]T, span*half)
+			Parallel(span, 1+(1<<10)/(1+half), func(a, b int) {
+				for q := a; q < b; q++ {
+					angles(tcs[q*half:q*half+half], tsn[q*half:q*half+half], float64(p0+q))
+				}
+			})
+		}
+	}
 	Parallel(rows, rowGrain(W), func(lo, hi int) {
 		cs := make([]T, half)
 		sn := make([]T, half)
 		for r := lo; r < hi; r++ {
-			p := float64(pos[r])
-			for i, f := range inv {
-				s, c := math.Sincos(p * f)
-				cs[i], sn[i] = T(c), T(sign*s)
+			if tcs != nil {
+				q := int(pos[r]) - p0
+				cs, sn = tcs[q*half:q*half+half], tsn[q*half:q*half+half]
+			} else {
+				angles(cs, sn, float64(pos[r]))
 			}
 			if f, ok := any(cs).([]float32); ok {
 				ropeRow(any(out[r*W:r*W+W]).([]float32), any(x[r*W:r*W+W]).([]float32), f, any(sn).([]float32), half, heads, add)
@@ -373,8 +487,10 @@ func swigluBackGo[T Float](dg, du, d, g, u, s []T) {
 	}
 }
 
-// CrossEntropy implements Backend. The log-sum-exp is accumulated in
-// float64 for both element types.
+// CrossEntropy implements Backend. Each row's softmax is the backend's
+// (c.softmax: for float32 the vector kernels of exp.go, summed in float32,
+// relative error ≤ ~1e-6), computed once into the row's dlogits (or a
+// scratch row) and then scaled by the row's weight.
 func (c *CPU[T]) CrossEntropy(loss, dlogits, logits Tensor, targets []int32, weight []float32, rows, V int) {
 	ls, dl, lg := c.s(loss), c.opt(dlogits), c.s(logits)
 	need("CrossEntropy loss", len(ls), rows)
@@ -390,6 +506,7 @@ func (c *CPU[T]) CrossEntropy(loss, dlogits, logits Tensor, targets []int32, wei
 		}
 	}
 	Parallel(rows, rowGrain(V), func(lo, hi int) {
+		var tmp []T
 		for r := lo; r < hi; r++ {
 			w := weight[r]
 			if w == 0 {
@@ -400,26 +517,26 @@ func (c *CPU[T]) CrossEntropy(loss, dlogits, logits Tensor, targets []int32, wei
 				continue
 			}
 			z := lg[r*V : r*V+V]
-			mx := z[0]
-			for _, v := range z {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for _, v := range z {
-				sum += math.Exp(float64(v - mx))
-			}
-			lse := float64(mx) + math.Log(sum)
 			t := int(targets[r])
-			ls[r] = T(float64(w) * (lse - float64(z[t])))
+			zt := z[t] // before an in-place softmax overwrites it
+			p := tmp
+			if dl != nil {
+				p = dl[r*V : r*V+V]
+			} else if p == nil {
+				tmp = make([]T, V)
+				p = tmp
+			}
+			copy(p, z)
+			lse := c.softmax(p, 1)
+			ls[r] = T(float64(w) * (lse - float64(zt)))
 			if dl == nil {
 				continue
 			}
-			d := dl[r*V : r*V+V]
 			wt := T(w)
-			for j, v := range z {
-				d[j] = wt * T(math.Exp(float64(v)-lse))
+			for j := range p {
+				p[j] *= wt
 			}
-			d[t] -= wt
+			p[t] -= wt
 		}
 	})
 }
@@ -438,13 +555,26 @@ func (c *CPU[T]) AdamWUpdate(p, g, m, v Tensor, h AdamW) {
 	c1 := T(1 / (1 - math.Pow(h.Beta1, float64(h.Step))))
 	c2 := T(1 / (1 - math.Pow(h.Beta2, float64(h.Step))))
 	lr, eps, decay, gsc := T(h.LR), T(h.Eps), T(1-h.LR*h.WeightDecay), T(h.GradScale)
+	if p32, ok := any(ps).([]float32); ok {
+		g32, m32, v32 := any(gs).([]float32), any(ms).([]float32), any(vs).([]float32)
+		k := &adamwK{gsc: float32(gsc), b1: float32(b1), ob1: float32(1 - b1), b2: float32(b2), ob2: float32(1 - b2),
+			c1: float32(c1), c2: float32(c2), lr: float32(lr), eps: float32(eps), decay: float32(decay)}
+		Parallel(n, 1<<12, func(lo, hi int) { adamw(p32[lo:hi], g32[lo:hi], m32[lo:hi], v32[lo:hi], k) })
+		return
+	}
 	Parallel(n, 1<<12, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := gs[i] * gsc
-			mi := b1*ms[i] + (1-b1)*gi
-			vi := b2*vs[i] + (1-b2)*gi*gi
-			ms[i], vs[i] = mi, vi
-			ps[i] = ps[i]*decay - lr*(mi*c1)/(T(math.Sqrt(float64(vi*c2)))+eps)
-		}
+		adamwGeneric(ps[lo:hi], gs[lo:hi], ms[lo:hi], vs[lo:hi], b1, b2, c1, c2, lr, eps, decay, gsc)
 	})
+}
+
+// adamwGeneric is AdamW's update in plain loops; float32 runs adamw
+// (adamw.go), the same operations vectorised.
+func adamwGeneric[T Float](ps, gs, ms, vs []T, b1, b2, c1, c2, lr, eps, decay, gsc T) {
+	for i := range ps {
+		gi := gs[i] * gsc
+		mi := b1*ms[i] + (1-b1)*gi
+		vi := b2*vs[i] + (1-b2)*gi*gi
+		ms[i], vs[i] = mi, vi
+		ps[i] = ps[i]*decay - lr*(mi*c1)/(T(math.Sqrt(float64(vi*c2)))+eps)
+	}
 }

@@ -85,6 +85,19 @@ func expSubGo(x []float32, sub float32) float32 {
 	return s
 }
 
+// attnDSGo turns one row of attention scores into probabilities and
+// their gradient: p = e^(s·scale − l) (l the row's log-sum-exp) replaces
+// s, and dp becomes (p·(dp − d))·scale, the gradient of the unscaled
+// scores (d = rowsum(dout·out) of the row).
+func attnDSGo(s, dp []float32, scale, l, d float32) {
+	dp = dp[:len(s)]
+	for i, v := range s {
+		p := exp8(float32(v*scale) - l)
+		s[i] = p
+		dp[i] = float32(p*float32(dp[i]-d)) * scale
+	}
+}
+
 // sigmoidGo sets out[i] = 1/(1+e^(0-x[i])).
 func sigmoidGo(out, x []float32) {
 	x = x[:len(out)]

@@ -207,6 +207,36 @@ siludone:
 	VZEROUPPER
 	RET
 
+// func attnDSAVX2(s, dp []float32, scale, l, d float32)
+TEXT ·attnDSAVX2(SB), NOSPLIT, $0-60
+	MOVQ         s_base+0(FP), SI
+	MOVQ         s_len+8(FP), CX
+	MOVQ         dp_base+24(FP), DI
+	VBROADCASTSS scale+48(FP), Y15
+	VBROADCASTSS l+52(FP), Y10
+	EXPCONSTS
+	XORQ         AX, AX
+
+attndsloop:
+	CMPQ         AX, CX
+	JGE          attndsdone
+	VMULPS       (SI)(AX*4), Y15, Y0
+	VSUBPS       Y10, Y0, Y0
+	EXP8
+	VMOVUPS      Y1, (SI)(AX*4)
+	VBROADCASTSS d+56(FP), Y2
+	VMOVUPS      (DI)(AX*4), Y3
+	VSUBPS       Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y3
+	VMULPS       Y15, Y3, Y3
+	VMOVUPS      Y3, (DI)(AX*4)
+	ADDQ         $8, AX
+	JMP          attndsloop
+
+attndsdone:
+	VZEROUPPER
+	RET
+
 // func scaleMaxAVX2(x []float32, s float32) float32
 TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	MOVQ         x_base+0(FP), SI

@@ -287,3 +287,63 @@ func TestRopeRowMatchesTwin(t *testing.T) {
 		}
 	})
 }
+
+// testAttnDS checks attention's fused probabilities and score gradient on
+// n elements: bit for bit against its Go twin and against the separate
+// passes AttentionBackward made before (scale, ExpSub, the gradient loop),
+// against float64, and that nothing outside s and dp is written.
+func testAttnDS(t *testing.T, r *rand.Rand, n int) {
+	guard := math.Float32frombits(guardBits)
+	s, sw := padded(n, guard)
+	dp, dw := padded(n, guard)
+	for i := range s {
+		s[i] = 20 * (2*r.Float32() - 1)
+		dp[i] = 2*r.Float32() - 1
+	}
+	scale := 0.1 + r.Float32()
+	l := 10 * r.Float32() // a row's log-sum-exp is at least its max
+	d := 2*r.Float32() - 1
+	s0, dp0 := append([]float32(nil), s...), append([]float32(nil), dp...)
+	ts, tdp := append([]float32(nil), s...), append([]float32(nil), dp...)
+	attnDS(s, dp, scale, l, d)
+	attnDSGo(ts, tdp, scale, l, d)
+	checkGuards(t, sw, n, "attnDS s")
+	checkGuards(t, dw, n, "attnDS dp")
+	// The passes as AttentionBackward wrote them.
+	ps, pdp := append([]float32(nil), s0...), append([]float32(nil), dp0...)
+	for e := range ps {
+		ps[e] *= scale
+	}
+	expSubGo(ps, l)
+	for e, p := range ps {
+		pdp[e] = p * (pdp[e] - d) * scale
+	}
+	for i := range s {
+		if !sameBits32(s[i], ts[i]) || !sameBits32(dp[i], tdp[i]) {
+			t.Fatalf("attnDS n=%d: element %d: p %v dS %v, Go twin %v %v", n, i, s[i], dp[i], ts[i], tdp[i])
+		}
+		if !sameBits32(s[i], ps[i]) || !sameBits32(dp[i], pdp[i]) {
+			t.Fatalf("attnDS n=%d: element %d: p %v dS %v, separate passes %v %v", n, i, s[i], dp[i], ps[i], pdp[i])
+		}
+		x := float64(s0[i]) * float64(scale)
+		p := math.Exp(x - float64(l))
+		g := p * (float64(dp0[i]) - float64(d)) * float64(scale)
+		// Rounding s·scale and then s·scale − l errs by half an ulp of
+		// each, which e^ turns into relative errors of that size.
+		rel := expRelTol + 0x1p-24*(math.Abs(x)+math.Abs(x-float64(l))) + 1e-7
+		if math.Abs(float64(s[i])-p) > rel*p+1e-38 || math.Abs(float64(dp[i])-g) > rel*p*(2+2*math.Abs(float64(dp0[i])-float64(d)))+1e-38 {
+			t.Fatalf("attnDS n=%d: element %d: p %v dS %v, float64 %v %v", n, i, s[i], dp[i], p, g)
+		}
+	}
+}
+
+func TestAttnDS(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(12, 5))
+		for _, n := range vecSizes() {
+			testAttnDS(t, r, n)
+		}
+	})
+}
+
+func FuzzAttnDS(f *testing.F) { fuzzVec(f, testAttnDS) }

@@ -31,6 +31,53 @@
 	VBROADCASTSS addr, bc;  \
 	VFMADD231PS  Z0, bc, acc
 
+// PREFETCHC12 asks, when add is set, for the 12 rows of 32 floats at c
+// (row stride ldc floats) ahead of the loop, so that adding into a tile
+// of out that has left the cache does not stall the stores (prefetches
+// change no result); clobbers DX and AX.
+#define PREFETCHC12(c, ldc, add) \
+	MOVBQZX    add, AX;     \
+	TESTQ      AX, AX;      \
+	JZ         39(PC);      \
+	MOVQ       c, DX;       \
+	MOVQ       ldc, AX;     \
+	SHLQ       $2, AX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX);      \
+	ADDQ       AX, DX;      \
+	PREFETCHT0 (DX);        \
+	PREFETCHT0 64(DX)
+
 // STORE2 writes (or, when AX ≠ 0, adds) acc0, acc1 to the 32 floats at DX
 // and steps DX one row.
 #define STORE2(acc0, acc1)           \
@@ -59,6 +106,7 @@ TEXT ·kern12x32AVX512(SB), NOSPLIT, $0-73
 	SHLQ $2, BX
 	MOVQ ldb+48(FP), R8
 	SHLQ $2, R8
+	PREFETCHC12(c+56(FP), ldc+64(FP), add+72(FP))
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6

@@ -23,6 +23,26 @@ func opAxpy[T Float](alpha T, x, y []T) {
 	}
 }
 
+// opAdd sets out = a + b.
+func opAdd[T Float](out, a, b []T) {
+	a, b = a[:len(out)], b[:len(out)]
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+}
+
+// opAttnDS turns a row of attention scores into probabilities, s =
+// e^(s·scale − l), and dp into the scores' gradient (p·(dp − d))·scale.
+func opAttnDS[T Float](s, dp []T, scale, l, d T) {
+	for e := range s {
+		s[e] *= scale
+	}
+	opExpSub(s, l)
+	for e, p := range s {
+		dp[e] = p * (dp[e] - d) * scale
+	}
+}
+
 // opExpSub replaces row[i] by e^(row[i]-sub) and returns their sum, added
 // left to right.
 func opExpSub[T Float](row []T, sub T) T {

@@ -166,5 +166,10 @@ func (e *Engine) paretoRound(ctx context.Context, s *search.Searcher) (search.It
 	for _, ent := range a.Pareto(populationCap) {
 		e.st.Population = append(e.st.Population, ent.Hash)
 	}
+	if len(e.st.Population) == 0 {
+		// A round starved before it re-measured anyone leaves no front:
+		// the incumbent alone carries on.
+		e.st.Population = append(e.st.Population, a.Incumbent)
+	}
 	return r, nil
 }

@@ -19,6 +19,7 @@ type layerActs struct {
 	x2           kernels.Tensor // (N,C) residual stream after attention (training only)
 	ln2, rstd2   kernels.Tensor // (N,C) (N)
 	g, u, h      kernels.Tensor // (N,F) gate, up, silu(gate)·up
+	hKept        bool           // h is this layer's own, kept for the backward pass (acts.ownH)
 	// qkv (Hq+2Hk) and gu (2F) are set for one-row inference scratch, whose
 	// q, k, v (and g, u) are views of them: each group is then one product
 	// with the adjacent weights (wqkv, wGateUp).
@@ -194,10 +195,13 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 }
 
 // mlpBackward: dres (N,C) = ∂L/∂out on entry, ∂L/∂x on return (x = x2).
-// a.h is recomputed first: the layers share it (see layoutActs).
+// a.h is recomputed first unless the layer kept its own: otherwise the
+// layers share it (see layoutActs).
 func (m *Model) mlpBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, N int, dres kernels.Tensor) {
 	d, be, b := m.d, m.be, bfOf(wb)
-	be.SwiGLU(a.h, a.g, a.u)
+	if !a.hKept {
+		be.SwiGLU(a.h, a.g, a.u)
+	}
 	m.inputGrad(s.dh, dres, w.wDown, b.wDown, N, d.C, d.F, false)
 	weightGrad(be, g.wDown, dres, a.h, d.C, N, d.F)
 	m.adaptBackward(a, w, g, s, tDown, dres, a.h, s.dh, N)

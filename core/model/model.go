@@ -167,10 +167,13 @@ func (m *Model) writable() error {
 // layers keep … L−2 by running each one's forward again from its input
 // (recomputeLayer). keep = L−1 therefore recomputes nothing; a
 // forward-only pass (grad false) uses keep = 0 and has no gradients.
+// With ownH (keep = L−1 only) every layer keeps its h = silu(g)·u too,
+// which the MLP's backward then need not compute again.
 type acts struct {
 	B, T   int
 	keep   int
 	grad   bool
+	ownH   bool
 	res    []kernels.Tensor // L+1 residual streams (N,C)
 	layers []layerActs
 	lnf    kernels.Tensor // (N,C)
@@ -183,17 +186,18 @@ type acts struct {
 }
 
 // layoutActs carves the activations for (B, T) keeping keep layers' own,
-// with the gradients' scratch when grad is set (see acts), with take,
-// which hands out consecutive pieces of one allocation.
-func (m *Model) layoutActs(B, T, keep int, grad bool, take func(n int) kernels.Tensor) *acts {
+// with the gradients' scratch when grad is set and every layer's h when
+// ownH is (see acts), with take, which hands out consecutive pieces of
+// one allocation.
+func (m *Model) layoutActs(B, T, keep int, grad, ownH bool, take func(n int) kernels.Tensor) *acts {
 	d, N := m.d, B*T
-	a := &acts{B: B, T: T, keep: keep, grad: grad}
+	a := &acts{B: B, T: T, keep: keep, grad: grad, ownH: ownH}
 	for l := 0; l <= d.L; l++ {
 		a.res = append(a.res, take(N*d.C))
 	}
 	// The backward pass needs neither the normed q, k (RoPE's backward
 	// reads only its gradient) nor h = silu(g)·u (mlpBackward recomputes
-	// it from g and u): every layer shares one of each.
+	// it from g and u, unless ownH): every layer shares one of each.
 	h := take(N * d.F)
 	var qn, kn kernels.Tensor
 	if m.Config.QKNorm() {
@@ -207,6 +211,10 @@ func (m *Model) layoutActs(B, T, keep int, grad bool, take func(n int) kernels.T
 		la := layerActs{ln1: take(N * d.C), rstd1: take(N), q: take(N * d.Hq), k: take(N * d.Hk), v: take(N * d.Hk),
 			qr: take(N * d.Hq), kr: take(N * d.Hk), att: take(N * d.Hq), lse: take(B * d.H * T), x2: take(N * d.C),
 			ln2: take(N * d.C), rstd2: take(N), g: take(N * d.F), u: take(N * d.F), h: h}
+		if ownH && l > 0 {
+			la.h = take(N * d.F)
+		}
+		la.hKept = ownH
 		la.qn, la.kn = la.q, la.k
 		if m.Config.QKNorm() {
 			la.qn, la.kn, la.qrstd, la.krstd = qn, kn, take(N*d.H), take(N*d.KVH)
@@ -239,9 +247,12 @@ func (m *Model) layoutActs(B, T, keep int, grad bool, take func(n int) kernels.T
 
 // actsLen is the length in floats of the activations for (B, T, keep,
 // grad).
-func (m *Model) actsLen(B, T, keep int, grad bool) int {
+func (m *Model) actsLen(B, T, keep int, grad bool) int { return m.actsLenH(B, T, keep, grad, false) }
+
+// actsLenH is actsLen with every layer's h kept when ownH is set.
+func (m *Model) actsLenH(B, T, keep int, grad, ownH bool) int {
 	total := 0
-	m.layoutActs(B, T, keep, grad, func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
+	m.layoutActs(B, T, keep, grad, ownH, func(n int) kernels.Tensor { total += n; return kernels.MakeTensor(nil, 0, n) })
 	return total
 }
 
@@ -270,14 +281,27 @@ func (m *Model) keepFor(B, T int, budget int64) int {
 	return int(min(int64(all), (budget-base)/layer))
 }
 
+// ownHFor says whether a (B, T) training pass keeping every layer (keep
+// = L−1) also keeps every layer's h within budget bytes: an MLP backward
+// then saves computing h again, but never at the cost of a layer kept.
+func (m *Model) ownHFor(B, T, keep int, budget int64) bool {
+	if budget == 0 {
+		budget = DefaultActivationBytes
+	}
+	if keep != m.d.L-1 {
+		return false
+	}
+	return budget < 0 || 4*int64(m.actsLenH(B, T, keep, true, true)) <= budget
+}
+
 // ensureActs returns activations laid out exactly for (B, T, keep,
-// grad), carved from one backend allocation that is re-made only when it
-// must grow (ReleaseActivations drops it).
-func (m *Model) ensureActs(B, T, keep int, grad bool) *acts {
-	if a := m.act; a != nil && a.B == B && a.T == T && a.keep == keep && a.grad == grad {
+// grad, ownH), carved from one backend allocation that is re-made only
+// when it must grow (ReleaseActivations drops it).
+func (m *Model) ensureActs(B, T, keep int, grad, ownH bool) *acts {
+	if a := m.act; a != nil && a.B == B && a.T == T && a.keep == keep && a.grad == grad && a.ownH == ownH {
 		return a
 	}
-	total := m.actsLen(B, T, keep, grad)
+	total := m.actsLenH(B, T, keep, grad, ownH)
 	if m.actArena.Len() < total {
 		m.act = nil
 		if !m.actArena.IsZero() {
@@ -286,7 +310,7 @@ func (m *Model) ensureActs(B, T, keep int, grad bool) *acts {
 		m.actArena = m.be.Alloc(total)
 	}
 	off := 0
-	m.act = m.layoutActs(B, T, keep, grad, func(n int) kernels.Tensor { t := m.actArena.View(off, n); off += n; return t })
+	m.act = m.layoutActs(B, T, keep, grad, ownH, func(n int) kernels.Tensor { t := m.actArena.View(off, n); off += n; return t })
 	return m.act
 }
 
@@ -468,11 +492,12 @@ func (m *Model) pack(seqs []Sequence, scale float64) *packed {
 // within budget bytes (see keepFor). It returns Σ of the weighted
 // per-token losses.
 func (m *Model) lossGrad(p *packed, grad bool, budget int64) float64 {
-	keep := 0
+	keep, ownH := 0, false
 	if grad {
 		keep = m.keepFor(p.B, p.T, budget)
+		ownH = m.ownHFor(p.B, p.T, keep, budget)
 	}
-	a := m.ensureActs(p.B, p.T, keep, grad)
+	a := m.ensureActs(p.B, p.T, keep, grad, ownH)
 	N, V := p.B*p.T, m.d.V
 	m.trunk(a, p.tokens, p.pos, p.B, p.T)
 	if grad {
@@ -568,7 +593,7 @@ func (m *Model) Logits(tokens []int32) ([]float32, error) {
 		return nil, err
 	}
 	p := m.pack([]Sequence{seq}, 0)
-	a := m.ensureActs(1, p.T, 0, false)
+	a := m.ensureActs(1, p.T, 0, false, false)
 	m.trunk(a, p.tokens, p.pos, 1, p.T)
 	V := m.d.V
 	out := make([]float32, len(tokens)*V)

@@ -29,7 +29,8 @@ func gradientsWithin(t *testing.T, m *Model, seqs []Sequence, budget int64) ([]f
 // same gradients bit for bit, for every number of recomputed layers, on every
 // architecture variant and under LoRA on all seven projections (whose
 // down-projection term the recomputation rebuilds without the product
-// itself).
+// itself); and so does keeping every layer's h (the unbounded pass) against
+// recomputing it (keep 3 in the budget of the shared h).
 func TestRecomputedLayersGiveTheSameGradients(t *testing.T) {
 	for name, cfg := range gradVariants(t) {
 		cfg.NumHiddenLayers = 4
@@ -55,14 +56,17 @@ func TestRecomputedLayersGiveTheSameGradients(t *testing.T) {
 			if !slices.ContainsFunc(want, func(v float32) bool { return v != 0 }) {
 				t.Fatalf("%s: all gradients zero", name)
 			}
-			for k := 0; k < 3; k++ {
+			if !m.act.ownH {
+				t.Fatalf("%s: unbounded activations share h", name)
+			}
+			for k := 0; k <= 3; k++ {
 				budget := 4 * int64(m.actsLen(p.B, p.T, k, true))
 				if k == 0 {
 					budget = 1 // below any layout: keeps none
 				}
 				got, keep := gradientsWithin(t, m, seqs, budget)
-				if keep != k {
-					t.Fatalf("%s: budget %d B keeps %d layers, want %d", name, budget, keep, k)
+				if keep != k || m.act.ownH {
+					t.Fatalf("%s: budget %d B keeps %d layers (own h %v), want %d sharing h", name, budget, keep, m.act.ownH, k)
 				}
 				for i := range want {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
@@ -107,7 +111,15 @@ func TestActivationBudgetBoundsTheArena(t *testing.T) {
 	if k := m.keepFor(B, T, 1); k != 0 {
 		t.Fatalf("a budget below any layout keeps %d, want 0", k)
 	}
-	a := m.ensureActs(B, T, m.keepFor(B, T, budget), true)
+	// Every layer's own h only when all layers are kept and it fits too.
+	withH := 4 * int64(m.actsLenH(B, T, 5, true, true))
+	if withH <= all {
+		t.Fatalf("keeping every layer's h takes %d bytes, no more than sharing it (%d)", withH, all)
+	}
+	if m.ownHFor(B, T, 5, all) || !m.ownHFor(B, T, 5, withH) || !m.ownHFor(B, T, 5, -1) || m.ownHFor(B, T, 4, -1) {
+		t.Fatal("ownHFor keeps the layers' h outside a budget that fits them with every layer kept")
+	}
+	a := m.ensureActs(B, T, m.keepFor(B, T, budget), true, false)
 	if got := 4 * int64(m.actArena.Len()); got > budget || a.keep != 3 {
 		t.Fatalf("arena of %d bytes (keep %d) for a budget of %d", got, a.keep, budget)
 	}
