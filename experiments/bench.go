@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -262,6 +263,9 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if fresh {
 		say(fmt.Sprintf("%s %s: starting", tag, j.ID))
 		eng, err = engine.New(j.Config, eenv, j.ID)
+		if err == nil {
+			err = env.Store.SetRunLabel(j.ID, labelRunsVersion, strconv.Itoa(RunsVersion(j.Condition)))
+		}
 	} else {
 		say(fmt.Sprintf("%s %s: resuming", tag, j.ID))
 		eng, err = engine.Resume(eenv, kernels.NewCPU(), j.ID)
@@ -293,6 +297,10 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	return r, err
 }
 
+// labelRunsVersion is the store label (store.Run.Labels) under which a
+// bench run keeps the RunsVersion of the code that started it.
+const labelRunsVersion = "runs_version"
+
 // Collect reads a job's run from the store as a report row. It wraps
 // store.ErrNotFound when the run was never started; a run stored under the
 // job's id with another configuration is an error.
@@ -309,6 +317,13 @@ func collect(db *store.DB, j Job) (report.Run, json.RawMessage, error) {
 	}
 	if err := j.ranAs(sr.Config); err != nil {
 		return report.Run{}, nil, err
+	}
+	// A run the store holds from code that computed its condition
+	// otherwise must not stand for this code's (runs stored before the
+	// bench labelled them carry no version and are taken as they are).
+	if v, ok := sr.Labels[labelRunsVersion]; ok && v != strconv.Itoa(RunsVersion(j.Condition)) {
+		return report.Run{}, nil, fmt.Errorf("experiments: run %s in %s was made by code that computes %s as version %s, and this whale computes it as version %d: move %s aside or use another --db to run it again (finished runs stay in the record)",
+			j.ID, db.Path(), j.Condition, v, RunsVersion(j.Condition), db.Path())
 	}
 	r, err := row(j, sr)
 	return r, sr.Config, err

@@ -130,6 +130,24 @@ func TestBenchRunsResumesAndRefusesAnotherPlan(t *testing.T) {
 	if _, err := Collect(env.Store, Job{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing run: %v", err)
 	}
+	// Each stored run names the version of the code that made it; one made
+	// by code that computed its condition otherwise is refused, never
+	// reported as this code's.
+	for _, j := range jobs {
+		sr, err := env.Store.GetRun(j.ID)
+		if err != nil || sr.Labels[labelRunsVersion] != fmt.Sprint(RunsVersion(j.Condition)) {
+			t.Fatalf("%s: labels %v, %v", j.ID, sr.Labels, err)
+		}
+	}
+	if err := env.Store.SetRunLabel(jobs[4].ID, labelRunsVersion, fmt.Sprint(RunsVersion(jobs[4].Condition)-1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Collect(env.Store, jobs[4]); err == nil || !strings.Contains(err.Error(), "computes "+jobs[4].Condition+" as version") {
+		t.Fatalf("a run of an older version: %v", err)
+	}
+	if _, err := Run(context.Background(), env, jobs); err == nil || !strings.Contains(err.Error(), "move "+path+" aside") {
+		t.Fatalf("a bench over a run of an older version: %v", err)
+	}
 }
 
 func TestPlanRefusesBadInput(t *testing.T) {

@@ -10,7 +10,7 @@ package store
 // Bucket and key names. Nested buckets are shown as a/b.
 var (
 	bucketMeta        = []byte("meta")        // schema version
-	bucketRuns        = []byte("runs")        // runs/<id>/{config,status,cursor,created,compute} and sub-buckets
+	bucketRuns        = []byte("runs")        // runs/<id>/{config,status,cursor,created,compute,labels} and sub-buckets
 	bucketEvents      = []byte("events")      // runs/<id>/events: seq (big-endian uint64) → JSON
 	bucketCandidates  = []byte("candidates")  // runs/<id>/candidates: harness hash → JSON
 	bucketSamples     = []byte("samples")     // runs/<id>/samples: seq → JSON
@@ -29,4 +29,7 @@ var (
 	keyCreated = []byte("created")
 	// keyCompute is the run's compute time so far: nanoseconds, decimal.
 	keyCompute = []byte("compute")
+	// keyLabels holds a caller's labels of a run: a JSON object of
+	// strings (the bench names the version of the code that made it).
+	keyLabels = []byte("labels")
 )

@@ -281,6 +281,12 @@ func (db *DB) checkRun(rep *CheckReport, id string) {
 				rc.Cursor = copyBytes(c)
 			}
 		}
+		if l := rb.Get(keyLabels); l != nil {
+			var labels map[string]string
+			if err := json.Unmarshal(l, &labels); err != nil {
+				bad("its labels are not a JSON object of strings")
+			}
+		}
 		if p := rb.Get(keyPins); p != nil {
 			var hs []string
 			if err := json.Unmarshal(p, &hs); err != nil {

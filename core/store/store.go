@@ -250,6 +250,9 @@ type Run struct {
 	// point, summed over every process that ran the run. Work lost to a
 	// crash (after the last resume point) is not in it; its redo is.
 	Compute time.Duration `json:"compute_ns"`
+	// Labels are what callers noted of the run (SetRunLabel); nil for
+	// none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // CreateRun stores a new run with status "created". The id must be new.
@@ -307,7 +310,34 @@ func readRun(id string, rb *bolt.Bucket) Run {
 	r := Run{ID: id, Config: copyBytes(rb.Get(keyConfig)), Status: string(rb.Get(keyStatus)), Cursor: copyBytes(rb.Get(keyCursor))}
 	_ = r.Created.UnmarshalText(rb.Get(keyCreated))
 	r.Compute = readCompute(rb)
+	// Labels that are not JSON read as none; Check reports them.
+	_ = json.Unmarshal(rb.Get(keyLabels), &r.Labels)
 	return r
+}
+
+// SetRunLabel sets one label of a run (see Run.Labels), keeping the others.
+func (db *DB) SetRunLabel(id, key, value string) error {
+	if key == "" {
+		return fmt.Errorf("store: run %s: empty label key", id)
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		rb, err := runBucket(tx, id)
+		if err != nil {
+			return err
+		}
+		labels := map[string]string{}
+		if raw := rb.Get(keyLabels); raw != nil {
+			if err := json.Unmarshal(raw, &labels); err != nil {
+				return fmt.Errorf("store: run %s: its labels are not a JSON object of strings: %w", id, err)
+			}
+		}
+		labels[key] = value
+		b, err := json.Marshal(labels)
+		if err != nil {
+			return err
+		}
+		return rb.Put(keyLabels, b)
+	})
 }
 
 // Runs lists every run, in id order.

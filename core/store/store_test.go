@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,4 +389,56 @@ func TestComputeTimeAddsUpOverResumePoints(t *testing.T) {
 	if r, _ := db2.GetRun("old"); r.Compute != 0 || string(r.Cursor) != `{"step":9}` {
 		t.Fatalf("run without a record: compute %v, cursor %s; want 0 and the new cursor", r.Compute, r.Cursor)
 	}
+}
+
+// A run's labels are set one at a time, keep each other, survive a reopen,
+// and refuse what they cannot hold; labels that are not JSON read as none
+// and Check names them.
+func TestRunLabels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateRun("r1", []byte(`{}`), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.GetRun("r1"); err != nil || r.Labels != nil {
+		t.Fatalf("a new run's labels: %v, %v", r.Labels, err)
+	}
+	for _, kv := range [][2]string{{"a", "1"}, {"b", "2"}, {"a", "3"}} {
+		if err := db.SetRunLabel("r1", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetRunLabel("nope", "a", "1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("label of a missing run: %v", err)
+	}
+	if err := db.SetRunLabel("r1", "", "1"); err == nil || !strings.Contains(err.Error(), "empty label key") {
+		t.Fatalf("empty label key: %v", err)
+	}
+	db.Close()
+	if db, err = Open(path, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.GetRun("r1")
+	if err != nil || len(r.Labels) != 2 || r.Labels["a"] != "3" || r.Labels["b"] != "2" {
+		t.Fatalf("labels after reopen: %v, %v", r.Labels, err)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRuns).Bucket([]byte("r1")).Put(keyLabels, []byte(`{"a":`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.GetRun("r1"); err != nil || r.Labels != nil {
+		t.Fatalf("damaged labels read as %v, %v", r.Labels, err)
+	}
+	if err := db.SetRunLabel("r1", "c", "1"); err == nil || !strings.Contains(err.Error(), "labels are not") {
+		t.Fatalf("a label set over damaged labels: %v", err)
+	}
+	rep := db.Check()
+	if !slices.ContainsFunc(rep.Problems, func(p Problem) bool { return strings.Contains(p.What, "labels are not") }) {
+		t.Fatalf("Check missed damaged labels: %+v", rep.Problems)
+	}
+	db.Close()
 }
