@@ -103,7 +103,7 @@ func runDomain(domain, dataPath, format string, seed uint64) (data.Domain, error
 type runFlags struct {
 	domain, dataPath, format, schedule, op, preset, dbPath, modelPath, harness string
 	proposer, gridKnobs, proposerURL, proposerModel, condition, fromCkpt       string
-	e, lr, kl                                                                  float64
+	e, lr, kl, harnessPasses                                                   float64
 	i, budget, rounds, replay, candidates, harnessCalls                        int
 	seed                                                                       uint64
 	headless, asJSON                                                           bool
@@ -144,6 +144,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
 	f.IntVar(&fl.budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
 	f.IntVar(&fl.harnessCalls, "harness-calls", 0, "model calls one harness phase may spend in WHALE's alternation, the incoming harness's re-score always paid (preset default; small: 640; 0 with the flag: no bound but I)")
+	f.Float64Var(&fl.harnessPasses, "harness-passes", 0, "bound each harness phase of WHALE's alternation in passes of its incumbent over the val tasks, at the incumbent's price when the phase begins, instead of --harness-calls (1 + S: its re-score and one S-sample candidate; 2 + 2S: and that candidate's confirming pass)")
 	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
 	f.StringVar(&fl.dbPath, "db", "whale.db", "workspace file")
@@ -262,6 +263,7 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	set("budget", func() { cfg.Budget = fl.budget })
 	set("rounds", func() { cfg.MaxRounds = fl.rounds })
 	set("harness-calls", func() { cfg.HarnessCalls = fl.harnessCalls })
+	set("harness-passes", func() { cfg.HarnessPasses = fl.harnessPasses })
 	set("replay", func() { cfg.Replay = fl.replay })
 	set("lr", func() { cfg.LR = fl.lr })
 	set("kl", func() { cfg.KL = fl.kl })

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -493,6 +494,50 @@ func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
 	cfg.HarnessCalls = -1
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "harness_calls") {
 		t.Fatalf("a negative allowance: %v", err)
+	}
+}
+
+// HarnessPasses bounds each harness phase in passes of its incumbent at
+// the price the incumbent had when the phase began: the phase's allowance
+// is that price times the passes (the first phase, before any score, at
+// one call a sample), recorded with the phase, and no phase spends past
+// it by more than one pass.
+func TestHarnessPassesBoundHarnessPhasesByTheIncumbentsPrice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 320-call run; the race pass (-short) leaves it to the plain pass")
+	}
+	sum, e := runCondition(t, "", func(c *Config) { c.I, c.Budget, c.HarnessPasses, c.HarnessCalls, c.Proposer = 4, 320, 2.5, 1000, "" })
+	pass := costliestPass(e)
+	harness := 0
+	for i, p := range sum.Phases {
+		if p.Kind != PhaseHarness {
+			if p.Allowance != 0 {
+				t.Fatalf("weight phase %d has an allowance of %d", i, p.Allowance)
+			}
+			continue
+		}
+		harness++
+		// h0 calls the model once a turn; its price is at least one call a
+		// val task and, with 2.5 passes, the allowance at least 2.5 of them.
+		if p.Allowance < int(2.5*float64(len(e.val))) || p.Allowance >= 1000 {
+			t.Fatalf("harness phase %d: allowance %d for 2.5 passes over %d val tasks", i, p.Allowance, len(e.val))
+		}
+		if p.Calls > p.Allowance+pass {
+			t.Fatalf("harness phase %d spent %d calls against an allowance of %d (one pass: %d)", i, p.Calls, p.Allowance, pass)
+		}
+	}
+	if harness < 2 {
+		t.Fatalf("phases %q: the test needs two harness phases", kinds(sum.Phases))
+	}
+	if first := sum.Phases[1]; first.Kind != PhaseHarness || first.Allowance != int(math.Ceil(2.5*float64(len(e.val)))) {
+		t.Fatalf("the first harness phase (h0 never scored, SAMPLES 1): %+v, want an allowance of 2.5 × %d", first, len(e.val))
+	}
+	cfg := tinyConfig(t)
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		cfg.HarnessPasses = bad
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "harness_passes") {
+			t.Fatalf("harness passes %v: %v", bad, err)
+		}
 	}
 }
 

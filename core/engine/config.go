@@ -115,6 +115,17 @@ type Config struct {
 	// candidates' scores (and at most half), so every phase proposes. It is what keeps a cycle's length
 	// in calls near E's whatever the harness costs a rollout.
 	HarnessCalls int `json:"harness_calls,omitempty"`
+	// HarnessPasses, when > 0, bounds one harness phase of WHALE's
+	// alternation in passes of its incumbent over the val tasks instead
+	// of in calls, and takes HarnessCalls' place: the phase may spend
+	// HarnessPasses times what scoring the incumbent on every val task
+	// cost when the phase began (at its last measured calls per rollout;
+	// before it was ever scored, one call a sample). Candidates are
+	// priced at the incumbent's price times their SAMPLES over its, so
+	// 1 + S passes let a phase re-score the incumbent and score an
+	// S-sample candidate whole however dear the incumbent has become;
+	// 2 + 2S leave room for the candidate's confirming pass.
+	HarnessPasses float64 `json:"harness_passes,omitempty"`
 
 	MaxNewTokens int     `json:"max_new_tokens"`
 	Temperature  float32 `json:"temperature"`
@@ -306,6 +317,8 @@ func (c Config) Validate() error {
 		return bad("curve_k", "%d (want ≥ 0, and set only with curve_test)", c.CurveK)
 	case c.HarnessCalls < 0:
 		return bad("harness_calls", "%d (want ≥ 0; 0: a harness phase is bounded by I or its patience alone)", c.HarnessCalls)
+	case !(c.HarnessPasses >= 0) || math.IsInf(c.HarnessPasses, 1):
+		return bad("harness_passes", "%v (want a finite number ≥ 0; 0: harness_calls bounds the phase)", c.HarnessPasses)
 	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
 		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
 	case c.MaxNewTokens < 1:

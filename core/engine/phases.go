@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 
@@ -245,7 +246,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	if e.Cfg.Budget > 0 {
 		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
 	}
-	allowance := e.Cfg.phaseAllowance()
+	allowance := e.harnessAllowance()
 	if allowance > 0 {
 		s.PhaseLeft = func() int { return allowance - (e.st.Ledger.Budgeted() - e.st.PhaseStart) }
 	}
@@ -393,10 +394,48 @@ func (e *Engine) evalVal(ctx context.Context) (mean, pass float64, err error) {
 	return rep.MeanAtK, rep.PassAtK, nil
 }
 
+// harnessAllowance is the model calls the running harness phase may
+// spend (0: bounded by I or the patience alone): under HarnessPasses the
+// allowance fixed when the phase began, else HarnessCalls.
+func (e *Engine) harnessAllowance() int {
+	if e.Cfg.Condition == "" && e.Cfg.HarnessPasses > 0 {
+		return e.st.PhaseAllowance
+	}
+	return e.Cfg.phaseAllowance()
+}
+
+// passAllowance is HarnessPasses passes of the incumbent over the val
+// tasks: at its last measured calls per rollout, or before it was ever
+// scored at one call a sample (its SAMPLES a rollout); at least one call.
+func (e *Engine) passAllowance() (int, error) {
+	a := e.st.Archive
+	inc, ok := a.Entries[a.Incumbent]
+	if !ok {
+		return 0, fmt.Errorf("engine: incumbent %s not in the archive", ShortHash(a.Incumbent))
+	}
+	pass := inc.PassCalls(len(e.val))
+	if pass == 0 {
+		samples, err := e.samplesOf(inc.Source)
+		if err != nil {
+			return 0, err
+		}
+		pass = len(e.val) * max(1, samples)
+	}
+	return max(1, int(math.Ceil(e.Cfg.HarnessPasses*float64(pass)))), nil
+}
+
 // beginPhase starts phase p under the schedule.
 func (e *Engine) beginPhase(p Phase) error {
 	e.st.Phase, e.st.PhaseSteps, e.st.Force = p, 0, false
 	e.st.PhaseStart, e.st.PhaseEpisodes = e.st.Ledger.Budgeted(), e.st.Ledger.Episodes()
+	e.st.PhaseAllowance = 0
+	if p == PhaseHarness && e.Cfg.Condition == "" && e.Cfg.HarnessPasses > 0 {
+		n, err := e.passAllowance()
+		if err != nil {
+			return err
+		}
+		e.st.PhaseAllowance = n
+	}
 	e.st.PhaseWeights = e.st.Weights
 	e.st.Health = Health{}
 	e.st.schedule().Begin(p)
@@ -453,7 +492,7 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	rec := PhaseRecord{Kind: e.st.Phase, Round: e.st.Round, Rollouts: e.st.Ledger.Episodes() - e.st.PhaseEpisodes,
 		Calls: e.st.Ledger.Budgeted() - e.st.PhaseStart, Steps: e.st.PhaseSteps,
 		ValBefore: e.st.ValBefore, ValAfter: val, ValPassBefore: e.st.ValPassBefore, ValPassAfter: pass,
-		Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart}
+		Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart, Allowance: e.st.PhaseAllowance}
 	rec.Entropy, rec.KeptFraction = e.st.Health.means()
 	if e.Cfg.CurveTest {
 		t, err := e.evalTest(ctx, a.Incumbent)

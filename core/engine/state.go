@@ -68,6 +68,9 @@ type PhaseRecord struct {
 	AuditGap *float64 `json:"audit_gap,omitempty"`
 	// Start is the budget spent (model calls) when the phase began.
 	Start int `json:"start"`
+	// Allowance is the model calls a harness phase could spend under
+	// Config.HarnessPasses (0 otherwise).
+	Allowance int `json:"allowance,omitempty"`
 	// TestAfter is test mean@8 at the boundary (Config.CurveTest only;
 	// never used to select anything).
 	TestAfter *float64 `json:"test_after,omitempty"`
@@ -83,6 +86,9 @@ type State struct {
 	// PhaseEpisodes the rollouts.
 	PhaseStart    int `json:"phase_start"`
 	PhaseEpisodes int `json:"phase_episodes"`
+	// PhaseAllowance is the model calls the running harness phase may
+	// spend under Config.HarnessPasses, fixed when the phase began.
+	PhaseAllowance int `json:"phase_allowance,omitempty"`
 	// Started is set once the run's start (val before, first phase) is
 	// behind it.
 	Started   bool `json:"started"`

@@ -166,6 +166,16 @@ func cost(e, inc *Entry, n int) int {
 	return n
 }
 
+// PassCalls is the model calls scoring e once on n tasks is expected to
+// cost at its last measured price (since its scores were last reset), 0
+// when it has no measured price.
+func (e *Entry) PassCalls(n int) int {
+	if e == nil || e.Scored == 0 {
+		return 0
+	}
+	return cost(e, nil, n)
+}
+
 // price is cost with an unscored e's SAMPLES taken into account: the
 // incumbent's price times e's samples over the incumbent's.
 func (s *Searcher) price(e, inc *Entry, n int) int {
