@@ -477,8 +477,12 @@ func printEvent(w io.Writer, ev engine.Event) {
 		mark += d.Result.StarvedText()
 		fmt.Fprintf(w, "  iteration %d: %d candidates, best %.3f %s%s\n", ev.Iteration, len(d.Result.Candidates), d.Result.BestScore, engine.ShortHash(d.Result.Accepted), mark)
 	case engine.PhaseRecord:
-		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, pass-mean %+.3f -> %+.3f%s, %d model calls, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter,
-			d.ValPassBefore-d.ValBefore, d.ValPassAfter-d.ValAfter, d.HealthText(), d.Calls, d.Rollouts)
+		allowance := ""
+		if d.Allowance > 0 {
+			allowance = fmt.Sprintf(" (of %d allowed)", d.Allowance)
+		}
+		fmt.Fprintf(w, "round %d: %s phase ends: val %.3f -> %.3f, pass-mean %+.3f -> %+.3f%s, %d model calls%s, %d rollouts\n", d.Round, d.Kind, d.ValBefore, d.ValAfter,
+			d.ValPassBefore-d.ValBefore, d.ValPassAfter-d.ValAfter, d.HealthText(), d.Calls, allowance, d.Rollouts)
 	case engine.JournaledCommand:
 		line := "control: " + d.Kind
 		if d.Target != "" {
