@@ -8,10 +8,7 @@ package kernels
 func adamwAVX2(p, g, m, v []float32, k *adamwK)
 
 func adamw(p, g, m, v []float32, k *adamwK) {
-	n8 := 0
-	if useAsm {
-		n8 = len(p) &^ 7
-	}
+	n8 := asm8(len(p))
 	if n8 > 0 {
 		_, _, _ = g[n8-1], m[n8-1], v[n8-1]
 		adamwAVX2(p[:n8], g, m, v, k)

@@ -30,3 +30,13 @@ func KernelName() string {
 	}
 	return "pure Go (no AVX2+FMA)"
 }
+
+// asm8 is how many leading elements of n an 8-lane assembly kernel takes
+// (the rest go to its Go twin): n rounded down to a multiple of 8 when the
+// assembly kernels run, else none.
+func asm8(n int) int {
+	if useAsm {
+		return n &^ 7
+	}
+	return 0
+}

@@ -109,10 +109,7 @@ func attnDS(s, dp []float32, scale, l, d float32) {
 		attnDSAVX512(s, dp[:len(s)], scale, l, d)
 		return
 	}
-	n8 := 0
-	if useAsm {
-		n8 = len(s) &^ 7
-	}
+	n8 := asm8(len(s))
 	if n8 > 0 {
 		attnDSAVX2(s[:n8], dp[:n8], scale, l, d)
 	}

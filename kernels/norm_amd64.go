@@ -64,10 +64,7 @@ func dotWX4(acc *[4]float64, dy, w, x []float32, s float32) {
 }
 
 func scaleMul(out, x, w []float32, s float32) {
-	n8 := 0
-	if useAsm {
-		n8 = len(out) &^ 7
-	}
+	n8 := asm8(len(out))
 	if n8 > 0 {
 		_, _ = x[n8-1], w[n8-1]
 		scaleMulAVX2(out[:n8], x, w, s)
@@ -76,10 +73,7 @@ func scaleMul(out, x, w []float32, s float32) {
 }
 
 func rmsBack(d, dy, w, x []float32, s, mt float32) {
-	n8 := 0
-	if useAsm {
-		n8 = len(d) &^ 7
-	}
+	n8 := asm8(len(d))
 	if n8 > 0 {
 		_, _, _ = dy[n8-1], w[n8-1], x[n8-1]
 		rmsBackAVX2(d[:n8], dy, w, x, s, mt)
@@ -88,10 +82,7 @@ func rmsBack(d, dy, w, x []float32, s, mt float32) {
 }
 
 func addMulScale(p, dy, x []float32, s float32) {
-	n8 := 0
-	if useAsm {
-		n8 = len(p) &^ 7
-	}
+	n8 := asm8(len(p))
 	if n8 > 0 {
 		_, _ = dy[n8-1], x[n8-1]
 		addMulScaleAVX2(p[:n8], dy, x, s)
