@@ -119,3 +119,16 @@ func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, h
 		}
 	}
 }
+
+// prefetchRows asks the caches for rows rows of n floats, ld apart, from
+// p: decode attention's keys and values for the unit it computes next. It
+// changes nothing, and panics, like a load, for a row past p's end.
+func prefetchRows(p []float32, ld, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = p[(rows-1)*ld+n-1]
+	if useAsm {
+		prefetchRowsAsm(&p[0], ld, rows, n)
+	}
+}

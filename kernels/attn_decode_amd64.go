@@ -70,3 +70,9 @@ func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, 
 		attnMix1AVX2(&o[0], &pr[0], &v[0], ldv, hd, n)
 	}
 }
+
+// prefetchRowsAsm asks the caches for rows rows of n floats, ld apart,
+// from p; it reads nothing into registers and changes no memory.
+//
+//go:noescape
+func prefetchRowsAsm(p *float32, ld, rows, n int)

@@ -625,3 +625,32 @@ mix2tail:
 
 	VZEROUPPER
 	RET
+
+// func prefetchRowsAsm(p *float32, ld, rows, n int)
+//
+// PREFETCHT0 of every cache line that holds p[r*ld : r*ld+n] for r <
+// rows (n ≥ 1, rows ≥ 1): one prefetch per 64 bytes from each row's start,
+// and one at its last element. Registers: SI row start, R10 ld bytes, CX
+// rows left, DX n bytes, AX offset.
+TEXT ·prefetchRowsAsm(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ ld+8(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+16(FP), CX
+	MOVQ n+24(FP), DX
+	SHLQ $2, DX
+	SUBQ $4, DX
+
+pfrow:
+	XORQ AX, AX
+
+pfline:
+	PREFETCHT0 (SI)(AX*1)
+	ADDQ       $64, AX
+	CMPQ       AX, DX
+	JLT        pfline
+	PREFETCHT0 (SI)(DX*1)
+	ADDQ       R10, SI
+	DECQ       CX
+	JNZ        pfrow
+	RET

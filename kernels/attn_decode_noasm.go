@@ -9,3 +9,7 @@ func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []floa
 func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
 	panic("kernels: no assembly on this architecture")
 }
+
+func prefetchRowsAsm(p *float32, ld, rows, n int) {
+	panic("kernels: no assembly on this architecture")
+}

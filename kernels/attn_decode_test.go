@@ -154,3 +154,18 @@ func BenchmarkAttnDecode(b *testing.B) {
 		}
 	})
 }
+
+// TestPrefetchRowsChecksBounds: prefetchRows may ask for exactly the rows
+// its slice holds, and panics, like a load, for a row reaching past it.
+func TestPrefetchRowsChecksBounds(t *testing.T) {
+	p := make([]float32, 3*40+33)
+	prefetchRows(p, 40, 4, 33) // the last row ends at the slice's end
+	prefetchRows(p, 40, 1, 1)
+	prefetchRows(p, 40, 0, 33) // nothing asked
+	defer func() {
+		if recover() == nil {
+			t.Error("prefetchRows past the slice's end did not panic")
+		}
+	}()
+	prefetchRows(p, 40, 4, 34)
+}

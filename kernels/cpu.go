@@ -40,6 +40,9 @@ type CPU[T Float] struct {
 	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool
+	// decodeBufs and decodeScratch recycle decode attention's slices
+	// (getDecodeBuf, getDecodeScratch).
+	decodeBufs, decodeScratch sync.Pool
 }
 
 // NewCPU returns the float32 CPU backend.

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 func checkHeads(H, KVH, hd int) {
@@ -236,10 +237,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw := H * hd
 	nu := 0 // units: rows × KV heads
-	ks := make([][]T, len(spans))
-	vs := make([][]T, len(spans))
-	pks := make([][]T, len(spans))
-	pvs := make([][]T, len(spans))
+	dc := c.getDecodeBuf(len(spans))
+	defer c.putDecodeBuf(dc)
+	ks, vs, pks, pvs := dc.ks, dc.vs, dc.pks, dc.pvs
 	maxN := 0
 	for i, sp := range spans {
 		ks[i], vs[i] = c.s(sp.K), c.s(sp.V)
@@ -264,13 +264,26 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	}
 	// A unit is ~4·grp·n·hd flops; forking for less than ~2^18 flops per
 	// goroutine costs more than it saves.
-	units := attnUnits(spans, pks, nu, KVH)
+	units := attnUnits(dc.units[:0], spans, pks, nu, KVH)
+	dc.units = units
 	Parallel(len(units), 1+(1<<18)/(1+4*maxN*hd*grp), func(lo, hi int) {
-		sc := make([]T, grp*maxN)
-		tmp := make([]T, grp*hd)
-		for _, un := range units[lo:hi] {
+		sb := c.getDecodeScratch(grp*maxN + grp*hd)
+		defer c.decodeScratch.Put(sb)
+		sc, tmp := (*sb)[:grp*maxN], (*sb)[grp*maxN:grp*maxN+grp*hd]
+		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
+			if c.scores != nil && lo+j+1 < hi {
+				// The next unit's own keys and values, while this one
+				// computes: a unit reads hd rows of each, cap apart, too
+				// many short streams for the hardware prefetchers, and in
+				// a decoding batch they come from L3 or memory.
+				nx := units[lo+j+1]
+				ns := spans[nx.span]
+				np := ns.Pos0 + int(nx.row) + 1 - ns.PN
+				at := int(nx.head) * hd * ns.Cap
+				prefetchKV(ks[nx.span][at:], vs[nx.span][at:], ns.Cap, hd, np)
+			}
 			row, n, cp, pn, pcp := sp.QRow+r, sp.Pos0+r+1, sp.Cap, sp.PN, sp.PCap
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			kt, vt := ks[s][kh*hd*cp:(kh+1)*hd*cp], vs[s][kh*hd*cp:(kh+1)*hd*cp]
@@ -336,6 +349,61 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	})
 }
 
+// decodeBuf is AttentionKV's per-call scratch: the spans' cache slices
+// and the units.
+type decodeBuf[T Float] struct {
+	ks, vs, pks, pvs [][]T
+	units            []attnUnit
+}
+
+// getDecodeBuf returns a decodeBuf for n spans, reusing one a finished call
+// put back (c.decodeBufs): a decoding step calls AttentionKV once a
+// layer, and these few small slices were most of its allocations. They come back
+// cleared (putDecodeBuf): spans without a prefix leave pks and pvs unset.
+func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
+	d, ok := c.decodeBufs.Get().(*decodeBuf[T])
+	if !ok {
+		d = &decodeBuf[T]{}
+	}
+	grow := func(s [][]T) [][]T { return slices.Grow(s, n)[:n] }
+	d.ks, d.vs, d.pks, d.pvs = grow(d.ks), grow(d.vs), grow(d.pks), grow(d.pvs)
+	return d
+}
+
+// putDecodeBuf clears d's cache slices (a pooled buffer must not keep
+// caches alive) and puts it back.
+func (c *CPU[T]) putDecodeBuf(d *decodeBuf[T]) {
+	for _, s := range [][][]T{d.ks, d.vs, d.pks, d.pvs} {
+		clear(s)
+	}
+	d.ks, d.vs, d.pks, d.pvs = d.ks[:0], d.vs[:0], d.pks[:0], d.pvs[:0]
+	c.decodeBufs.Put(d)
+}
+
+// getDecodeScratch returns a worker's scores and partial outputs for
+// AttentionKV, at least n elements, from c.decodeScratch; the kernels
+// write every element they read.
+func (c *CPU[T]) getDecodeScratch(n int) *[]T {
+	p, ok := c.decodeScratch.Get().(*[]T)
+	if !ok {
+		p = new([]T)
+	}
+	if cap(*p) < n {
+		*p = make([]T, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+// prefetchKV asks the caches for rows rows of n keys and values, ld
+// apart (float32 only: the float64 backend is the reference).
+func prefetchKV[T Float](k, v []T, ld, rows, n int) {
+	if kf, ok := any(k).([]float32); ok {
+		prefetchRows(kf, ld, rows, n)
+		prefetchRows(any(v).([]float32), ld, rows, n)
+	}
+}
+
 // attnUnit is one unit of AttentionKV's work: a query row of a span
 // against one KV head.
 type attnUnit struct{ span, row, head int32 }
@@ -347,8 +415,8 @@ type attnUnit struct{ span, row, head int32 }
 // memory once and then from the core's cache, not once per span. The
 // order changes no result (units are independent), only which thread
 // computes what when.
-func attnUnits[T float32 | float64](spans []KVSpan, pks [][]T, n, KVH int) []attnUnit {
-	units := make([]attnUnit, 0, n)
+func attnUnits[T float32 | float64](units []attnUnit, spans []KVSpan, pks [][]T, n, KVH int) []attnUnit {
+	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
 	}

@@ -91,3 +91,37 @@ func BenchmarkCPUAttentionKVDecodeShared(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCPUAttentionKVDecodeB64Layers is BenchmarkCPUAttentionKVDecodeB64
+// as a decoding step meets it: the four layers' caches of bench-small at
+// batch 64 (20 MB) in turn, and 3 MB of other reads (about one layer's
+// float32 weights) before each, so that a layer's keys and values come
+// from L3 or memory, not from the core's caches. "reads" times the other
+// reads alone: the attention's share is the difference.
+func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
+	const rows, pos, H, KVH, hd, layers = 64, 150, 8, 2, 32, 4
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+	cap := pos + 1
+	spans := make([][]KVSpan, layers)
+	for l := range spans {
+		for s := 0; s < rows; s++ {
+			kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+			be.CacheWrite(kc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
+			be.CacheWrite(vc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
+			spans[l] = append(spans[l], KVSpan{K: kc, V: vc, Cap: cap, QRow: s, Rows: 1, Pos0: pos})
+		}
+	}
+	other := e.in(3 << 18)
+	q, out := e.in(rows*H*hd), be.Alloc(rows*H*hd)
+	for _, attn := range []bool{true, false} {
+		b.Run(map[bool]string{true: "attention", false: "reads"}[attn], func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				be.SumSq(other)
+				if attn {
+					be.AttentionKV(out, q, spans[i%layers], H, KVH, hd)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // redBlock is the number of rows (or elements/64) one partial sum of a
@@ -346,15 +347,31 @@ func rmsNormBackRowGeneric[T Float](d, dy, w, x []T, s T) {
 
 // ropeTables returns the inverse frequencies theta^(-2i/hd), i < hd/2, in
 // float64 so both element types rotate by the same angles.
+// They are computed once per (hd, theta) and kept: a decoding step rotates
+// one row per layer, where hd/2 calls of math.Pow cost more than the
+// rotation. The caller must not modify the slice.
 func ropeTables(hd int, theta float64) []float64 {
 	if hd%2 != 0 {
 		panic(fmt.Sprintf("kernels: RoPE head dim %d is odd", hd))
+	}
+	key := ropeKey{hd, theta}
+	if inv, ok := ropeInv.Load(key); ok {
+		return inv.([]float64)
 	}
 	inv := make([]float64, hd/2)
 	for i := range inv {
 		inv[i] = math.Pow(theta, -float64(2*i)/float64(hd))
 	}
-	return inv
+	got, _ := ropeInv.LoadOrStore(key, inv)
+	return got.([]float64)
+}
+
+// ropeInv holds ropeTables' results by ropeKey.
+var ropeInv sync.Map
+
+type ropeKey struct {
+	hd    int
+	theta float64
 }
 
 // rope rotates rows of heads by angle ±pos·inv; sign -1 is the inverse
