@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,8 +40,16 @@ type gemmFigure struct {
 // peak (training) or GBPS over the read bandwidth of a 64 MiB sweep
 // (weight-streaming sampling); absent where neither bounds the figure.
 // OfWeightsRead is GBPS over a sweep as large as the weights streamed.
+//
+// A sampling figure is the median of Reps generations on one model (a
+// generation of 256 tokens takes tens of milliseconds at bench-small's
+// size, and one is at the mercy of whatever else shares the machine's
+// caches); MinTokensPerS and MaxTokensPerS give their spread.
 type rate struct {
 	TokensPerS    float64 `json:"tokens_per_s"`
+	Reps          int     `json:"reps,omitempty"`
+	MinTokensPerS float64 `json:"min_tokens_per_s,omitempty"`
+	MaxTokensPerS float64 `json:"max_tokens_per_s,omitempty"`
 	GFLOPS        float64 `json:"gflops,omitempty"`
 	GBPS          float64 `json:"gbps,omitempty"`
 	OfBound       float64 `json:"of_bound,omitempty"`
@@ -85,9 +94,10 @@ func newBenchEngineCmd() *cobra.Command {
 use and the memory read bandwidth (the two bounds); GEMM GFLOP/s for the transformer
 shapes (M=1024; K,N in 256, 512, 704, 768; layouts NN, NT, TN); a training step of
 bench-small (B 8, T 128); sampling tokens/s of bench-small at batch 1 (float32 and
-bf16 weights) and 64 and of the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated).
+bf16 weights) and 64 and of the 110M shape at batch 1 with bf16 weights (16-token prompt, 256 generated;
+each the median of 7 generations on one model, 4 at batch 64 and for the 110M shape, with their spread).
 GEMM and training are given as a fraction of the FMA peak, 110M sampling as a
-fraction of the read bandwidth. Progress goes to stderr. Takes about two minutes (--quick: a few seconds, rough).`,
+fraction of the read bandwidth. Progress goes to stderr. Takes about a minute (--quick: a few seconds, rough).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if threads > 0 {
@@ -123,9 +133,9 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 	if d, ok := be.(interface{ DeviceName() string }); ok {
 		r.Device = d.DeviceName()
 	}
-	dur, gen, sizes := 400*time.Millisecond, 256, []int{256, 512, 704, 768}
+	dur, gen, reps, sizes := 400*time.Millisecond, 256, 7, []int{256, 512, 704, 768}
 	if quick {
-		dur, gen, sizes = 20*time.Millisecond, 16, []int{256}
+		dur, gen, reps, sizes = 20*time.Millisecond, 16, 1, []int{256}
 	}
 	fraction := func(v, bound float64) float64 {
 		if !onCPU || bound == 0 {
@@ -162,16 +172,20 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 		return r, err
 	}
 	r.Train.OfBound = fraction(r.Train.GFLOPS, r.PeakGFLOPS)
+	sm, err := model.BenchModel(be, small)
+	if err != nil {
+		return r, err
+	}
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 1")
-	if r.SampleB1.TokensPerS, err = model.BenchSample(be, small, 1, 16, gen, false); err != nil {
+	if r.SampleB1, err = sampleRate(sm, 1, gen, false, reps); err != nil {
 		return r, err
 	}
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 1, bf16 weights")
-	if r.SampleB1BF16.TokensPerS, err = model.BenchSample(be, small, 1, 16, gen, true); err != nil {
+	if r.SampleB1BF16, err = sampleRate(sm, 1, gen, true, reps); err != nil {
 		return r, err
 	}
 	fmt.Fprintln(log, "bench: sampling, bench-small batch 64")
-	if r.SampleB64.TokensPerS, err = model.BenchSample(be, small, 64, 16, gen, false); err != nil {
+	if r.SampleB64, err = sampleRate(sm, 64, gen, false, (reps+1)/2); err != nil {
 		return r, err
 	}
 	big, err := model.Preset("110m")
@@ -184,13 +198,37 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 		r.ReadGBPS110M = kernels.ReadGBPSOver(wb)
 	}
 	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
-	if r.Sample110MB1.TokensPerS, err = model.BenchSample(be, big, 1, 16, gen, true); err != nil {
+	bm, err := model.BenchModel(be, big)
+	if err != nil {
+		return r, err
+	}
+	if r.Sample110MB1, err = sampleRate(bm, 1, gen, true, (reps+1)/2); err != nil {
 		return r, err
 	}
 	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(wb) / 1e9
 	r.Sample110MB1.OfBound = fraction(r.Sample110MB1.GBPS, r.ReadGBPS)
 	r.Sample110MB1.OfWeightsRead = fraction(r.Sample110MB1.GBPS, r.ReadGBPS110M)
 	return r, nil
+}
+
+// sampleRate generates gen tokens per sequence of a batch reps times on
+// m (model.BenchSampleModel) and returns the median tokens/s, with the
+// spread.
+func sampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (rate, error) {
+	all := make([]float64, 0, reps)
+	for range max(1, reps) {
+		tps, err := model.BenchSampleModel(m, batch, 16, gen, bf16)
+		if err != nil {
+			return rate{}, err
+		}
+		all = append(all, tps)
+	}
+	slices.Sort(all)
+	med := all[len(all)/2]
+	if len(all)%2 == 0 {
+		med = (all[len(all)/2-1] + all[len(all)/2]) / 2
+	}
+	return rate{TokensPerS: med, Reps: len(all), MinTokensPerS: all[0], MaxTokensPerS: all[len(all)-1]}, nil
 }
 
 func printEngineBench(w io.Writer, r engineBench) {
@@ -212,15 +250,24 @@ func printEngineBench(w io.Writer, r engineBench) {
 		fmt.Fprintf(w, "  %-12s %4d  %4d  %7.1f  %s\n", g.Layout, g.K, g.N, g.GFLOPS, of(g.OfPeak))
 	}
 	fmt.Fprintf(w, "train      bench-small B8 T128: %.0f tokens/s, %.1f GFLOP/s%s\n", r.Train.TokensPerS, r.Train.GFLOPS, ofText(r.Train.OfBound, "of peak"))
-	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s\n", r.SampleB1.TokensPerS)
-	fmt.Fprintf(w, "sample     bench-small batch 1, bf16 weights: %.0f tokens/s\n", r.SampleB1BF16.TokensPerS)
-	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s\n", r.SampleB64.TokensPerS)
+	fmt.Fprintf(w, "sample     bench-small batch 1: %.0f tokens/s%s\n", r.SampleB1.TokensPerS, spread(r.SampleB1, "%.0f"))
+	fmt.Fprintf(w, "sample     bench-small batch 1, bf16 weights: %.0f tokens/s%s\n", r.SampleB1BF16.TokensPerS, spread(r.SampleB1BF16, "%.0f"))
+	fmt.Fprintf(w, "sample     bench-small batch 64: %.0f tokens/s%s\n", r.SampleB64.TokensPerS, spread(r.SampleB64, "%.0f"))
 	s := r.Sample110MB1
 	bounds := ""
 	if s.OfBound > 0 {
 		bounds = fmt.Sprintf(", %.1f %% of the 64 MiB read, %.1f %% of the weights-sized one", 100*s.OfBound, 100*s.OfWeightsRead)
 	}
-	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s (%.1f GB/s%s)\n", s.TokensPerS, s.GBPS, bounds)
+	fmt.Fprintf(w, "sample     110M bf16 batch 1: %.1f tokens/s%s (%.1f GB/s%s)\n", s.TokensPerS, spread(s, "%.1f"), s.GBPS, bounds)
+}
+
+// spread is ", median of N: min–max" for a figure of several generations,
+// or nothing for one.
+func spread(r rate, num string) string {
+	if r.Reps <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (median of %d: "+num+"–"+num+")", r.Reps, r.MinTokensPerS, r.MaxTokensPerS)
 }
 
 // ofText is " (f % of what)", or nothing when f was not measured.

@@ -18,12 +18,12 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 	r := engineBench{CPU: "test", Threads: 2, Kernels: "k", PeakGFLOPS: 400, PeakBits: 512, ReadGBPS: 20, ReadGBPS110M: 17.5,
 		Gemm:         []gemmFigure{{M: 1024, K: 256, N: 256, Layout: "NN", GFLOPS: 300, OfPeak: 0.75}},
 		Train:        rate{TokensPerS: 5000, GFLOPS: 100, OfBound: 0.25},
-		SampleB1:     rate{TokensPerS: 3000},
+		SampleB1:     rate{TokensPerS: 3000, Reps: 7, MinTokensPerS: 2800, MaxTokensPerS: 3300},
 		SampleB1BF16: rate{TokensPerS: 5000},
 		Sample110MB1: rate{TokensPerS: 80, GBPS: 16, OfBound: 0.8, OfWeightsRead: 16 / 17.5}}
 	var out bytes.Buffer
 	printEngineBench(&out, r)
-	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "batch 1: 3000 tokens/s", "batch 1, bf16 weights: 5000 tokens/s", "read       20.0 GB/s over 64 MiB, 17.5 GB/s over", "300.0   75.0 %",
+	for _, want := range []string{"400.0 GFLOP/s (512-bit FMAs)", "batch 1: 3000 tokens/s (median of 7: 2800–3300)\n", "batch 1, bf16 weights: 5000 tokens/s", "read       20.0 GB/s over 64 MiB, 17.5 GB/s over", "300.0   75.0 %",
 		"100.0 GFLOP/s (25.0 % of peak)", "16.0 GB/s, 80.0 % of the 64 MiB read, 91.4 % of the weights-sized one"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -41,6 +41,9 @@ func TestEngineBenchReportsBounds(t *testing.T) {
 		if _, ok := j[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, out.String())
 		}
+	}
+	if s := j["sample_b1"].(map[string]any); s["reps"] != 7.0 || s["min_tokens_per_s"] != 2800.0 || s["max_tokens_per_s"] != 3300.0 {
+		t.Errorf("sample_b1 = %v, want reps 7 from 2800 to 3300", s)
 	}
 	if g := j["gemm"].([]any)[0].(map[string]any); g["of_peak"] != 0.75 {
 		t.Errorf("gemm of_peak = %v, want 0.75", g["of_peak"])
@@ -125,5 +128,25 @@ func TestBackendFlagRefusesWhatItCannotOpen(t *testing.T) {
 		if !isUsage(err) || !strings.Contains(err.Error(), "--backend: ") {
 			t.Errorf("%v: %v, want a usage error naming --backend", args, err)
 		}
+	}
+}
+
+// TestSampleRateIsTheMedianOfItsGenerations: sampleRate generates reps
+// times and reports the middle figure with the spread.
+func TestSampleRateIsTheMedianOfItsGenerations(t *testing.T) {
+	cfg, err := model.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.BenchModel(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sampleRate(m, 2, 8, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reps != 3 || !(0 < r.MinTokensPerS && r.MinTokensPerS <= r.TokensPerS && r.TokensPerS <= r.MaxTokensPerS) {
+		t.Errorf("sampleRate = %+v: want 3 generations, 0 < min <= median <= max", r)
 	}
 }
