@@ -4,8 +4,11 @@
 //
 // Positions 16 at a time (eight accumulators: Y(2i) and Y(2i+1) for query
 // row i), then one block of 8 (four accumulators). For each position block
-// the loop over d loads the key vectors once and broadcasts q[i][d].
-// Registers: DI s, R8 lds bytes, SI/R11/R12/R13 q rows, DX k, R10 ldk
+// the loop over d loads the key vectors once and broadcasts q[i][d], and
+// asks for the same row's keys 64 positions on (PREFETCHT0 256 bytes
+// ahead: each row is its own short stream, which the hardware prefetchers
+// follow poorly; the 1- and 2-row kernels do the same for their blocks of
+// 32). Registers: DI s, R8 lds bytes, SI/R11/R12/R13 q rows, DX k, R10 ldk
 // bytes, CX n8, AX p, R9 hd bytes, R14 d bytes, BX key pointer.
 TEXT ·attnScores4AVX2(SB), NOSPLIT, $0-56
 	MOVQ s+0(FP), DI
@@ -41,6 +44,7 @@ sc16:
 sc16d:
 	VMOVUPS      (BX), Y8
 	VMOVUPS      32(BX), Y9
+	PREFETCHT0   256(BX)
 	VBROADCASTSS (SI)(R14*1), Y10
 	VFMADD231PS  Y8, Y10, Y0
 	VFMADD231PS  Y9, Y10, Y1
@@ -264,6 +268,8 @@ s1b32:
 	XORQ   R14, R14
 
 s1b32d:
+	PREFETCHT0   256(BX)
+	PREFETCHT0   320(BX)
 	VBROADCASTSS (SI)(R14*1), Y8
 	VFMADD231PS  (BX), Y8, Y0
 	VFMADD231PS  32(BX), Y8, Y1
@@ -346,6 +352,8 @@ s2b32d:
 	VMOVUPS      32(BX), Y9
 	VMOVUPS      64(BX), Y10
 	VMOVUPS      96(BX), Y11
+	PREFETCHT0   256(BX)
+	PREFETCHT0   320(BX)
 	VBROADCASTSS (SI)(R14*1), Y12
 	VFMADD231PS  Y8, Y12, Y0
 	VFMADD231PS  Y9, Y12, Y1
