@@ -262,11 +262,13 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}
-	// A unit is ~4·grp·n·hd flops; forking for less than ~2^18 flops per
-	// goroutine costs more than it saves.
+	// A unit is ~4·grp·n·hd flops; forking for less than ~2^16 flops per
+	// goroutine costs more than it saves. (At 2^18 batch-1 decoding of
+	// bench-small, two units of ~77K flops, ran on one thread: forking them
+	// took BenchmarkCPUAttentionKVDecodeB1 from 4.2–5.5 to 2.6–3.8 µs.)
 	units := attnUnits(dc.units[:0], spans, pks, nu, KVH)
 	dc.units = units
-	Parallel(len(units), 1+(1<<18)/(1+4*maxN*hd*grp), func(lo, hi int) {
+	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp*maxN + grp*hd)
 		defer c.decodeScratch.Put(sb)
 		sc, tmp := (*sb)[:grp*maxN], (*sb)[grp*maxN:grp*maxN+grp*hd]
