@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // redBlock is the number of rows (or elements/64) one partial sum of a
@@ -345,33 +346,89 @@ func rmsNormBackRowGeneric[T Float](d, dy, w, x []T, s T) {
 	}
 }
 
-// ropeTables returns the inverse frequencies theta^(-2i/hd), i < hd/2, in
-// float64 so both element types rotate by the same angles.
-// They are computed once per (hd, theta) and kept: a decoding step rotates
-// one row per layer, where hd/2 calls of math.Pow cost more than the
-// rotation. The caller must not modify the slice.
-func ropeTables(hd int, theta float64) []float64 {
+// ropeShape is what RoPE computes once per (head dim, theta) and keeps:
+// the inverse frequencies theta^(-2i/hd), i < hd/2, in float64 so both
+// element types rotate by the same angles, and a table of the angles'
+// cosines and sines by position, grown as positions appear. Every call
+// used to compute them again: hd/2 calls of math.Pow and of math.Sincos
+// per row, more than the rotation of a decoding step's row costs.
+type ropeShape struct {
+	inv []float64
+	mu  sync.Mutex // serialises growing tab
+	tab atomic.Pointer[ropeTab]
+}
+
+// ropeTab holds cos and sin of p·inv[i] (math.Sincos, the same call on the
+// same arguments as computing them per row) for positions p < n, row p at
+// p·half.
+type ropeTab struct {
+	n        int
+	cos, sin []float64
+}
+
+// ropeTableMax bounds the table: rows at positions past it compute their
+// angles themselves.
+const ropeTableMax = 1 << 16
+
+// ropeShapes holds the ropeShape of each ropeKey.
+var ropeShapes sync.Map
+
+type ropeKey struct {
+	hd    int
+	theta float64
+}
+
+func ropeShapeOf(hd int, theta float64) *ropeShape {
 	if hd%2 != 0 {
 		panic(fmt.Sprintf("kernels: RoPE head dim %d is odd", hd))
 	}
 	key := ropeKey{hd, theta}
-	if inv, ok := ropeInv.Load(key); ok {
-		return inv.([]float64)
+	if r, ok := ropeShapes.Load(key); ok {
+		return r.(*ropeShape)
 	}
 	inv := make([]float64, hd/2)
 	for i := range inv {
 		inv[i] = math.Pow(theta, -float64(2*i)/float64(hd))
 	}
-	got, _ := ropeInv.LoadOrStore(key, inv)
-	return got.([]float64)
+	r, _ := ropeShapes.LoadOrStore(key, &ropeShape{inv: inv})
+	return r.(*ropeShape)
 }
 
-// ropeInv holds ropeTables' results by ropeKey.
-var ropeInv sync.Map
-
-type ropeKey struct {
-	hd    int
-	theta float64
+// table returns a table covering positions below n, or nil when n is past
+// ropeTableMax. It grows to the next power of two (at least 256) and is
+// never changed once published: readers need no lock.
+func (r *ropeShape) table(n int) *ropeTab {
+	if t := r.tab.Load(); t != nil && t.n >= n {
+		return t
+	}
+	if n > ropeTableMax {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.tab.Load()
+	if old != nil && old.n >= n {
+		return old
+	}
+	size := 256
+	for size < n {
+		size *= 2
+	}
+	half := len(r.inv)
+	t := &ropeTab{n: size, cos: make([]float64, size*half), sin: make([]float64, size*half)}
+	from := 0
+	if old != nil {
+		from = old.n
+		copy(t.cos, old.cos)
+		copy(t.sin, old.sin)
+	}
+	for p := from; p < size; p++ {
+		for i, f := range r.inv {
+			t.sin[p*half+i], t.cos[p*half+i] = math.Sincos(float64(p) * f)
+		}
+	}
+	r.tab.Store(t)
+	return t
 }
 
 // rope rotates rows of heads by angle ±pos·inv; sign -1 is the inverse
@@ -380,42 +437,31 @@ func ropeApply[T Float](out, x []T, pos []int32, rows, heads, hd int, theta floa
 	need("RoPE out", len(out), rows*heads*hd)
 	need("RoPE x", len(x), rows*heads*hd)
 	need("RoPE pos", len(pos), rows)
-	inv := ropeTables(hd, theta)
+	if rows <= 0 {
+		return
+	}
+	sh := ropeShapeOf(hd, theta)
 	half := hd / 2
 	W := heads * hd
-	angles := func(cs, sn []T, p float64) {
-		for i, f := range inv {
-			s, c := math.Sincos(p * f)
-			cs[i], sn[i] = T(c), T(sign*s)
-		}
-	}
-	// A training batch repeats its positions in every sequence: when the
-	// rows span no more positions than there are rows, the cosines and
-	// sines are computed once per position, into a table, instead of once
-	// per row (the same values: the same calls on the same arguments).
-	var tcs, tsn []T
-	p0 := 0
-	if rows > 1 {
-		lo, hi := slices.Min(pos[:rows]), slices.Max(pos[:rows])
-		if span := int(hi) - int(lo) + 1; span <= rows/2 {
-			p0 = int(lo)
-			tcs, tsn = make([]T, span*half), make([]T, span*half)
-			Parallel(span, 1+(1<<10)/(1+half), func(a, b int) {
-				for q := a; q < b; q++ {
-					angles(tcs[q*half:q*half+half], tsn[q*half:q*half+half], float64(p0+q))
-				}
-			})
-		}
+	var tab *ropeTab
+	if slices.Min(pos[:rows]) >= 0 {
+		tab = sh.table(int(slices.Max(pos[:rows])) + 1)
 	}
 	Parallel(rows, rowGrain(W), func(lo, hi int) {
 		cs := make([]T, half)
 		sn := make([]T, half)
 		for r := lo; r < hi; r++ {
-			if tcs != nil {
-				q := int(pos[r]) - p0
-				cs, sn = tcs[q*half:q*half+half], tsn[q*half:q*half+half]
+			p := int(pos[r])
+			if tab != nil {
+				c, s := tab.cos[p*half:p*half+half], tab.sin[p*half:p*half+half]
+				for i := range cs {
+					cs[i], sn[i] = T(c[i]), T(sign*s[i])
+				}
 			} else {
-				angles(cs, sn, float64(pos[r]))
+				for i, f := range sh.inv {
+					s, c := math.Sincos(float64(p) * f)
+					cs[i], sn[i] = T(c), T(sign*s)
+				}
 			}
 			if f, ok := any(cs).([]float32); ok {
 				ropeRow(any(out[r*W:r*W+W]).([]float32), any(x[r*W:r*W+W]).([]float32), f, any(sn).([]float32), half, heads, add)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -346,4 +347,49 @@ func TestAttentionStackedHeadsSameBits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRoPETableGivesTheAnglesOfEachRow: rows whose positions the angle
+// table covers rotate to the same bits as rows past it (ropeTableMax),
+// which compute their angles themselves, in both directions, and the
+// table grows safely under concurrent calls.
+func TestRoPETableGivesTheAnglesOfEachRow(t *testing.T) {
+	const H, hd, theta = 3, 16, 12345.0
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(7, 8))}
+	x := e.in(2 * H * hd)
+	for _, p := range []int32{0, 1, 255, 256, 4095} {
+		for _, backward := range []bool{false, true} {
+			table, direct := be.Alloc(2*H*hd), be.Alloc(2*H*hd)
+			rope := be.RoPE
+			if backward {
+				be.Fill(table, 0)
+				be.Fill(direct, 0)
+				rope = be.RoPEBackward
+			}
+			rope(table, x, []int32{p, p + 1}, 2, H, hd, theta)
+			rope(direct, x, []int32{p, ropeTableMax + 5}, 2, H, hd, theta) // past the table: no table for the call
+			a, b := be.s(table)[:H*hd], be.s(direct)[:H*hd]
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+					t.Fatalf("position %d (backward %v) element %d: table %v, direct %v", p, backward, i, a[i], b[i])
+				}
+			}
+		}
+	}
+	// A shape of its own, so that its table starts empty and grows while
+	// eight goroutines read it.
+	x2 := e.in(2 * H * 2 * hd)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := be.Alloc(2 * H * 2 * hd)
+			for p := int32(g * 300); p < int32(g*300+2000); p += 97 {
+				be.RoPE(out, x2, []int32{p, p + 1}, 2, H, 2*hd, theta)
+			}
+		}()
+	}
+	wg.Wait()
 }
