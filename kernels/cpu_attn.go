@@ -358,10 +358,11 @@ type decodeBuf[T Float] struct {
 	units            []attnUnit
 }
 
-// getDecodeBuf returns a decodeBuf for n spans, reusing one a finished call
-// put back (c.decodeBufs): a decoding step calls AttentionKV once a
-// layer, and these few small slices were most of its allocations. They come back
-// cleared (putDecodeBuf): spans without a prefix leave pks and pvs unset.
+// getDecodeBuf returns a decodeBuf for n spans, reusing one a finished
+// call put back (c.decodeBufs): a decoding step calls AttentionKV once a
+// layer, and these few small slices were most of its allocations. They
+// come back cleared (putDecodeBuf): spans without a prefix leave pks and
+// pvs unset.
 func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
 	d, ok := c.decodeBufs.Get().(*decodeBuf[T])
 	if !ok {
