@@ -38,6 +38,9 @@ type CPU[T Float] struct {
 	// or 4 query heads sharing a KV head in one pass (attn_decode.go).
 	scores func(rows int, s []T, lds int, q []T, hd int, k []T, ldk, n int)
 	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
+	// prefetch, when set, asks the caches for rows rows of n elements, ld
+	// apart: decode attention's next unit (prefetchRows).
+	prefetch func(p []T, ld, rows, n int)
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool
 	// decodeBufs and decodeScratch recycle decode attention's slices
@@ -49,7 +52,7 @@ type CPU[T Float] struct {
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
-		scores: attnScores, mix: attnMix}
+		scores: attnScores, mix: attnMix, prefetch: prefetchRows}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

@@ -275,7 +275,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
-			if c.scores != nil && lo+j+1 < hi {
+			if c.prefetch != nil && lo+j+1 < hi {
 				// The next unit's own keys and values, while this one
 				// computes: a unit reads hd rows of each, cap apart, too
 				// many short streams for the hardware prefetchers, and in
@@ -284,7 +284,8 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				ns := spans[nx.span]
 				np := ns.Pos0 + int(nx.row) + 1 - ns.PN
 				at := int(nx.head) * hd * ns.Cap
-				prefetchKV(ks[nx.span][at:], vs[nx.span][at:], ns.Cap, hd, np)
+				c.prefetch(ks[nx.span][at:], ns.Cap, hd, np)
+				c.prefetch(vs[nx.span][at:], ns.Cap, hd, np)
 			}
 			row, n, cp, pn, pcp := sp.QRow+r, sp.Pos0+r+1, sp.Cap, sp.PN, sp.PCap
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
@@ -396,15 +397,6 @@ func (c *CPU[T]) getDecodeScratch(n int) *[]T {
 	}
 	*p = (*p)[:n]
 	return p
-}
-
-// prefetchKV asks the caches for rows rows of n keys and values, ld
-// apart (float32 only: the float64 backend is the reference).
-func prefetchKV[T Float](k, v []T, ld, rows, n int) {
-	if kf, ok := any(k).([]float32); ok {
-		prefetchRows(kf, ld, rows, n)
-		prefetchRows(any(v).([]float32), ld, rows, n)
-	}
 }
 
 // attnUnit is one unit of AttentionKV's work: a query row of a span

@@ -125,3 +125,22 @@ func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRoPE rotates one decoding row (bench-small's 8 query heads of
+// 32) and a training batch's 1,024 such rows over 128 positions.
+func BenchmarkRoPE(b *testing.B) {
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+	for _, rows := range []int{1, 1024} {
+		b.Run(map[int]string{1: "decode-row", 1024: "train-batch"}[rows], func(b *testing.B) {
+			x, out := e.in(rows*8*32), be.Alloc(rows*8*32)
+			pos := make([]int32, rows)
+			for i := range pos {
+				pos[i] = int32(150 + i%128)
+			}
+			for b.Loop() {
+				be.RoPE(out, x, pos, rows, 8, 32, 1e6)
+			}
+		})
+	}
+}

@@ -202,4 +202,18 @@ func BenchmarkGemmPackedNTBF16(b *testing.B) {
 			b.ReportMetric(float64(rows)*float64(b.N)/sec, "tokens/s")
 		})
 	}
+	// The head alone: one product of 49 MB, where the per-product start
+	// (fork, prefetcher ramp-up) weighs nothing.
+	b.Run("head110M_m1", func(b *testing.B) {
+		h := mats[len(mats)-1]
+		x := make([]float32, h.k)
+		randFill(r, x)
+		out := make([]float32, h.n)
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			GemmPackedNTBF16(out, x, h.w, 1, h.k, h.n, false)
+		}
+		b.ReportMetric(float64(2*h.k*h.n)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
+	})
 }

@@ -212,16 +212,12 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 }
 
 // sampleRate generates gen tokens per sequence of a batch reps times on
-// m (model.BenchSampleModel) and returns the median tokens/s, with the
-// spread.
+// one sampler of m (model.BenchSampleRuns) and returns the median
+// tokens/s, with the spread.
 func sampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (rate, error) {
-	all := make([]float64, 0, reps)
-	for range max(1, reps) {
-		tps, err := model.BenchSampleModel(m, batch, 16, gen, bf16)
-		if err != nil {
-			return rate{}, err
-		}
-		all = append(all, tps)
+	all, err := model.BenchSampleRuns(m, batch, 16, gen, bf16, max(1, reps))
+	if err != nil {
+		return rate{}, err
 	}
 	slices.Sort(all)
 	med := all[len(all)/2]

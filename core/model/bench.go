@@ -154,9 +154,20 @@ func BenchSample(be kernels.Backend, cfg Config, batch, prompt, gen int, bf16 bo
 
 // BenchSampleModel is BenchSample on model m.
 func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS float64, err error) {
+	tps, err := BenchSampleRuns(m, batch, prompt, gen, bf16, 1)
+	if err != nil {
+		return 0, err
+	}
+	return tps[0], nil
+}
+
+// BenchSampleRuns is BenchSampleModel timed runs times on one sampler (its
+// weights packed and its scratch sized once, by a short warm-up): the
+// tokens/s of each run, in order.
+func BenchSampleRuns(m *Model, batch, prompt, gen int, bf16 bool, runs int) ([]float64, error) {
 	cfg := m.Config
-	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings {
-		return 0, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d)", batch, prompt, gen, cfg.MaxPositionEmbeddings)
+	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings || runs <= 0 {
+		return nil, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d) runs=%d", batch, prompt, gen, cfg.MaxPositionEmbeddings, runs)
 	}
 	s := NewSampler(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1})
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -175,16 +186,20 @@ func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS f
 		warm[i] = r
 	}
 	if _, err := s.Generate(context.Background(), warm); err != nil {
-		return 0, err
+		return nil, err
 	}
-	start := time.Now()
-	out, err := s.Generate(context.Background(), reqs)
-	if err != nil {
-		return 0, err
+	tps := make([]float64, 0, runs)
+	for range runs {
+		start := time.Now()
+		out, err := s.Generate(context.Background(), reqs)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, c := range out {
+			n += len(c.Tokens)
+		}
+		tps = append(tps, float64(n)/time.Since(start).Seconds())
 	}
-	n := 0
-	for _, c := range out {
-		n += len(c.Tokens)
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return tps, nil
 }

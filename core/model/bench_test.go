@@ -2,6 +2,7 @@ package model
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -39,6 +40,32 @@ func benchSample(b *testing.B, preset string, batch int, bf16 bool) {
 		}
 		b.ReportMetric(tps, "tokens/s")
 		b.ReportMetric(tps*float64(WeightBytes(cfg, bf16))/1e9, "weightGB/s")
+	}
+}
+
+// BenchmarkEngineSampleRuns times b.N generations of 256 tokens of
+// bench-small on one model and one sampler (BenchSampleRuns) and reports
+// their median and best tokens/s: the figure whale bench engine gives, for
+// A/B runs of two builds on a noisy machine (-benchtime 20x: 20 runs).
+func BenchmarkEngineSampleRuns(b *testing.B) {
+	m, err := BenchModel(nil, benchPreset(b, "bench-small"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		batch int
+		bf16  bool
+	}{{"b1", 1, false}, {"b1bf16", 1, true}, {"b64", 64, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			tps, err := BenchSampleRuns(m, c.batch, 16, 256, c.bf16, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			slices.Sort(tps)
+			b.ReportMetric(tps[len(tps)/2], "median-tokens/s")
+			b.ReportMetric(tps[len(tps)-1], "best-tokens/s")
+		})
 	}
 }
 
