@@ -62,16 +62,21 @@ type RolloutFigures struct {
 	// TestMean8 is the run's result, to show that builds compared did
 	// the same work.
 	TestMean8 float64 `json:"test_mean_at_8"`
+	// SampleBF16 says the rollouts were sampled from bfloat16 copies of
+	// the weights (engine.Config.SampleBF16).
+	SampleBF16 bool `json:"sample_bf16,omitempty"`
 }
 
 // BenchRollouts runs the workload once in dom with model m (trained in
 // place: pass a fresh copy) on a new store in dir, writing resume points
-// as engine.Env.ResumeEvery says, and measures it.
-func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir string, resumeEvery time.Duration) (RolloutFigures, error) {
+// as engine.Env.ResumeEvery says, sampling from bfloat16 weights if
+// sampleBF16, and measures it.
+func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir string, resumeEvery time.Duration, sampleBF16 bool) (RolloutFigures, error) {
 	cfg, err := RolloutWorkload(dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
 	}
+	cfg.SampleBF16 = sampleBF16
 	db, err := store.Open(filepath.Join(dir, dom.Name()+".db"), time.Second)
 	if err != nil {
 		return RolloutFigures{}, err
@@ -93,7 +98,7 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
 		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
 		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
-		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS()}
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS(), SampleBF16: sampleBF16}
 	f.EpisodesPS = float64(f.Episodes) / f.Seconds
 	f.CallsPS = float64(f.ModelCalls) / f.Seconds
 	f.TokensPS = float64(f.Tokens) / f.Seconds

@@ -19,6 +19,7 @@ func newBenchRolloutsCmd() *cobra.Command {
 	var domain string
 	var asJSON bool
 	var threads int
+	var sampleBF16 bool
 	var resumeEvery resumeEveryFlag
 	c := &cobra.Command{
 		Use:   "rollouts",
@@ -28,7 +29,9 @@ func newBenchRolloutsCmd() *cobra.Command {
 2 iterations, the boundary and final evaluations; the same as
 'whale run --headless --preset small --rounds 1 --E 0.125 --I 2') and reports episodes/s,
 model calls/s, generated tokens/s, cores busy, and the seconds spent sampling (training
-and scoring rollouts), training, evaluating and writing to the store. A few minutes a domain.`,
+and scoring rollouts), training, evaluating and writing to the store. A few minutes a domain.
+With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights, as in
+'whale run --sample-bf16'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := []string{domain}
@@ -56,7 +59,7 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench rollouts: %s\n", name)
-				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir, resumeEvery.env())
+				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir, resumeEvery.env(), sampleBF16)
 				if err != nil {
 					return err
 				}
@@ -72,6 +75,7 @@ and scoring rollouts), training, evaluating and writing to the store. A few minu
 	c.Flags().StringVar(&domain, "domain", "all", "math, searchqa, chess or all")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON array, a row per domain")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	c.Flags().BoolVar(&sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	resumeEvery.register(c.Flags())
 	return c
 }

@@ -106,7 +106,7 @@ type runFlags struct {
 	e, lr, kl, harnessPasses                                                   float64
 	i, budget, rounds, replay, candidates, harnessCalls                        int
 	seed                                                                       uint64
-	headless, asJSON                                                           bool
+	headless, asJSON, sampleBF16                                               bool
 	envf                                                                       envFlags
 	server                                                                     serverFlags
 	backend                                                                    backendFlag
@@ -158,12 +158,17 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&fl.proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
 	f.BoolVar(&fl.asJSON, "json", false, "print the summary as one JSON object")
+	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	f.StringVar(&fl.fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
 	fl.lora.register(f)
 	fl.envf.register(f)
 	fl.server.register(f)
 	fl.backend.register(f)
 }
+
+// sampleBF16Usage is --sample-bf16's help, on whale run and whale bench
+// rollouts.
+const sampleBF16Usage = "sample rollouts from bfloat16 copies of the weights, refreshed after each weight step: half the bytes a decoded token reads, faster where decoding is memory-bound (few sequences on a model larger than the caches), not for a small model's batches; logits differ from float32's by ~1e-2, so the run differs; training stays float32"
 
 // loraFlags are --lora-rank, --lora-alpha and --lora-targets, on whale
 // run and on the workbench's new runs.
@@ -268,6 +273,7 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	set("lr", func() { cfg.LR = fl.lr })
 	set("kl", func() { cfg.KL = fl.kl })
 	set("candidates", func() { cfg.Candidates = fl.candidates })
+	cfg.SampleBF16 = fl.sampleBF16
 	if cfg.LoRA, err = fl.lora.config(flags); err != nil {
 		return cfg, err
 	}

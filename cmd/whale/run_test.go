@@ -26,6 +26,10 @@ func TestRunsShowMisuse(t *testing.T) {
 	if _, err := runWhale(t, "run", "--headless", "--domain", "math", "--weights", "ppo", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "operator") {
 		t.Fatalf("--weights ppo: %v, want a usage error naming the field", err)
 	}
+	if _, err := runWhale(t, "run", "--headless", "--domain", "math", "--condition", "harness-only", "--sample-bf16",
+		"--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "sample_bf16") {
+		t.Fatalf("--sample-bf16 with a server policy: %v, want a usage error naming the field", err)
+	}
 	if _, err := runWhale(t, "show", "--db", db); !isUsage(err) {
 		t.Fatalf("show without RUN: %v, want a usage error", err)
 	}

@@ -92,6 +92,18 @@ type Config struct {
 	// one; its API key is read from the environment (remote.APIKeyEnv) by
 	// whoever runs the engine and never stored.
 	PolicyServer *PolicyServer `json:"policy_server,omitempty"`
+	// SampleBF16 samples the run's rollouts (training, harness scoring and
+	// evaluation) from bfloat16 copies of the local model's weights,
+	// refreshed after every weight step, instead of its float32 weights:
+	// a decoded token reads half the bytes, so decoding is faster where it
+	// is memory-bound (few sequences at once on weights larger than the
+	// caches; a small model's rollout batches run slower, each weight
+	// widened to float32 in the product); the logits differ from
+	// float32's by about 1e-2 relative, so the run is a different (still
+	// deterministic) run. Training stays float32; GRPO then takes the old
+	// policy's log-probabilities from the trained model's float32 forward
+	// pass, not from the sampler's.
+	SampleBF16 bool `json:"sample_bf16,omitempty"`
 	// Candidates (M) per harness iteration, each scored once on ValTasks.
 	Candidates int `json:"candidates"`
 	ValTasks   int `json:"val_tasks"`
@@ -307,6 +319,8 @@ func (c Config) Validate() error {
 		return bad("proposer_url", "the llm proposer needs an endpoint URL and a model name")
 	case c.PolicyServer != nil && c.Condition != "harness-only":
 		return bad("policy_server", "a weight phase cannot train a model behind a server: rollouts from a server need the harness-only condition (have %q)", c.conditionName())
+	case c.PolicyServer != nil && c.SampleBF16:
+		return bad("sample_bf16", "a server samples with its own weights: bfloat16 sampling applies to the local model only")
 	case c.PolicyServer != nil && (c.PolicyServer.URL == "" || c.PolicyServer.Model == ""):
 		return bad("policy_server", "a server policy needs an endpoint URL and a model name")
 	case c.Candidates < 1 || c.ValTasks < 1 || c.TestTasks < 1 || c.AuditTasks < 0:

@@ -343,7 +343,7 @@ func runPolicy(cfg Config, env Env, tmpl *chat.Template) (policy.Policy, error) 
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{})
+	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -386,7 +386,8 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	case "dpo":
 		e.op = &weights.DPO{Model: env.Model, Trainer: e.trainer, Beta: 0.1, Threshold: cfg.Threshold}
 	case "grpo":
-		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, KLBeta: cfg.KL, Threshold: cfg.Threshold}
+		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, KLBeta: cfg.KL, Threshold: cfg.Threshold,
+			OldFromModel: cfg.SampleBF16}
 	}
 	for _, sp := range []struct {
 		name string

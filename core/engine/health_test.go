@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -92,5 +94,43 @@ func TestWeightPhaseHealth(t *testing.T) {
 	}
 	if want := entSum / float64(weightSteps); math.Abs(*sum.Entropy-want) > 1e-12 {
 		t.Fatalf("run entropy %v, mean over its %d steps %v", *sum.Entropy, weightSteps, want)
+	}
+}
+
+// TestSampleBF16RunsAreDeterministicAndSampleDifferently runs the tiny
+// preset on the model's own policy three times: twice sampling from
+// bfloat16 weights (the same run, event for event) and once from float32
+// (another run: its steps' entropies, computed from the sampler's logits,
+// differ).
+func TestSampleBF16RunsAreDeterministicAndSampleDifferently(t *testing.T) {
+	entropies := func(bf16 bool) ([]float64, Summary) {
+		db := openDB(t)
+		env := testEnv(t, db)
+		env.Policy = nil
+		cfg := tinyConfig(t)
+		cfg.SampleBF16 = bf16
+		sum, _ := runIn(t, cfg, env, "bf16")
+		var hs []float64
+		for _, ev := range events(t, db, "bf16") {
+			if ev.Kind == EvWeightStep {
+				var d WeightStepData
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				hs = append(hs, d.Entropy)
+			}
+		}
+		if len(hs) == 0 {
+			t.Fatal("no weight steps")
+		}
+		return hs, sum
+	}
+	a, sa := entropies(true)
+	b, sb := entropies(true)
+	if !slices.Equal(a, b) || !bytes.Equal(mustJSON(sa), mustJSON(sb)) {
+		t.Fatalf("two bfloat16 runs differ: entropies %v and %v", a, b)
+	}
+	if f, _ := entropies(false); slices.Equal(a, f) {
+		t.Fatalf("bfloat16 and float32 sampling gave the same entropies %v: the option changed nothing", a)
 	}
 }

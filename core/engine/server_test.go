@@ -77,4 +77,8 @@ func TestAServerPolicyIsRefusedWhereWeightsTrain(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "model name") {
 		t.Errorf("a server policy without a model: %v", err)
 	}
+	cfg.PolicyServer.Model, cfg.SampleBF16 = "m", true
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "sample_bf16") {
+		t.Errorf("bfloat16 sampling with a server policy: %v, want a refusal naming sample_bf16", err)
+	}
 }

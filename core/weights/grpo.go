@@ -29,6 +29,12 @@ type GRPO struct {
 	// Threshold only classifies samples as kept or rejected in Stats.
 	Threshold   float64
 	MicroTokens int
+	// OldFromModel takes each sample's old-policy log-probability from
+	// Model's forward pass in the first epoch (before any update) instead
+	// of from the sampler's (Call.LogProbs): for a sampler whose arithmetic
+	// is not the trained model's (bfloat16 weights), whose log-probabilities
+	// would put a ratio other than 1 on the unchanged policy.
+	OldFromModel bool
 }
 
 func (g *GRPO) Name() string { return "grpo" }
@@ -93,9 +99,11 @@ func (g *GRPO) Step(samples []Sample) (Stats, error) {
 	oldLP := make([]float64, len(samples))
 	refLP := make([]float64, len(samples))
 	for i, s := range samples {
-		for _, c := range s.Calls {
-			for _, lp := range c.LogProbs {
-				oldLP[i] += float64(lp)
+		if !g.OldFromModel {
+			for _, c := range s.Calls {
+				for _, lp := range c.LogProbs {
+					oldLP[i] += float64(lp)
+				}
 			}
 		}
 		if g.Ref != nil && completionTokens(s) > 0 {
@@ -122,6 +130,10 @@ func (g *GRPO) Step(samples []Sample) (Stats, error) {
 			cur, err := logProb(g.Model, s)
 			if err != nil {
 				return st, err
+			}
+			if g.OldFromModel && e == 0 {
+				// No update yet: the model is the old policy.
+				oldLP[i] = cur
 			}
 			rho := math.Exp((cur - oldLP[i]) / float64(n))
 			delta := 0.0

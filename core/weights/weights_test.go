@@ -223,3 +223,51 @@ func TestMicroBatchesBoundPaddedTokens(t *testing.T) {
 		t.Fatalf("%d sequences in micro-batches, want %d", total, len(seqs))
 	}
 }
+
+// TestGRPOOldFromModelIgnoresTheSamplersLogProbs: with OldFromModel the
+// old policy is the model's own forward pass, so the sampler's
+// log-probabilities, however wrong, change nothing: the update equals the
+// one from exact float32 log-probabilities, while the same wrong values
+// taken as the old policy clip the update differently.
+func TestGRPOOldFromModelIgnoresTheSamplersLogProbs(t *testing.T) {
+	step := func(fromModel bool, lps func(m *model.Model, s Sample) []float32) float64 {
+		m, tr := tiny(t, 3)
+		good := sample("g", 1, "", []int32{1, 2}, []int32{3, 4})
+		bad := sample("g", 0, "wrong", []int32{1, 2}, []int32{5, 6})
+		for _, s := range []*Sample{&good, &bad} {
+			s.Calls[0].LogProbs = lps(m, *s)
+		}
+		g := &GRPO{Model: m, Trainer: tr, Clip: 0.2, Epochs: 2, Threshold: DefaultThreshold, OldFromModel: fromModel}
+		if _, err := g.Step([]Sample{good, bad}); err != nil {
+			t.Fatal(err)
+		}
+		lp, err := logProb(m, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lp
+	}
+	wrong := func(*model.Model, Sample) []float32 { return []float32{-9, -9} }
+	exact := func(m *model.Model, s Sample) []float32 {
+		lp, err := m.TokenLogProbs([]model.Sequence{sequences(s, 1)[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.Calls[0].Completion
+		out := make([]float32, len(c))
+		for i, v := range lp[0][len(lp[0])-len(c):] {
+			out[i] = float32(v)
+		}
+		return out
+	}
+	fromModel, withExact := step(true, wrong), step(true, exact)
+	if fromModel != withExact {
+		t.Fatalf("OldFromModel: log p(good) after the update %v with wrong sampler log-probs, %v with exact ones", fromModel, withExact)
+	}
+	if sampler := step(false, exact); math.Abs(sampler-fromModel) > 1e-4 {
+		t.Fatalf("exact sampler log-probs give log p(good) %v, the model's own %v", sampler, fromModel)
+	}
+	if clipped := step(false, wrong); math.Abs(clipped-fromModel) < 1e-4 {
+		t.Fatalf("wrong sampler log-probs taken as the old policy changed nothing (%v): the test cannot tell", clipped)
+	}
+}
