@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -97,7 +98,11 @@ func BenchmarkCPUAttentionKVDecodeShared(b *testing.B) {
 // batch 64 (20 MB) in turn, and 3 MB of other reads (about one layer's
 // float32 weights) before each, so that a layer's keys and values come
 // from L3 or memory, not from the core's caches. "reads" times the other
-// reads alone: the attention's share is the difference.
+// reads alone: the attention's share is the difference. "cache-reads"
+// reads the layer's keys and values instead of attending over them (each
+// cache tensor in one sequential pass, the tensors split over the threads):
+// the time the same bytes take as streams, the bound of attention's memory
+// share.
 func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
 	const rows, pos, H, KVH, hd, layers = 64, 150, 8, 2, 32, 4
 	be := NewCPU()
@@ -123,6 +128,55 @@ func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
 				}
 			}
 		})
+	}
+	b.Run("cache-reads", func(b *testing.B) {
+		sums := make([]float32, 2*rows)
+		for i := 0; b.Loop(); i++ {
+			be.SumSq(other)
+			sp := spans[i%layers]
+			Parallel(2*len(sp), 1, func(lo, hi int) {
+				var acc float32
+				for j := lo; j < hi; j++ {
+					t := sp[j/2].K
+					if j%2 == 1 {
+						t = sp[j/2].V
+					}
+					x := be.s(t)
+					acc += be.dot(x, x)
+				}
+				sums[lo] += acc
+			})
+		}
+	})
+}
+
+// BenchmarkReadBandwidth reads a buffer of 1, 12 (bench-small's float32
+// weights) or 64 MiB in one sequential pass per thread (a dot product of
+// each thread's half with itself) on one and on two threads: what a
+// product that streams weights of that size from L2, L3 or memory can
+// reach on this machine.
+func BenchmarkReadBandwidth(b *testing.B) {
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+	for _, mb := range []int{1, 12, 64} {
+		x := be.s(e.in(mb << 18))
+		for _, parts := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%dMiB-%dthreads", mb, parts), func(b *testing.B) {
+				var sums [2]float32
+				b.SetBytes(int64(4 * len(x)))
+				withThreads(parts, func() {
+					for b.Loop() {
+						per := len(x) / parts
+						Parallel(parts, 1, func(lo, hi int) {
+							for p := lo; p < hi; p++ {
+								y := x[p*per : (p+1)*per]
+								sums[p] += be.dot(y, y)
+							}
+						})
+					}
+				})
+			})
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,4 +102,38 @@ func BenchmarkParallelForkJoin(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkCoreRoundTrip times one goroutine setting a flag that another,
+// spinning on its own core, answers: the least a fork and join of two
+// threads can cost on this machine, against which BenchmarkParallelForkJoin's
+// overhead (parallel minus half of serial) is measured.
+func BenchmarkCoreRoundTrip(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs two threads")
+	}
+	var flag atomic.Int64
+	stop := int64(-1)
+	go func() {
+		for i := int64(1); ; i++ {
+			for {
+				v := flag.Load()
+				if v == stop {
+					return
+				}
+				if v == 2*i-1 {
+					break
+				}
+			}
+			flag.Store(2 * i)
+		}
+	}()
+	var i int64
+	for b.Loop() {
+		i++
+		flag.Store(2*i - 1)
+		for flag.Load() != 2*i {
+		}
+	}
+	flag.Store(stop)
 }
