@@ -31,6 +31,7 @@ type tuiFlags struct {
 	db, domain, preset, run, model string
 	fresh                          bool
 	seed                           uint64
+	sampleBF16                     bool
 	lora                           loraFlags
 	// loraCfg is what --lora-rank and its companions give a new run
 	// (checked before anything opens).
@@ -57,6 +58,9 @@ func newTUICmd() *cobra.Command {
 			if fl.loraCfg != nil && fl.run != "" {
 				return usageError{errors.New("--lora-rank sizes a new run's adapters: a resumed run (--run) keeps its own")}
 			}
+			if fl.sampleBF16 && fl.run != "" {
+				return usageError{errors.New("--sample-bf16 configures a new run: a resumed run (--run) keeps its own")}
+			}
 			return openWorkbench(cmd, fl)
 		},
 	}
@@ -68,6 +72,7 @@ func newTUICmd() *cobra.Command {
 	f.BoolVar(&fl.fresh, "new", false, "start a new run even if an unfinished one could be resumed")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
 	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, "new run: "+sampleBF16Usage)
 	fl.lora.register(f)
 	return c
 }
@@ -89,6 +94,10 @@ func noTerminal(fl tuiFlags) error {
 			adapters += " over a bfloat16 base"
 			extra += " --lora-bf16-base"
 		}
+	}
+	if fl.sampleBF16 {
+		adapters += ", sampling from bfloat16 weights,"
+		extra += " --sample-bf16"
 	}
 	what := fmt.Sprintf("start a new %s run (preset %s)%s in %s, or offer to resume its newest unfinished run", fl.domain, fl.preset, adapters, fl.db)
 	if fl.run != "" {
@@ -186,7 +195,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if err != nil {
 			return usageError{err}
 		}
-		cfg.Seed, cfg.LoRA = fl.seed, fl.loraCfg
+		cfg.Seed, cfg.LoRA, cfg.SampleBF16 = fl.seed, fl.loraCfg, fl.sampleBF16
 		var b *bundle.Bundle
 		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", nil); err != nil {
 			return err

@@ -52,7 +52,13 @@ func TestTUIStartsLoRARuns(t *testing.T) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
+	_, err = runWhale(t, "tui", "--db", db, "--sample-bf16")
+	if err == nil || isUsage(err) || !strings.Contains(err.Error(), "sampling from bfloat16 weights") ||
+		!strings.Contains(err.Error(), "--preset small --sample-bf16 --db ") {
+		t.Errorf("tui --sample-bf16 without a terminal: %v, want exit 1 naming the option and passing it on", err)
+	}
 	for _, args := range [][]string{
+		{"tui", "--db", db, "--sample-bf16", "--run", "some-run"},
 		{"tui", "--db", db, "--lora-rank", "-2"},
 		{"tui", "--db", db, "--lora-alpha", "3"},
 		{"tui", "--db", db, "--lora-rank", "2", "--lora-targets", "qq"},
