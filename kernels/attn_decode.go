@@ -1,10 +1,20 @@
 package kernels
 
-// Decode attention reads a dimension-major KV cache (see AttentionKV): for
-// one KV head, k[d*ldk+p] is dimension d of the key at position p. The
-// query heads that share a KV head (grouped-query attention) are scored and
-// mixed together, as small matrix products over every cached position:
-// scores S[rows, n] = Q[rows, hd]·K[hd, n], outputs O[rows, hd] =
+import "fmt"
+
+// Decode attention reads the CPU backend's KV caches. The keys (or values)
+// of one KV head over a capacity of cap positions take cap·hd elements,
+// stored block by block: positions in blocks of 8, a whole block's hd·8
+// elements together with dimension d of its positions at d·8 (kvAt), and
+// the last cap%8 positions, if any, dimension-major in the last
+// (cap%8)·hd. A unit that reads every cached position of a head so reads
+// one contiguous range, in order: a stream the hardware prefetchers
+// follow, where a dimension-major cache is hd short streams, one per
+// dimension, which they do not (docs/PERFORMANCE.md, session 16).
+//
+// The query heads that share a KV head (grouped-query attention) are
+// scored and mixed together, as small matrix products over every cached
+// position: scores S[rows, n] = Q[rows, hd]·K[hd, n], outputs O[rows, hd] =
 // P[rows, n]·V[hd, n]ᵀ, in chunks of 4, 2 or 1 rows. One pass over the
 // cache serves a whole chunk (each key or value vector loaded feeds one FMA
 // per row), instead of a separate axpy (or dot) per head and dimension
@@ -15,62 +25,73 @@ package kernels
 // positions masked) reduced as hsum8 does, whatever the chunk size: a
 // row's results never depend on the rows beside it, nor on the group size.
 
-// attnScores sets s[i*lds+p] = Σ_d q[i*hd+d]·k[d*ldk+p] for the query rows
-// i < rows (1, 2 or 4) and positions p < n, each sum in increasing d. It
-// panics if a slice is too short.
-func attnScores(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, n int) {
+// kvBlock is how many positions a block of a CPU KV cache holds.
+const kvBlock = 8
+
+// kvAt returns where dimension d of position p sits in one KV head's cache
+// of capacity cap and head dimension hd.
+func kvAt(cap, hd, d, p int) int {
+	b := p &^ (kvBlock - 1)
+	w := min(kvBlock, cap-b)
+	return b*hd + d*w + p - b
+}
+
+// attnScores sets s[i*lds+p] = Σ_d q[i*hd+d]·k[kvAt(cap, hd, d, p)] for the
+// query rows i < rows (1, 2 or 4) and positions p < n ≤ cap of one head's
+// cache k (cap·hd elements), each sum in increasing d. It panics if a
+// slice is too short.
+func attnScores(rows int, s []float32, lds int, q []float32, hd int, k []float32, cap, n int) {
 	if n <= 0 {
 		return
 	}
+	if n > cap {
+		panic(fmt.Sprintf("kernels: attention scores over %d positions of a cache of %d", n, cap))
+	}
 	_ = s[(rows-1)*lds+n-1]
 	_ = q[rows*hd-1]
-	_ = k[(hd-1)*ldk+n-1]
+	_ = k[cap*hd-1]
 	if !useAsm {
-		attnScoresGo(rows, s, lds, q, hd, k, ldk, 0, n)
+		attnScoresGo(rows, s, lds, q, hd, k, cap, 0, n)
 		return
 	}
-	if n < 8 {
-		// Too few positions for the kernel: pad them to 8 so that they get
-		// the same FMA chains as positions of a longer run. A row's scores
-		// then do not depend on how its positions are split between caches
-		// (kernels.KVSpan's prefix).
-		var kb [8 * 256]float32
-		var sb [4 * 8]float32
-		kp := kb[:8*hd]
-		if hd > 256 || rows > 4 {
-			kp = make([]float32, 8*hd)
-		}
-		for d := 0; d < hd; d++ {
-			copy(kp[d*8:d*8+n], k[d*ldk:d*ldk+n])
-		}
+	n8 := min(n, cap&^(kvBlock-1)) &^ (kvBlock - 1)
+	if n8 > 0 {
+		attnScoresAsm(rows, s, lds, q, hd, k, kvBlock, kvBlock*hd, n8)
+	}
+	if n8 < n {
+		// The last positions: their whole block scored apart (the scores
+		// past n dropped), or, in the cache's last, narrower block,
+		// gathered into a block of 8 first; either way they get the FMA
+		// chains of positions of a whole block.
+		var sb [4 * kvBlock]float32
 		sp := sb[:]
 		if rows > 4 {
-			sp = make([]float32, 8*rows)
+			sp = make([]float32, kvBlock*rows)
 		}
-		attnScoresAsm(rows, sp, 8, q, hd, kp, 8, 0, 8)
+		kp := k[n8*hd:]
+		if n8+kvBlock > cap {
+			kp = make([]float32, kvBlock*hd)
+			for d := 0; d < hd; d++ {
+				for p := n8; p < n; p++ {
+					kp[d*kvBlock+p-n8] = k[kvAt(cap, hd, d, p)]
+				}
+			}
+		}
+		attnScoresAsm(rows, sp, kvBlock, q, hd, kp, kvBlock, 0, kvBlock)
 		for i := 0; i < rows; i++ {
-			copy(s[i*lds:i*lds+n], sp[i*8:i*8+n])
+			copy(s[i*lds+n8:i*lds+n], sp[i*kvBlock:i*kvBlock+n-n8])
 		}
-		return
-	}
-	n8 := n &^ 7
-	attnScoresAsm(rows, s, lds, q, hd, k, ldk, 0, n8)
-	if n8 < n {
-		// The last 8 positions again: a position's score is the same FMA
-		// chain whichever block computes it, so the overlap rewrites the
-		// same bits.
-		attnScoresAsm(rows, s, lds, q, hd, k, ldk, n-8, 8)
 	}
 }
 
 // attnScoresGo is attnScores for positions p0 ≤ p < n, in plain Go.
-func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n int) {
+func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float32, cap, p0, n int) {
 	for i := 0; i < rows; i++ {
 		qi := q[i*hd : i*hd+hd]
 		for p := p0; p < n; p++ {
 			var acc float32
 			for d, x := range qi {
-				acc += x * k[d*ldk+p]
+				acc += x * k[kvAt(cap, hd, d, p)]
 			}
 			s[i*lds+p] = acc
 		}
@@ -81,39 +102,54 @@ func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float
 // handles at once (eight FMA chains); hd must be a multiple of it.
 func mixDims(rows int) int { return 8 / rows }
 
-// attnMix sets o[i*hd+d] = Σ_p pr[i*ldp+p]·v[d*ldv+p] for the rows i <
-// rows (1, 2 or 4) of probabilities over positions p < n and dimensions d
-// < hd: the attention outputs of a chunk of query heads from one head's
-// values. It panics if a slice is too short.
-func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
+// attnMix sets o[i*hd+d] = Σ_p pr[i*ldp+p]·v[kvAt(cap, hd, d, p)] for the
+// rows i < rows (1, 2 or 4) of probabilities over positions p < n ≤ cap and
+// dimensions d < hd: the attention outputs of a chunk of query heads from
+// one head's values v (cap·hd elements). It panics if a slice is too
+// short.
+func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, cap, hd, n int) {
 	if hd <= 0 {
 		return
+	}
+	if n > cap {
+		panic(fmt.Sprintf("kernels: attention values over %d positions of a cache of %d", n, cap))
 	}
 	_ = o[rows*hd-1]
 	if n > 0 {
 		_ = pr[(rows-1)*ldp+n-1]
-		_ = v[(hd-1)*ldv+n-1]
+		_ = v[cap*hd-1]
 	}
 	if useAsm && hd%mixDims(rows) == 0 && n > 0 {
-		attnMixAsm(rows, o, pr, ldp, v, ldv, hd, n)
+		if n > cap&^(kvBlock-1) {
+			// The positions reach the cache's last, narrower block: the
+			// values gathered into whole blocks first, so that the masked
+			// last block is read as every other one.
+			vb := make([]float32, (n+kvBlock-1)&^(kvBlock-1)*hd)
+			for d := 0; d < hd; d++ {
+				for p := 0; p < n; p++ {
+					vb[kvAt(len(vb)/hd, hd, d, p)] = v[kvAt(cap, hd, d, p)]
+				}
+			}
+			v = vb
+		}
+		attnMixAsm(rows, o, pr, ldp, v, kvBlock, kvBlock*hd, hd, n)
 		return
 	}
 	clear(o[:rows*hd])
-	attnMixGo(rows, o, pr, ldp, v, ldv, hd, 0, n)
+	attnMixGo(rows, o, pr, ldp, v, cap, hd, 0, n)
 }
 
 // attnMixGo adds the terms p0 ≤ p < n of attnMix into o, in plain Go.
-func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, p0, n int) {
+func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, cap, hd, p0, n int) {
 	if p0 >= n {
 		return
 	}
 	for i := 0; i < rows; i++ {
 		pi := pr[i*ldp+p0 : i*ldp+n]
 		for d := 0; d < hd; d++ {
-			vd := v[d*ldv+p0 : d*ldv+n]
 			acc := o[i*hd+d]
-			for p, x := range pi {
-				acc += x * vd[p]
+			for j, x := range pi {
+				acc += x * v[kvAt(cap, hd, d, p0+j)]
 			}
 			o[i*hd+d] = acc
 		}

@@ -1,16 +1,20 @@
 #include "textflag.h"
 
-// func attnScores4AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n8 int)
+// func attnScores4AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, bs, n8 int)
 //
-// Positions 16 at a time (eight accumulators: Y(2i) and Y(2i+1) for query
-// row i), then one block of 8 (four accumulators). For each position block
-// the loop over d loads the key vectors once and broadcasts q[i][d], and
-// asks for the same row's keys 64 positions on (PREFETCHT0 256 bytes
-// ahead: each row is its own short stream, which the hardware prefetchers
-// follow poorly; the 1- and 2-row kernels do the same for their blocks of
-// 32). Registers: DI s, R8 lds bytes, SI/R11/R12/R13 q rows, DX k, R10 ldk
-// bytes, CX n8, AX p, R9 hd bytes, R14 d bytes, BX key pointer.
-TEXT ·attnScores4AVX2(SB), NOSPLIT, $0-56
+// Keys in blocks of 8 positions, bs elements apart (8 for a cache that is
+// dimension-major throughout; hd·8 for one stored block by block), and
+// within a block dimension d at d·ldk. Positions 16 at a time (two blocks;
+// eight accumulators: Y(2i) and Y(2i+1) for query row i), then one block
+// of 8 (four accumulators). For each position block the loop over d loads
+// the key vectors once and broadcasts q[i][d], and asks for the keys 8
+// blocks on (PREFETCHT0: for a dimension-major cache each row is its own
+// short stream, which the hardware prefetchers follow poorly; the 1- and
+// 2-row kernels do the same for their blocks of 32). Registers: DI s, R8
+// lds bytes, SI/R11/R12/R13 q rows, DX keys of the block at p, R10 ldk
+// bytes, R15 bs bytes, CX n8, AX p, R9 hd bytes, R14 d bytes, BX key
+// pointer.
+TEXT ·attnScores4AVX2(SB), NOSPLIT, $0-64
 	MOVQ s+0(FP), DI
 	MOVQ lds+8(FP), R8
 	SHLQ $2, R8
@@ -23,7 +27,9 @@ TEXT ·attnScores4AVX2(SB), NOSPLIT, $0-56
 	MOVQ k+32(FP), DX
 	MOVQ ldk+40(FP), R10
 	SHLQ $2, R10
-	MOVQ n8+48(FP), CX
+	MOVQ bs+48(FP), R15
+	SHLQ $2, R15
+	MOVQ n8+56(FP), CX
 	XORQ AX, AX
 
 sc16:
@@ -38,13 +44,13 @@ sc16:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 sc16d:
 	VMOVUPS      (BX), Y8
-	VMOVUPS      32(BX), Y9
-	PREFETCHT0   256(BX)
+	VMOVUPS      (BX)(R15*1), Y9
+	PREFETCHT0   (BX)(R15*8)
 	VBROADCASTSS (SI)(R14*1), Y10
 	VFMADD231PS  Y8, Y10, Y0
 	VFMADD231PS  Y9, Y10, Y1
@@ -74,6 +80,7 @@ sc16d:
 	ADDQ    R8, BX
 	VMOVUPS Y6, (BX)
 	VMOVUPS Y7, 32(BX)
+	LEAQ    (DX)(R15*2), DX
 	ADDQ    $16, AX
 	JMP     sc16
 
@@ -84,7 +91,7 @@ sc8:
 	VXORPS Y2, Y2, Y2
 	VXORPS Y4, Y4, Y4
 	VXORPS Y6, Y6, Y6
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 sc8d:
@@ -138,16 +145,18 @@ DATA tailmask<>+48(SB)/8, $0
 DATA tailmask<>+56(SB)/8, $0
 GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 
-// func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int)
+// func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, bs, hd, n int)
 //
-// Two dimensions d, d+1 at a time: eight accumulators, Y(i) for row i at
-// d and Y(4+i) at d+1, over all positions; each value vector loaded once
-// feeds four FMAs. The last n%8 positions are loaded under the mask Y14
-// (all clear when n%8 = 0). Registers: R14 &o[d], R9 hd bytes,
-// SI/R11/R12/R13 pr rows, DX v row d, BX v row d+1, R10 ldv bytes, CX
-// bytes of whole blocks, AX position bytes, R8 pairs of d left, DI
-// scratch.
-TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-56
+// Values laid out as the keys of attnScores4AVX2 (blocks of 8 positions bs
+// elements apart, dimension d at d·ldv within a block). Two dimensions d,
+// d+1 at a time: eight accumulators, Y(i) for row i at d and Y(4+i) at
+// d+1, over all positions; each value vector loaded once feeds four FMAs.
+// The last n%8 positions are loaded under the mask Y14 (all clear when
+// n%8 = 0). Registers: R14 &o[d], R9 hd bytes, SI/R11/R12/R13 pr rows, DI
+// values of d at position 0, DX values of d in the block at the position,
+// R10 ldv bytes, BX bs bytes, CX bytes of whole blocks of pr, AX position
+// bytes of pr, R8 pairs of d left.
+TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-64
 	MOVQ o+0(FP), R14
 	MOVQ pr+8(FP), SI
 	MOVQ ldp+16(FP), R8
@@ -158,11 +167,13 @@ TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-56
 	MOVQ v+24(FP), DX
 	MOVQ ldv+32(FP), R10
 	SHLQ $2, R10
-	MOVQ hd+40(FP), R9
+	MOVQ bs+40(FP), BX
+	SHLQ $2, BX
+	MOVQ hd+48(FP), R9
 	MOVQ R9, R8
 	SHRQ $1, R8
 	SHLQ $2, R9
-	MOVQ    n+48(FP), CX
+	MOVQ    n+56(FP), CX
 	MOVQ    CX, AX
 	ANDQ    $7, AX
 	NEGQ    AX
@@ -172,7 +183,7 @@ TEXT ·attnMix4AVX2(SB), NOSPLIT, $0-56
 	SHLQ    $2, CX
 
 mixd:
-	LEAQ   (DX)(R10*1), BX
+	MOVQ   DX, DI
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -186,8 +197,8 @@ mixd:
 mixp:
 	CMPQ        AX, CX
 	JGE         mixtail
-	VMOVUPS     (DX)(AX*1), Y8
-	VMOVUPS     (BX)(AX*1), Y9
+	VMOVUPS     (DX), Y8
+	VMOVUPS     (DX)(R10*1), Y9
 	VMOVUPS     (SI)(AX*1), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y4
@@ -201,11 +212,12 @@ mixp:
 	VFMADD231PS Y8, Y13, Y3
 	VFMADD231PS Y9, Y13, Y7
 	ADDQ        $32, AX
+	ADDQ        BX, DX
 	JMP         mixp
 
 mixtail:
-	VMASKMOVPS  (DX)(AX*1), Y14, Y8
-	VMASKMOVPS  (BX)(AX*1), Y14, Y9
+	VMASKMOVPS  (DX), Y14, Y8
+	VMASKMOVPS  (DX)(R10*1), Y14, Y9
 	VMASKMOVPS  (SI)(AX*1), Y14, Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y4
@@ -219,33 +231,34 @@ mixtail:
 	VFMADD231PS Y8, Y13, Y3
 	VFMADD231PS Y9, Y13, Y7
 
-	MOVQ      R14, DI
-	HSUMSTORE(Y0, X0, X8, (DI))
-	HSUMSTORE(Y4, X4, X9, 4(DI))
-	ADDQ      R9, DI
-	HSUMSTORE(Y1, X1, X10, (DI))
-	HSUMSTORE(Y5, X5, X11, 4(DI))
-	ADDQ      R9, DI
-	HSUMSTORE(Y2, X2, X12, (DI))
-	HSUMSTORE(Y6, X6, X13, 4(DI))
-	ADDQ      R9, DI
-	HSUMSTORE(Y3, X3, X8, (DI))
-	HSUMSTORE(Y7, X7, X9, 4(DI))
+	MOVQ      R14, AX
+	HSUMSTORE(Y0, X0, X8, (AX))
+	HSUMSTORE(Y4, X4, X9, 4(AX))
+	ADDQ      R9, AX
+	HSUMSTORE(Y1, X1, X10, (AX))
+	HSUMSTORE(Y5, X5, X11, 4(AX))
+	ADDQ      R9, AX
+	HSUMSTORE(Y2, X2, X12, (AX))
+	HSUMSTORE(Y6, X6, X13, 4(AX))
+	ADDQ      R9, AX
+	HSUMSTORE(Y3, X3, X8, (AX))
+	HSUMSTORE(Y7, X7, X9, 4(AX))
 	ADDQ      $8, R14
-	LEAQ      (BX)(R10*1), DX
+	LEAQ      (DI)(R10*2), DX
 	DECQ      R8
 	JNZ       mixd
 
 	VZEROUPPER
 	RET
 
-// func attnScores1AVX2(s *float32, q *float32, hd int, k *float32, ldk, n8 int)
+// func attnScores1AVX2(s *float32, q *float32, hd int, k *float32, ldk, bs, n8 int)
 //
-// attnScores4AVX2 for one query row: positions 32 at a time (four
-// accumulators, Y0-Y3, so four FMA chains run at once), then blocks of 8.
-// Registers: DI s, SI q, R9 hd bytes, DX k, R10 ldk bytes, CX n8, AX p,
+// attnScores4AVX2 for one query row: positions 32 at a time (four blocks,
+// four accumulators, Y0-Y3, so four FMA chains run at once), then blocks of
+// 8. Registers: DI s, SI q, R9 hd bytes, DX keys of the block at p, R10
+// ldk bytes, R15 bs bytes, R12 3·bs bytes, R13 10·bs bytes, CX n8, AX p,
 // R14 d bytes, BX key pointer.
-TEXT ·attnScores1AVX2(SB), NOSPLIT, $0-48
+TEXT ·attnScores1AVX2(SB), NOSPLIT, $0-56
 	MOVQ s+0(FP), DI
 	MOVQ q+8(FP), SI
 	MOVQ hd+16(FP), R9
@@ -253,7 +266,12 @@ TEXT ·attnScores1AVX2(SB), NOSPLIT, $0-48
 	MOVQ k+24(FP), DX
 	MOVQ ldk+32(FP), R10
 	SHLQ $2, R10
-	MOVQ n8+40(FP), CX
+	MOVQ bs+40(FP), R15
+	SHLQ $2, R15
+	LEAQ (R15)(R15*2), R12
+	LEAQ (R15)(R15*4), R13
+	SHLQ $1, R13
+	MOVQ n8+48(FP), CX
 	XORQ AX, AX
 
 s1b32:
@@ -264,17 +282,17 @@ s1b32:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 s1b32d:
-	PREFETCHT0   256(BX)
-	PREFETCHT0   320(BX)
+	PREFETCHT0   (BX)(R15*8)
+	PREFETCHT0   (BX)(R13*1)
 	VBROADCASTSS (SI)(R14*1), Y8
 	VFMADD231PS  (BX), Y8, Y0
-	VFMADD231PS  32(BX), Y8, Y1
-	VFMADD231PS  64(BX), Y8, Y2
-	VFMADD231PS  96(BX), Y8, Y3
+	VFMADD231PS  (BX)(R15*1), Y8, Y1
+	VFMADD231PS  (BX)(R15*2), Y8, Y2
+	VFMADD231PS  (BX)(R12*1), Y8, Y3
 	ADDQ         R10, BX
 	ADDQ         $4, R14
 	CMPQ         R14, R9
@@ -285,6 +303,7 @@ s1b32d:
 	VMOVUPS Y1, 32(BX)
 	VMOVUPS Y2, 64(BX)
 	VMOVUPS Y3, 96(BX)
+	LEAQ    (DX)(R15*4), DX
 	ADDQ    $32, AX
 	JMP     s1b32
 
@@ -292,7 +311,7 @@ s1b8:
 	CMPQ   AX, CX
 	JGE    s1done
 	VXORPS Y0, Y0, Y0
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 s1b8d:
@@ -304,6 +323,7 @@ s1b8d:
 	JLT          s1b8d
 
 	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    R15, DX
 	ADDQ    $8, AX
 	JMP     s1b8
 
@@ -311,11 +331,12 @@ s1done:
 	VZEROUPPER
 	RET
 
-// func attnScores2AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, n8 int)
+// func attnScores2AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, bs, n8 int)
 //
-// attnScores4AVX2 for two query rows: positions 16 at a time (Y0, Y1 row
-// 0; Y2, Y3 row 1), then blocks of 8. Registers as in attnScores4AVX2.
-TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-56
+// attnScores4AVX2 for two query rows: positions 32 at a time, then 16 (Y0,
+// Y1 row 0; Y2, Y3 row 1), then blocks of 8. Registers as in
+// attnScores4AVX2, with R12 3·bs bytes and R13 10·bs bytes.
+TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-64
 	MOVQ s+0(FP), DI
 	MOVQ lds+8(FP), R8
 	SHLQ $2, R8
@@ -326,7 +347,12 @@ TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-56
 	MOVQ k+32(FP), DX
 	MOVQ ldk+40(FP), R10
 	SHLQ $2, R10
-	MOVQ n8+48(FP), CX
+	MOVQ bs+48(FP), R15
+	SHLQ $2, R15
+	LEAQ (R15)(R15*2), R12
+	LEAQ (R15)(R15*4), R13
+	SHLQ $1, R13
+	MOVQ n8+56(FP), CX
 	XORQ AX, AX
 
 	// 32 positions a pass: eight accumulators (Y0-Y3 row 0, Y4-Y7 row 1),
@@ -344,16 +370,16 @@ s2b32:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 s2b32d:
 	VMOVUPS      (BX), Y8
-	VMOVUPS      32(BX), Y9
-	VMOVUPS      64(BX), Y10
-	VMOVUPS      96(BX), Y11
-	PREFETCHT0   256(BX)
-	PREFETCHT0   320(BX)
+	VMOVUPS      (BX)(R15*1), Y9
+	VMOVUPS      (BX)(R15*2), Y10
+	VMOVUPS      (BX)(R12*1), Y11
+	PREFETCHT0   (BX)(R15*8)
+	PREFETCHT0   (BX)(R13*1)
 	VBROADCASTSS (SI)(R14*1), Y12
 	VFMADD231PS  Y8, Y12, Y0
 	VFMADD231PS  Y9, Y12, Y1
@@ -379,6 +405,7 @@ s2b32d:
 	VMOVUPS Y5, 32(BX)
 	VMOVUPS Y6, 64(BX)
 	VMOVUPS Y7, 96(BX)
+	LEAQ    (DX)(R15*4), DX
 	ADDQ    $32, AX
 	JMP     s2b32
 
@@ -390,12 +417,12 @@ s2b16:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 s2b16d:
 	VMOVUPS      (BX), Y8
-	VMOVUPS      32(BX), Y9
+	VMOVUPS      (BX)(R15*1), Y9
 	VBROADCASTSS (SI)(R14*1), Y10
 	VFMADD231PS  Y8, Y10, Y0
 	VFMADD231PS  Y9, Y10, Y1
@@ -413,6 +440,7 @@ s2b16d:
 	ADDQ    R8, BX
 	VMOVUPS Y2, (BX)
 	VMOVUPS Y3, 32(BX)
+	LEAQ    (DX)(R15*2), DX
 	ADDQ    $16, AX
 	JMP     s2b16
 
@@ -421,7 +449,7 @@ s2b8:
 	JGE    s2done
 	VXORPS Y0, Y0, Y0
 	VXORPS Y2, Y2, Y2
-	LEAQ   (DX)(AX*4), BX
+	MOVQ   DX, BX
 	XORQ   R14, R14
 
 s2b8d:
@@ -439,6 +467,7 @@ s2b8d:
 	VMOVUPS Y0, (BX)
 	ADDQ    R8, BX
 	VMOVUPS Y2, (BX)
+	ADDQ    R15, DX
 	ADDQ    $8, AX
 	JMP     s2b8
 
@@ -446,30 +475,32 @@ s2done:
 	VZEROUPPER
 	RET
 
-// func attnMix1AVX2(o *float32, pr *float32, v *float32, ldv, hd, n int)
+// func attnMix1AVX2(o *float32, pr *float32, v *float32, ldv, bs, hd, n int)
 //
 // attnMix4AVX2 for one row of probabilities: eight dimensions d..d+7 at a
 // time, Y(j) for d+j, so eight FMA chains run at once; each probability
 // vector loaded feeds eight FMAs. Every sum has the lanes, tail mask and
 // reduction of attnMix4AVX2. hd is a multiple of 8. Registers: R14 &o[d],
-// SI pr, DX v row d, BX v row d+4, R10 ldv bytes, R12 3·ldv bytes, CX
-// whole blocks, R13 blocks left, AX position bytes (for the tail), R8
-// groups of d left, DI scratch.
-TEXT ·attnMix1AVX2(SB), NOSPLIT, $0-48
+// SI pr, DX values of d and BX of d+4 in the block at the position, DI
+// values of d at position 0, R10 ldv bytes, R12 3·ldv bytes, AX bs bytes,
+// CX whole blocks, R13 blocks left, R8 groups of d left.
+TEXT ·attnMix1AVX2(SB), NOSPLIT, $0-56
 	MOVQ o+0(FP), R14
 	MOVQ v+16(FP), DX
 	MOVQ ldv+24(FP), R10
 	SHLQ $2, R10
 	LEAQ (R10)(R10*2), R12
-	MOVQ hd+32(FP), R8
+	MOVQ hd+40(FP), R8
 	SHRQ $3, R8
-	MOVQ    n+40(FP), CX
+	MOVQ    n+48(FP), CX
 	MOVQ    CX, AX
 	ANDQ    $7, AX
 	NEGQ    AX
 	LEAQ    tailmask<>+32(SB), DI
 	VMOVUPS (DI)(AX*4), Y14
 	SHRQ    $3, CX
+	MOVQ    bs+32(FP), AX
+	SHLQ    $2, AX
 
 mix1d:
 	MOVQ   pr+8(FP), SI
@@ -498,8 +529,8 @@ mix1p:
 	VFMADD231PS (BX)(R10*2), Y8, Y6
 	VFMADD231PS (BX)(R12*1), Y8, Y7
 	ADDQ        $32, SI
-	ADDQ        $32, DX
-	ADDQ        $32, BX
+	ADDQ        AX, DX
+	ADDQ        AX, BX
 	DECQ        R13
 	JNZ         mix1p
 
@@ -538,14 +569,15 @@ mix1tail:
 	VZEROUPPER
 	RET
 
-// func attnMix2AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, hd, n int)
+// func attnMix2AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, bs, hd, n int)
 //
 // attnMix4AVX2 for two rows of probabilities: four dimensions d..d+3 at a
 // time, Y(j) for row 0 at d+j and Y(4+j) for row 1, eight FMA chains. hd is
 // a multiple of 4. Registers: R14 &o[d], R9 hd bytes, SI pr row 0, R11
-// ldp bytes, DX v row d, R10 ldv bytes, R12 3·ldv bytes, CX whole blocks,
-// R13 blocks left, R8 groups of d left, DI scratch.
-TEXT ·attnMix2AVX2(SB), NOSPLIT, $0-56
+// ldp bytes, DX values of d in the block at the position, DI values of d
+// at position 0, R10 ldv bytes, R12 3·ldv bytes, BX bs bytes, CX whole
+// blocks, R13 blocks left, R8 groups of d left.
+TEXT ·attnMix2AVX2(SB), NOSPLIT, $0-64
 	MOVQ o+0(FP), R14
 	MOVQ ldp+16(FP), R11
 	SHLQ $2, R11
@@ -553,11 +585,13 @@ TEXT ·attnMix2AVX2(SB), NOSPLIT, $0-56
 	MOVQ ldv+32(FP), R10
 	SHLQ $2, R10
 	LEAQ (R10)(R10*2), R12
-	MOVQ hd+40(FP), R9
+	MOVQ bs+40(FP), BX
+	SHLQ $2, BX
+	MOVQ hd+48(FP), R9
 	MOVQ R9, R8
 	SHRQ $2, R8
 	SHLQ $2, R9
-	MOVQ    n+48(FP), CX
+	MOVQ    n+56(FP), CX
 	MOVQ    CX, AX
 	ANDQ    $7, AX
 	NEGQ    AX
@@ -596,7 +630,7 @@ mix2p:
 	VFMADD231PS Y13, Y8, Y3
 	VFMADD231PS Y13, Y9, Y7
 	ADDQ        $32, SI
-	ADDQ        $32, DX
+	ADDQ        BX, DX
 	DECQ        R13
 	JNZ         mix2p
 

@@ -2,11 +2,11 @@
 
 package kernels
 
-func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, p0, n8 int) {
+func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []float32, ldk, bs, n8 int) {
 	panic("kernels: no assembly on this architecture")
 }
 
-func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, hd, n int) {
+func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, bs, hd, n int) {
 	panic("kernels: no assembly on this architecture")
 }
 

@@ -7,8 +7,9 @@ import (
 )
 
 // testAttnDecode checks attnScores and attnMix for a chunk of rows query
-// heads of dimension hd over n positions of caches with row stride ld ≥
-// n, against float64 sums (reductionTolerance), with guard values
+// heads of dimension hd over n positions of one head's caches of capacity
+// ld ≥ n (kvAt's layout: whole blocks, and a narrower last one when ld%8 >
+// 0), against float64 sums (reductionTolerance), with guard values
 // everywhere the kernels must not write: past each row's n outputs and
 // around the buffers.
 func testAttnDecode(t *testing.T, r *rand.Rand, rows, hd, n, pad int) {
@@ -34,7 +35,7 @@ func testAttnDecode(t *testing.T, r *rand.Rand, rows, hd, n, pad int) {
 		for p := 0; p < n; p++ {
 			var want, abs float64
 			for d := 0; d < hd; d++ {
-				x := float64(q[i*hd+d]) * float64(k[d*ld+p])
+				x := float64(q[i*hd+d]) * float64(k[kvAt(ld, hd, d, p)])
 				want += x
 				abs += math.Abs(x)
 			}
@@ -56,7 +57,7 @@ func testAttnDecode(t *testing.T, r *rand.Rand, rows, hd, n, pad int) {
 		for d := 0; d < hd; d++ {
 			var want, abs float64
 			for p := 0; p < n; p++ {
-				x := float64(pr[i*ld+p]) * float64(v[d*ld+p])
+				x := float64(pr[i*ld+p]) * float64(v[kvAt(ld, hd, d, p)])
 				want += x
 				abs += math.Abs(x)
 			}
@@ -168,4 +169,29 @@ func TestPrefetchRowsChecksBounds(t *testing.T) {
 		}
 	}()
 	prefetchRows(p, 40, 4, 34)
+}
+
+// TestKVLayoutIsABijection: kvAt maps the hd dimensions of the cap
+// positions of one head's cache onto its cap·hd elements one to one, with
+// every whole block of 8 positions in one contiguous hd·8 range in
+// position order (what the kernels stream through), for capacities with
+// and without a narrower last block.
+func TestKVLayoutIsABijection(t *testing.T) {
+	for _, hd := range []int{1, 3, 8, 32} {
+		for cap := 1; cap <= 41; cap++ {
+			seen := make([]bool, cap*hd)
+			for p := 0; p < cap; p++ {
+				for d := 0; d < hd; d++ {
+					i := kvAt(cap, hd, d, p)
+					if i < 0 || i >= cap*hd || seen[i] {
+						t.Fatalf("hd=%d cap=%d: (d=%d, p=%d) at %d: outside or taken", hd, cap, d, p, i)
+					}
+					seen[i] = true
+					if b := p &^ 7; b+8 <= cap && (i < b*hd || i >= (b+8)*hd) {
+						t.Fatalf("hd=%d cap=%d: (d=%d, p=%d) at %d, outside its block [%d, %d)", hd, cap, d, p, i, b*hd, (b+8)*hd)
+					}
+				}
+			}
+		}
+	}
 }

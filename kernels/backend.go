@@ -54,6 +54,11 @@ func (t Tensor) View(off, n int) Tensor {
 // split of a KVSpan.
 const KVBlock = 128
 
+// KVCapGranule is the capacity granule a backend reads KV caches fastest
+// in: any capacity works, but the CPU backend stores a cache in blocks of
+// 8 positions and reads a last, narrower block through a copy.
+const KVCapGranule = kvBlock
+
 type KVSpan struct {
 	K, V                  Tensor
 	Cap, QRow, Rows, Pos0 int

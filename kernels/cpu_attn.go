@@ -277,15 +277,14 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			sp := spans[s]
 			if c.prefetch != nil && lo+j+1 < hi {
 				// The next unit's own keys and values, while this one
-				// computes: a unit reads hd rows of each, cap apart, too
-				// many short streams for the hardware prefetchers, and in
-				// a decoding batch they come from L3 or memory.
+				// computes (one range each, see kvAt): in a decoding batch
+				// they come from L3 or memory.
 				nx := units[lo+j+1]
 				ns := spans[nx.span]
 				np := ns.Pos0 + int(nx.row) + 1 - ns.PN
-				at := int(nx.head) * hd * ns.Cap
-				c.prefetch(ks[nx.span][at:], ns.Cap, hd, np)
-				c.prefetch(vs[nx.span][at:], ns.Cap, hd, np)
+				at, m := int(nx.head)*hd*ns.Cap, min(ns.Cap, (np+kvBlock-1)&^(kvBlock-1))*hd
+				c.prefetch(ks[nx.span][at:], m, 1, m)
+				c.prefetch(vs[nx.span][at:], m, 1, m)
 			}
 			row, n, cp, pn, pcp := sp.QRow+r, sp.Pos0+r+1, sp.Cap, sp.PN, sp.PCap
 			qg := qs[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
@@ -317,9 +316,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 							dst = tmp[:rows*hd]
 						}
 						if b < pn {
-							c.mix(rows, dst, pr[b:], n, pvt[b:], pcp, hd, e-b)
+							c.mix(rows, dst, pr[b:], n, pvt[b*hd:], pcp-b, hd, e-b)
 						} else {
-							c.mix(rows, dst, pr[b:], n, vt[b-pn:], cp, hd, e-b)
+							c.mix(rows, dst, pr[b:], n, vt[(b-pn)*hd:], cp-(b-pn), hd, e-b)
 						}
 						if b > 0 {
 							for i, x := range dst {
@@ -335,17 +334,23 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				pr, qh, oh := sc[g*n:g*n+n], qg[g*hd:g*hd+hd], og[g*hd:g*hd+hd]
 				clear(pr)
 				for d, x := range qh {
-					if pn > 0 {
-						c.axpy(x, pkt[d*pcp:d*pcp+pn], pr[:pn])
+					for p := 0; p < pn; p++ {
+						pr[p] += x * pkt[kvAt(pcp, hd, d, p)]
 					}
-					c.axpy(x, kt[d*cp:d*cp+n-pn], pr[pn:])
+					for p := pn; p < n; p++ {
+						pr[p] += x * kt[kvAt(cp, hd, d, p-pn)]
+					}
 				}
 				c.softmax(pr, scale)
 				for d := range oh {
-					oh[d] = c.dot(pr[pn:], vt[d*cp:d*cp+n-pn])
-					if pn > 0 {
-						oh[d] += c.dot(pr[:pn], pvt[d*pcp:d*pcp+pn])
+					var own, pre T
+					for p := pn; p < n; p++ {
+						own += pr[p] * vt[kvAt(cp, hd, d, p-pn)]
 					}
+					for p := 0; p < pn; p++ {
+						pre += pr[p] * pvt[kvAt(pcp, hd, d, p)]
+					}
+					oh[d] = own + pre
 				}
 			}
 		}
@@ -449,8 +454,12 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
 	}
 	for r := 0; r < rows; r++ {
-		for e, v := range s[r*KVH*hd : (r+1)*KVH*hd] {
-			d[e*cap+pos0+r] = v
+		src := s[r*KVH*hd : (r+1)*KVH*hd]
+		for kh := 0; kh < KVH; kh++ {
+			head := d[kh*cap*hd : (kh+1)*cap*hd]
+			for e, v := range src[kh*hd : (kh+1)*hd] {
+				head[kvAt(cap, hd, e, pos0+r)] = v
+			}
 		}
 	}
 }
@@ -463,8 +472,13 @@ func (c *CPU[T]) CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, 
 	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {
 		panic(fmt.Sprintf("kernels: CacheCopy of positions %d..%d to %d..%d between caches of %d and %d", srcPos, srcPos+n, dstPos, dstPos+n, srcCap, dstCap))
 	}
-	for e := 0; e < KVH*hd; e++ {
-		copy(d[e*dstCap+dstPos:e*dstCap+dstPos+n], s[e*srcCap+srcPos:e*srcCap+srcPos+n])
+	for kh := 0; kh < KVH; kh++ {
+		dh, sh := d[kh*dstCap*hd:(kh+1)*dstCap*hd], s[kh*srcCap*hd:(kh+1)*srcCap*hd]
+		for e := 0; e < hd; e++ {
+			for p := 0; p < n; p++ {
+				dh[kvAt(dstCap, hd, e, dstPos+p)] = sh[kvAt(srcCap, hd, e, srcPos+p)]
+			}
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ func benchAttentionKV(b *testing.B, rows, pos int) { benchAttentionKVHeads(b, ro
 func benchAttentionKVHeads(b *testing.B, rows, pos, H, KVH, hd int) {
 	be := NewCPU()
 	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
-	cap := pos + 1
+	cap := (pos + KVCapGranule) / KVCapGranule * KVCapGranule // as the sampler sizes them: a multiple of the granule past pos
 	var spans []KVSpan
 	for s := 0; s < rows; s++ {
 		kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
@@ -107,7 +107,7 @@ func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
 	const rows, pos, H, KVH, hd, layers = 64, 150, 8, 2, 32, 4
 	be := NewCPU()
 	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
-	cap := pos + 1
+	cap := (pos + KVCapGranule) / KVCapGranule * KVCapGranule // as the sampler sizes them: a multiple of the granule past pos
 	spans := make([][]KVSpan, layers)
 	for l := range spans {
 		for s := 0; s < rows; s++ {

@@ -285,7 +285,14 @@ func (m *Model) copyParts(dst, src kvParts, from, n int) {
 }
 
 // ownCap is the capacity of q's own cache (the positions from pn on).
-func (q *seqState) ownCap() int { return q.cap - q.pn }
+func (q *seqState) ownCap() int { return q.cacheCap() - q.pn }
+
+// cacheCap is the capacity of the sequence's caches: q.cap rounded up to a
+// multiple of kernels.KVCapGranule, which a backend reads fastest (the CPU
+// backend's last block of a cache is otherwise narrower than the rest).
+func (q *seqState) cacheCap() int {
+	return (q.cap + kernels.KVCapGranule - 1) / kernels.KVCapGranule * kernels.KVCapGranule
+}
 
 // allocOwn gives q its own cache (planPrefill gives it its prompt's).
 func (s *Sampler) allocOwn(q *seqState) {

@@ -151,11 +151,11 @@ func (st *Stream) Close() error {
 func (st *Stream) admissible() int {
 	liveBytes := int64(0)
 	for _, q := range st.live {
-		liveBytes += int64(st.s.m.kvLen(q.cap)) * 4
+		liveBytes += int64(st.s.m.kvLen(q.cacheCap())) * 4
 	}
 	n := 0
 	for n < len(st.pending) && len(st.live)+n < st.maxBatch {
-		b := int64(st.s.m.kvLen(st.pending[n].cap)) * 4
+		b := int64(st.s.m.kvLen(st.pending[n].cacheCap())) * 4
 		if len(st.live)+n > 0 && liveBytes+b > st.maxKV {
 			break
 		}
