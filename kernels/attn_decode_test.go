@@ -195,3 +195,51 @@ func TestKVLayoutIsABijection(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheWriteAndCopyPlaceByKVAt: CacheWrite stores dimension d of head
+// kh at position p where kvAt says, and CacheCopy moves positions between
+// caches of other capacities and offsets, narrower last blocks included.
+func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
+	be := NewCPU()
+	const KVH, hd = 2, 5
+	val := func(kh, d, p int) float32 { return float32(1000*kh + 100*d + p + 1) }
+	for _, cap := range []int{1, 7, 8, 9, 20, 33} {
+		for pos0 := 0; pos0 < cap; pos0 += 3 {
+			rows := min(4, cap-pos0)
+			src := make([]float32, rows*KVH*hd)
+			for r := 0; r < rows; r++ {
+				for kh := 0; kh < KVH; kh++ {
+					for d := 0; d < hd; d++ {
+						src[(r*KVH+kh)*hd+d] = val(kh, d, pos0+r)
+					}
+				}
+			}
+			c, in := be.Alloc(KVH*cap*hd), be.Alloc(len(src))
+			be.Load(in, src)
+			be.CacheWrite(c, in, pos0, rows, KVH, hd, cap)
+			got := be.s(c)
+			for r := 0; r < rows; r++ {
+				for kh := 0; kh < KVH; kh++ {
+					for d := 0; d < hd; d++ {
+						if x := got[kh*cap*hd+kvAt(cap, hd, d, pos0+r)]; x != val(kh, d, pos0+r) {
+							t.Fatalf("cap %d: head %d dim %d position %d holds %v", cap, kh, d, pos0+r, x)
+						}
+					}
+				}
+			}
+			dstCap := cap + 11
+			dst := be.Alloc(KVH * dstCap * hd)
+			be.CacheCopy(dst, c, 3, pos0, rows, KVH, hd, dstCap, cap)
+			moved := be.s(dst)
+			for r := 0; r < rows; r++ {
+				for kh := 0; kh < KVH; kh++ {
+					for d := 0; d < hd; d++ {
+						if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, 3+r)]; x != val(kh, d, pos0+r) {
+							t.Fatalf("copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, 3+r, x)
+						}
+					}
+				}
+			}
+		}
+	}
+}

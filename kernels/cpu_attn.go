@@ -454,11 +454,14 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
 	}
 	for r := 0; r < rows; r++ {
+		// Position p's dimensions sit w apart from kvAt(cap, hd, 0, p).
+		p := pos0 + r
+		at, w := kvAt(cap, hd, 0, p), min(kvBlock, cap-p&^(kvBlock-1))
 		src := s[r*KVH*hd : (r+1)*KVH*hd]
 		for kh := 0; kh < KVH; kh++ {
-			head := d[kh*cap*hd : (kh+1)*cap*hd]
+			head := d[kh*cap*hd+at : (kh+1)*cap*hd]
 			for e, v := range src[kh*hd : (kh+1)*hd] {
-				head[kvAt(cap, hd, e, pos0+r)] = v
+				head[e*w] = v
 			}
 		}
 	}
