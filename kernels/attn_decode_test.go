@@ -227,15 +227,46 @@ func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
 					}
 				}
 			}
-			dstCap := cap + 11
+			// To an unaligned place, and to an aligned one (whole blocks
+			// copied as ranges when the source is aligned too).
+			for _, to := range []int{3, 8} {
+				dstCap := cap + 13
+				dst := be.Alloc(KVH * dstCap * hd)
+				be.CacheCopy(dst, c, to, pos0, rows, KVH, hd, dstCap, cap)
+				moved := be.s(dst)
+				for r := 0; r < rows; r++ {
+					for kh := 0; kh < KVH; kh++ {
+						for d := 0; d < hd; d++ {
+							if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, to+r)]; x != val(kh, d, pos0+r) {
+								t.Fatalf("copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, to+r, x)
+							}
+						}
+					}
+				}
+			}
+		}
+		// A whole cache, aligned on both sides: whole blocks as ranges,
+		// a narrower last block element by element.
+		full := make([]float32, cap*KVH*hd)
+		for p := 0; p < cap; p++ {
+			for kh := 0; kh < KVH; kh++ {
+				for d := 0; d < hd; d++ {
+					full[(p*KVH+kh)*hd+d] = val(kh, d, p)
+				}
+			}
+		}
+		c, in := be.Alloc(KVH*cap*hd), be.Alloc(len(full))
+		be.Load(in, full)
+		be.CacheWrite(c, in, 0, cap, KVH, hd, cap)
+		for _, dstCap := range []int{cap + 8, cap + 13} {
 			dst := be.Alloc(KVH * dstCap * hd)
-			be.CacheCopy(dst, c, 3, pos0, rows, KVH, hd, dstCap, cap)
+			be.CacheCopy(dst, c, 8, 0, cap, KVH, hd, dstCap, cap)
 			moved := be.s(dst)
-			for r := 0; r < rows; r++ {
+			for p := 0; p < cap; p++ {
 				for kh := 0; kh < KVH; kh++ {
 					for d := 0; d < hd; d++ {
-						if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, 3+r)]; x != val(kh, d, pos0+r) {
-							t.Fatalf("copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, 3+r, x)
+						if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, 8+p)]; x != val(kh, d, p) {
+							t.Fatalf("whole copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, 8+p, x)
 						}
 					}
 				}

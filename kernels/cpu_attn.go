@@ -226,8 +226,8 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // head). A unit scores the group of query heads sharing one KV head and
 // mixes the values as small matrix products over all cached positions, in
 // chunks of 4, 2 and 1 heads, the values per block of KVBlock positions
-// (attn_decode.go; the float64 reference does it with axpys over the
-// cache's position vectors and dots along them); nothing in it depends on
+// (attn_decode.go; the float64 reference does it with plain loops over
+// the cache's positions, in kvAt's layout); nothing in it depends on
 // the other rows, so a row's result does not
 // depend on what else the call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
@@ -475,10 +475,17 @@ func (c *CPU[T]) CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, 
 	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {
 		panic(fmt.Sprintf("kernels: CacheCopy of positions %d..%d to %d..%d between caches of %d and %d", srcPos, srcPos+n, dstPos, dstPos+n, srcCap, dstCap))
 	}
+	// Whole blocks at the same place in a block on both sides are one
+	// contiguous range each (kvAt); the rest goes element by element.
+	whole := 0
+	if dstPos%kvBlock == 0 && srcPos%kvBlock == 0 {
+		whole = min(n, (dstCap-dstPos)&^(kvBlock-1), (srcCap-srcPos)&^(kvBlock-1)) &^ (kvBlock - 1)
+	}
 	for kh := 0; kh < KVH; kh++ {
 		dh, sh := d[kh*dstCap*hd:(kh+1)*dstCap*hd], s[kh*srcCap*hd:(kh+1)*srcCap*hd]
+		copy(dh[dstPos*hd:(dstPos+whole)*hd], sh[srcPos*hd:(srcPos+whole)*hd])
 		for e := 0; e < hd; e++ {
-			for p := 0; p < n; p++ {
+			for p := whole; p < n; p++ {
 				dh[kvAt(dstCap, hd, e, dstPos+p)] = sh[kvAt(srcCap, hd, e, srcPos+p)]
 			}
 		}
