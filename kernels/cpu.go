@@ -35,9 +35,10 @@ type CPU[T Float] struct {
 	// (AttentionBackward).
 	attnDS func(s, dp []T, scale, l, d T)
 	// scores and mix, when set, run decode attention for a chunk of 1, 2
-	// or 4 query heads sharing a KV head in one pass (attn_decode.go).
-	scores func(rows int, s []T, lds int, q []T, hd int, k []T, ldk, n int)
-	mix    func(rows int, o, pr []T, ldp int, v []T, ldv, hd, n int)
+	// or 4 query heads sharing a KV head in one pass, over the first n
+	// positions of one head's cache of capacity cap (attn_decode.go).
+	scores func(rows int, s []T, lds int, q []T, hd int, k []T, cap, n int)
+	mix    func(rows int, o, pr []T, ldp int, v []T, cap, hd, n int)
 	// prefetch, when set, asks the caches for rows rows of n elements, ld
 	// apart: decode attention's next unit (prefetchRows).
 	prefetch func(p []T, ld, rows, n int)

@@ -217,10 +217,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	})
 }
 
-// The CPU backend keeps a KV cache dimension-major: element d of head h at
-// position p is at (h·hd + d)·cap + p, so for one head and dimension the
-// positions are contiguous. Decoding then works on vectors as long as the
-// context (hd calls per head of length n) rather than on n vectors of hd.
+// The CPU backend keeps a KV cache head by head (cap·hd elements each),
+// each head's positions in blocks of 8 (kvAt, attn_decode.go): for one
+// block of positions the dimensions are 8-wide vectors, so decoding works
+// on vectors along the context, and a head's whole cache is one range.
 
 // AttentionKV implements Backend, parallel over (span, query row, KV
 // head). A unit scores the group of query heads sharing one KV head and
