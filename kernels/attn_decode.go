@@ -32,8 +32,25 @@ const kvBlock = 8
 // of capacity cap and head dimension hd.
 func kvAt(cap, hd, d, p int) int {
 	b := p &^ (kvBlock - 1)
-	w := min(kvBlock, cap-b)
-	return b*hd + d*w + p - b
+	return b*hd + d*kvWidth(cap, p) + p - b
+}
+
+// kvWidth is how many positions the block holding position p has in a
+// cache of capacity cap: kvBlock but in a narrower last block, and the
+// distance between a position's consecutive dimensions.
+func kvWidth(cap, p int) int { return min(kvBlock, cap-p&^(kvBlock-1)) }
+
+// kvGather copies positions from ≤ p < n of one head's cache src
+// (capacity cap) into dst laid out as a cache of whole blocks holding
+// positions from.. (dst has a multiple of kvBlock·hd elements): what the
+// kernels read in place of a cache's narrower last block.
+func kvGather(dst, src []float32, cap, hd, from, n int) {
+	dcap := len(dst) / hd
+	for d := 0; d < hd; d++ {
+		for p := from; p < n; p++ {
+			dst[kvAt(dcap, hd, d, p-from)] = src[kvAt(cap, hd, d, p)]
+		}
+	}
 }
 
 // attnScores sets s[i*lds+p] = Σ_d q[i*hd+d]·k[kvAt(cap, hd, d, p)] for the
@@ -71,11 +88,7 @@ func attnScores(rows int, s []float32, lds int, q []float32, hd int, k []float32
 		kp := k[n8*hd:]
 		if n8+kvBlock > cap {
 			kp = make([]float32, kvBlock*hd)
-			for d := 0; d < hd; d++ {
-				for p := n8; p < n; p++ {
-					kp[d*kvBlock+p-n8] = k[kvAt(cap, hd, d, p)]
-				}
-			}
+			kvGather(kp, k, cap, hd, n8, n)
 		}
 		attnScoresAsm(rows, sp, kvBlock, q, hd, kp, kvBlock, 0, kvBlock)
 		for i := 0; i < rows; i++ {
@@ -125,11 +138,7 @@ func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, cap, hd,
 			// values gathered into whole blocks first, so that the masked
 			// last block is read as every other one.
 			vb := make([]float32, (n+kvBlock-1)&^(kvBlock-1)*hd)
-			for d := 0; d < hd; d++ {
-				for p := 0; p < n; p++ {
-					vb[kvAt(len(vb)/hd, hd, d, p)] = v[kvAt(cap, hd, d, p)]
-				}
-			}
+			kvGather(vb, v, cap, hd, 0, n)
 			v = vb
 		}
 		attnMixAsm(rows, o, pr, ldp, v, kvBlock, kvBlock*hd, hd, n)

@@ -456,7 +456,7 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 	for r := 0; r < rows; r++ {
 		// Position p's dimensions sit w apart from kvAt(cap, hd, 0, p).
 		p := pos0 + r
-		at, w := kvAt(cap, hd, 0, p), min(kvBlock, cap-p&^(kvBlock-1))
+		at, w := kvAt(cap, hd, 0, p), kvWidth(cap, p)
 		src := s[r*KVH*hd : (r+1)*KVH*hd]
 		for kh := 0; kh < KVH; kh++ {
 			head := d[kh*cap*hd+at : (kh+1)*cap*hd]
