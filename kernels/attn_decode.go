@@ -2,28 +2,28 @@ package kernels
 
 import "fmt"
 
-// Decode attention reads the CPU backend's KV caches. The keys (or values)
-// of one KV head over a capacity of cap positions take cap·hd elements,
-// stored block by block: positions in blocks of 8, a whole block's hd·8
-// elements together with dimension d of its positions at d·8 (kvAt), and
-// the last cap%8 positions, if any, dimension-major in the last
-// (cap%8)·hd. A unit that reads every cached position of a head so reads
-// one contiguous range, in order: a stream the hardware prefetchers
-// follow, where a dimension-major cache is hd short streams, one per
-// dimension, which they do not (docs/PERFORMANCE.md, session 16).
+// Decode attention reads the CPU backend's KV caches. The keys of one KV
+// head over a capacity of cap positions take cap·hd elements, stored block
+// by block: positions in blocks of 8, a whole block's hd·8 elements
+// together with dimension d of its positions at d·8 (kvAt), and the last
+// cap%8 positions, if any, dimension-major in the last (cap%8)·hd. The
+// values are stored position by position (position p's hd elements at
+// p·hd). Either way a unit that reads every cached position of a head
+// reads one contiguous range, in order: a stream the hardware prefetchers
+// follow (docs/PERFORMANCE.md, sessions 16 and 17).
 //
 // The query heads that share a KV head (grouped-query attention) are
 // scored and mixed together, as small matrix products over every cached
-// position: scores S[rows, n] = Q[rows, hd]·K[hd, n], outputs O[rows, hd] =
-// P[rows, n]·V[hd, n]ᵀ, in chunks of 4, 2 or 1 rows. One pass over the
+// position: scores S[rows, n] = Q[rows, hd]·K[hd, n] with the positions
+// along the vector lanes, outputs O[rows, hd] = P[rows, n]·V[n, hd] with
+// the dimensions along them, in chunks of 4, 2 or 1 rows. One pass over the
 // cache serves a whole chunk (each key or value vector loaded feeds one FMA
-// per row), instead of a separate axpy (or dot) per head and dimension
-// re-reading the cache and the scores.
+// per row), and neither sum needs a reduction across lanes.
 //
 // Every score is one FMA chain over d in increasing order, and every
-// output one set of eight lane sums over p (lane p%8, the last n%8
-// positions masked) reduced as hsum8 does, whatever the chunk size: a
-// row's results never depend on the rows beside it, nor on the group size.
+// output one FMA chain over p in increasing order, whatever the chunk
+// size: a row's results never depend on the rows beside it, nor on the
+// group size.
 
 // kvBlock is how many positions a block of a CPU KV cache holds.
 const kvBlock = 8
@@ -111,56 +111,49 @@ func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float
 	}
 }
 
-// mixDims is how many dimensions the assembly mix of a chunk of rows
-// handles at once (eight FMA chains); hd must be a multiple of it.
-func mixDims(rows int) int { return 8 / rows }
-
-// attnMix sets o[i*hd+d] = Σ_p pr[i*ldp+p]·v[kvAt(cap, hd, d, p)] for the
-// rows i < rows (1, 2 or 4) of probabilities over positions p < n ≤ cap and
-// dimensions d < hd: the attention outputs of a chunk of query heads from
-// one head's values v (cap·hd elements). It panics if a slice is too
-// short.
-func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, cap, hd, n int) {
-	if hd <= 0 {
-		return
-	}
-	if n > cap {
-		panic(fmt.Sprintf("kernels: attention values over %d positions of a cache of %d", n, cap))
-	}
-	_ = o[rows*hd-1]
-	if n > 0 {
-		_ = pr[(rows-1)*ldp+n-1]
-		_ = v[cap*hd-1]
-	}
-	if useAsm && hd%mixDims(rows) == 0 && n > 0 {
-		if n > cap&^(kvBlock-1) {
-			// The positions reach the cache's last, narrower block: the
-			// values gathered into whole blocks first, so that the masked
-			// last block is read as every other one.
-			vb := make([]float32, (n+kvBlock-1)&^(kvBlock-1)*hd)
-			kvGather(vb, v, cap, hd, 0, n)
-			v = vb
-		}
-		attnMixAsm(rows, o, pr, ldp, v, kvBlock, kvBlock*hd, hd, n)
-		return
-	}
-	clear(o[:rows*hd])
-	attnMixGo(rows, o, pr, ldp, v, cap, hd, 0, n)
+// softExp replaces row by e^(scale·row − m), m the largest of scale·row,
+// and returns their sum (scaleMax, expSub): decode attention's
+// probabilities before they are normalised. A row whose length is a
+// multiple of 8 runs in whole vectors.
+func softExp(row []float32, scale float32) float32 {
+	return expSub(row, scaleMax(row, scale))
 }
 
-// attnMixGo adds the terms p0 ≤ p < n of attnMix into o, in plain Go.
-func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, cap, hd, p0, n int) {
-	if p0 >= n {
+// attnMix adds to o[i*hd+d] the sum over positions p < n of
+// pr[i*ldp+p]·v[p*hd+d], for the rows i < rows (1, 2 or 4) of
+// probabilities and the dimensions d < hd: the attention outputs of a
+// chunk of query heads from one head's values v, stored position by
+// position (n·hd elements at least). Each output is one FMA chain over p
+// in increasing order continued from the value o holds, so mixing a
+// prefix cache's positions and then a sequence's own gives the chain over
+// all of them. It panics if a slice is too short.
+func attnMix(rows int, o []float32, pr []float32, ldp int, v []float32, hd, n int) {
+	if hd <= 0 || n <= 0 {
 		return
 	}
+	_ = o[rows*hd-1]
+	_ = pr[(rows-1)*ldp+n-1]
+	_ = v[n*hd-1]
+	if useAsm && hd%8 == 0 {
+		attnMixAsm(rows, o, pr, ldp, v, hd, n)
+		return
+	}
+	attnMixGo(rows, o, pr, ldp, v, hd, n)
+}
+
+// attnMixGo is attnMix in plain Go, for a head dimension the assembly
+// does not tile (hd%8 > 0) and where there is none: every row count takes
+// the same path for a given hd, so a row's result never depends on its
+// chunk.
+func attnMixGo(rows int, o []float32, pr []float32, ldp int, v []float32, hd, n int) {
 	for i := 0; i < rows; i++ {
-		pi := pr[i*ldp+p0 : i*ldp+n]
-		for d := 0; d < hd; d++ {
-			acc := o[i*hd+d]
-			for j, x := range pi {
-				acc += x * v[kvAt(cap, hd, d, p0+j)]
+		oi, pi := o[i*hd:i*hd+hd], pr[i*ldp:i*ldp+n]
+		for d := range oi {
+			acc := oi[d]
+			for p, x := range pi {
+				acc += x * v[p*hd+d]
 			}
-			o[i*hd+d] = acc
+			oi[d] = acc
 		}
 	}
 }

@@ -40,34 +40,62 @@ func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []floa
 	}
 }
 
-// attnMix4AVX2 sets o[i*hd+d] (i < 4, d < hd, hd even) to the sum over
-// p < n (n ≥ 1) of pr[i*ldp+p]·v[p/8*bs+d*ldv+p%8]: FMAs into 8 lane sums
-// (lane p%8; the last n%8 positions through masked loads, which touch no
-// memory past n), reduced as hsum8 does.
+// The value-sum kernels (attn_mix_amd64.s): tiles of rows × columns of
+// attnMix over n positions, each output an FMA chain continued from o:
 //
-//go:noescape
-func attnMix4AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, bs, hd, n int)
+//	for i := 0; i < rows; i++ {
+//		for j := 0; j < cols; j++ {
+//			acc := o[i*ldo+j]
+//			for p := 0; p < n; p++ {
+//				acc = fma(pr[i*ldp+p], v[p*ldv+j], acc)
+//			}
+//			o[i*ldo+j] = acc
+//		}
+//	}
 
-// attnMix2AVX2 is attnMix4AVX2 for two rows (hd a multiple of 4), with the
-// same lanes and reduction.
-//
 //go:noescape
-func attnMix2AVX2(o *float32, pr *float32, ldp int, v *float32, ldv, bs, hd, n int)
+func attnMixV4x16AVX2(o *float32, ldo int, pr *float32, ldp int, v *float32, ldv int, n int)
 
-// attnMix1AVX2 is attnMix4AVX2 for one row (hd a multiple of 8), with the
-// same lanes and reduction.
-//
 //go:noescape
-func attnMix1AVX2(o *float32, pr *float32, v *float32, ldv, bs, hd, n int)
+func attnMixV2x32AVX2(o *float32, ldo int, pr *float32, ldp int, v *float32, ldv int, n int)
 
-func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, bs, hd, n int) {
+//go:noescape
+func attnMixV1x64AVX2(o *float32, ldo int, pr *float32, ldp int, v *float32, ldv int, n int)
+
+//go:noescape
+func attnMixV1x32AVX2(o *float32, ldo int, pr *float32, ldp int, v *float32, ldv int, n int)
+
+//go:noescape
+func attnMixV1x8AVX2(o *float32, ldo int, pr *float32, ldp int, v *float32, ldv int, n int)
+
+// attnMixAsm runs attnMix's sums for rows (1, 2 or 4) over all hd
+// columns (a multiple of 8), bounds checked by the caller: the widest
+// tile for the rows first, what is left of the columns in narrower ones.
+// Every output is the same FMA chain whichever tile computes it.
+func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, hd, n int) {
+	j := 0
 	switch rows {
 	case 4:
-		attnMix4AVX2(&o[0], &pr[0], ldp, &v[0], ldv, bs, hd, n)
+		for ; j+16 <= hd; j += 16 {
+			attnMixV4x16AVX2(&o[j], hd, &pr[0], ldp, &v[j], hd, n)
+		}
 	case 2:
-		attnMix2AVX2(&o[0], &pr[0], ldp, &v[0], ldv, bs, hd, n)
+		for ; j+32 <= hd; j += 32 {
+			attnMixV2x32AVX2(&o[j], hd, &pr[0], ldp, &v[j], hd, n)
+		}
 	default:
-		attnMix1AVX2(&o[0], &pr[0], &v[0], ldv, bs, hd, n)
+		for ; j+64 <= hd; j += 64 {
+			attnMixV1x64AVX2(&o[j], hd, &pr[0], ldp, &v[j], hd, n)
+		}
+		if j+32 <= hd {
+			attnMixV1x32AVX2(&o[j], hd, &pr[0], ldp, &v[j], hd, n)
+			j += 32
+		}
+	}
+	for ; j < hd; j += 8 {
+		for i := 0; i < rows; i++ {
+			attnMixV1x8AVX2(&o[i*hd+j], hd, &pr[i*ldp], ldp, &v[j], hd, n)
+		}
 	}
 }
 

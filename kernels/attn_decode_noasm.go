@@ -6,7 +6,7 @@ func attnScoresAsm(rows int, s []float32, lds int, q []float32, hd int, k []floa
 	panic("kernels: no assembly on this architecture")
 }
 
-func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, ldv, bs, hd, n int) {
+func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, hd, n int) {
 	panic("kernels: no assembly on this architecture")
 }
 

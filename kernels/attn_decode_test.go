@@ -45,23 +45,27 @@ func testAttnDecode(t *testing.T, r *rand.Rand, rows, hd, n, pad int) {
 		}
 	}
 
-	// attnMix reads rows of probabilities with stride ld.
+	// attnMix reads rows of probabilities with stride ld and values
+	// position by position, and adds into o.
 	pr, pw := guardedInput(r, max(rows*ld, 1))
 	v, vw := guardedInput(r, max(hd*ld, 1))
 	o, ow := padded(rows*hd, guard)
-	attnMix(rows, o, pr[:rows*ld], ld, v[:hd*ld], ld, hd, n)
+	o0 := make([]float32, rows*hd)
+	randFill(r, o0)
+	copy(o, o0)
+	attnMix(rows, o, pr[:rows*ld], ld, v[:hd*ld], hd, n)
 	checkGuards(t, ow, rows*hd, "attnMix out")
 	checkGuards(t, pw, max(rows*ld, 1), "attnMix pr")
 	checkGuards(t, vw, max(hd*ld, 1), "attnMix v")
 	for i := 0; i < rows; i++ {
 		for d := 0; d < hd; d++ {
-			var want, abs float64
+			want, abs := float64(o0[i*hd+d]), math.Abs(float64(o0[i*hd+d]))
 			for p := 0; p < n; p++ {
-				x := float64(pr[i*ld+p]) * float64(v[kvAt(ld, hd, d, p)])
+				x := float64(pr[i*ld+p]) * float64(v[p*hd+d])
 				want += x
 				abs += math.Abs(x)
 			}
-			if got := float64(o[i*hd+d]); !(math.Abs(got-want) <= reductionTolerance(n, abs)) {
+			if got := float64(o[i*hd+d]); !(math.Abs(got-want) <= reductionTolerance(n+1, abs)) {
 				t.Fatalf("attnMix rows=%d hd=%d n=%d: o[%d][%d] = %v, want %v", rows, hd, n, i, d, got, want)
 			}
 		}
@@ -102,7 +106,7 @@ func TestAttnDecodeRowsIndependent(t *testing.T) {
 					s[c], o[c] = make([]float32, 4*n), make([]float32, 4*hd)
 					for g := 0; g < 4; g += rows {
 						attnScores(rows, s[c][g*n:], n, q[g*hd:], hd, k, n, n)
-						attnMix(rows, o[c][g*hd:], pr[g*n:], n, k, n, hd, n)
+						attnMix(rows, o[c][g*hd:], pr[g*n:], n, k, hd, n)
 					}
 				}
 				for c := 1; c < 3; c++ {
@@ -151,7 +155,7 @@ func BenchmarkAttnDecode(b *testing.B) {
 	b.Run("mix", func(b *testing.B) {
 		b.SetBytes(int64(4 * hd * n))
 		for i := 0; i < b.N; i++ {
-			attnMix(rows, o, s, n, k, n, hd, n)
+			attnMix(rows, o, s, n, k, hd, n)
 		}
 	})
 }
@@ -196,13 +200,26 @@ func TestKVLayoutIsABijection(t *testing.T) {
 	}
 }
 
-// TestCacheWriteAndCopyPlaceByKVAt: CacheWrite stores dimension d of head
-// kh at position p where kvAt says, and CacheCopy moves positions between
-// caches of other capacities and offsets, narrower last blocks included.
-func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
+// TestCacheWriteAndCopyPlaceByLayout: CacheWrite stores dimension d of
+// head kh at position p where the layout says (keys: kvAt; values: p·hd+d),
+// and CacheCopy moves positions between caches of other capacities and
+// offsets, narrower last blocks of keys included.
+func TestCacheWriteAndCopyPlaceByLayout(t *testing.T) {
+	for _, kind := range []KVKind{Keys, Values} {
+		t.Run(kind.String(), func(t *testing.T) { testCachePlacement(t, kind) })
+	}
+}
+
+func testCachePlacement(t *testing.T, kind KVKind) {
 	be := NewCPU()
 	const KVH, hd = 2, 5
 	val := func(kh, d, p int) float32 { return float32(1000*kh + 100*d + p + 1) }
+	at := func(cap, d, p int) int {
+		if kind == Values {
+			return p*hd + d
+		}
+		return kvAt(cap, hd, d, p)
+	}
 	for _, cap := range []int{1, 7, 8, 9, 20, 33} {
 		for pos0 := 0; pos0 < cap; pos0 += 3 {
 			rows := min(4, cap-pos0)
@@ -216,12 +233,12 @@ func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
 			}
 			c, in := be.Alloc(KVH*cap*hd), be.Alloc(len(src))
 			be.Load(in, src)
-			be.CacheWrite(c, in, pos0, rows, KVH, hd, cap)
+			be.CacheWrite(c, in, kind, pos0, rows, KVH, hd, cap)
 			got := be.s(c)
 			for r := 0; r < rows; r++ {
 				for kh := 0; kh < KVH; kh++ {
 					for d := 0; d < hd; d++ {
-						if x := got[kh*cap*hd+kvAt(cap, hd, d, pos0+r)]; x != val(kh, d, pos0+r) {
+						if x := got[kh*cap*hd+at(cap, d, pos0+r)]; x != val(kh, d, pos0+r) {
 							t.Fatalf("cap %d: head %d dim %d position %d holds %v", cap, kh, d, pos0+r, x)
 						}
 					}
@@ -232,12 +249,12 @@ func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
 			for _, to := range []int{3, 8} {
 				dstCap := cap + 13
 				dst := be.Alloc(KVH * dstCap * hd)
-				be.CacheCopy(dst, c, to, pos0, rows, KVH, hd, dstCap, cap)
+				be.CacheCopy(dst, c, kind, to, pos0, rows, KVH, hd, dstCap, cap)
 				moved := be.s(dst)
 				for r := 0; r < rows; r++ {
 					for kh := 0; kh < KVH; kh++ {
 						for d := 0; d < hd; d++ {
-							if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, to+r)]; x != val(kh, d, pos0+r) {
+							if x := moved[kh*dstCap*hd+at(dstCap, d, to+r)]; x != val(kh, d, pos0+r) {
 								t.Fatalf("copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, to+r, x)
 							}
 						}
@@ -257,15 +274,15 @@ func TestCacheWriteAndCopyPlaceByKVAt(t *testing.T) {
 		}
 		c, in := be.Alloc(KVH*cap*hd), be.Alloc(len(full))
 		be.Load(in, full)
-		be.CacheWrite(c, in, 0, cap, KVH, hd, cap)
+		be.CacheWrite(c, in, kind, 0, cap, KVH, hd, cap)
 		for _, dstCap := range []int{cap + 8, cap + 13} {
 			dst := be.Alloc(KVH * dstCap * hd)
-			be.CacheCopy(dst, c, 8, 0, cap, KVH, hd, dstCap, cap)
+			be.CacheCopy(dst, c, kind, 8, 0, cap, KVH, hd, dstCap, cap)
 			moved := be.s(dst)
 			for p := 0; p < cap; p++ {
 				for kh := 0; kh < KVH; kh++ {
 					for d := 0; d < hd; d++ {
-						if x := moved[kh*dstCap*hd+kvAt(dstCap, hd, d, 8+p)]; x != val(kh, d, p) {
+						if x := moved[kh*dstCap*hd+at(dstCap, d, 8+p)]; x != val(kh, d, p) {
 							t.Fatalf("whole copy %d→%d: head %d dim %d position %d holds %v", cap, dstCap, kh, d, 8+p, x)
 						}
 					}

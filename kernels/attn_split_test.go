@@ -31,8 +31,8 @@ func TestAttentionKVSplitPrefix(t *testing.T) {
 						e := &opEnv{be: be, rng: rand.New(rand.NewPCG(uint64(n), uint64(pn)))}
 						cap := n + 2
 						k, v := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
-						be.CacheWrite(k, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
-						be.CacheWrite(v, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+						be.CacheWrite(k, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, cap)
+						be.CacheWrite(v, e.in(n*KVH*hd), Values, 0, n, KVH, hd, cap)
 						whole := KVSpan{K: k, V: v, Cap: cap, Rows: rows, Pos0: n - rows}
 						q := e.in(rows * H * hd)
 						a, b := be.Alloc(rows*H*hd), be.Alloc(rows*H*hd)

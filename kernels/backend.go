@@ -49,14 +49,31 @@ func (t Tensor) View(off, n int) Tensor {
 // (capacity PCap ≥ PN: a prompt several sequences share) and position
 // p ≥ PN is row p-PN of K and V; the span's rows must then all sit at
 // positions ≥ PN. A split never changes a result: a row's values are
-// summed per block of KVBlock positions, whichever cache holds the block.
-// KVBlock is the granule of AttentionKV's value sums and of the prefix
-// split of a KVSpan.
+// summed in position order, whichever cache holds a position.
+// KVBlock is the granule of the prefix split of a KVSpan.
 const KVBlock = 128
 
+// KVKind says whether a KV cache holds keys or values: a backend may lay
+// the two out differently (the CPU backend does: keys in blocks of
+// positions for the scores, values position by position for the sums).
+type KVKind uint8
+
+const (
+	Keys KVKind = iota
+	Values
+)
+
+// String names the kind.
+func (k KVKind) String() string {
+	if k == Keys {
+		return "keys"
+	}
+	return "values"
+}
+
 // KVCapGranule is the capacity granule a backend reads KV caches fastest
-// in: any capacity works, but the CPU backend stores a cache in blocks of
-// 8 positions and reads a last, narrower block through a copy.
+// in: any capacity works, but the CPU backend stores keys in blocks of 8
+// positions and reads a last, narrower block through a copy.
 const KVCapGranule = kvBlock
 
 type KVSpan struct {
@@ -165,13 +182,13 @@ type Backend interface {
 	// row's result depends only on its query and the cache rows it sees,
 	// never on the other rows or spans of the call.
 	AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int)
-	// CacheWrite stores rows (rows, KVH*hd) of keys or values into a cache
-	// of capacity cap (see KVSpan) at positions pos0..pos0+rows-1.
-	CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int)
+	// CacheWrite stores rows (rows, KVH*hd) of keys or values (kind) into
+	// a cache of capacity cap (see KVSpan) at positions pos0..pos0+rows-1.
+	CacheWrite(cache, src Tensor, kind KVKind, pos0, rows, KVH, hd, cap int)
 	// CacheCopy copies positions srcPos..srcPos+n-1 of cache src
 	// (capacity srcCap) to positions dstPos.. of cache dst (capacity
-	// dstCap).
-	CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int)
+	// dstCap), both holding kind.
+	CacheCopy(dst, src Tensor, kind KVKind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int)
 
 	// SwiGLU: out = silu(gate)·up elementwise.
 	SwiGLU(out, gate, up Tensor)

@@ -34,11 +34,15 @@ type CPU[T Float] struct {
 	// e^(s·scale − l) and dp into the scores' gradient (p·(dp − d))·scale
 	// (AttentionBackward).
 	attnDS func(s, dp []T, scale, l, d T)
-	// scores and mix, when set, run decode attention for a chunk of 1, 2
-	// or 4 query heads sharing a KV head in one pass, over the first n
-	// positions of one head's cache of capacity cap (attn_decode.go).
-	scores func(rows int, s []T, lds int, q []T, hd int, k []T, cap, n int)
-	mix    func(rows int, o, pr []T, ldp int, v []T, cap, hd, n int)
+	// scores, softExp and mix, when set, run decode attention for a chunk
+	// of 1, 2 or 4 query heads sharing a KV head in one pass each
+	// (attn_decode.go): scores over the first n positions of one head's
+	// keys (capacity cap); softExp replaces a row of scores s by
+	// e^(scale·s − max) and returns their sum; mix adds the rows'
+	// probabilities times the values of n positions into o.
+	scores  func(rows int, s []T, lds int, q []T, hd int, k []T, cap, n int)
+	softExp func(row []T, scale T) T
+	mix     func(rows int, o, pr []T, ldp int, v []T, hd, n int)
 	// prefetch, when set, asks the caches for rows rows of n elements, ld
 	// apart: decode attention's next unit (prefetchRows).
 	prefetch func(p []T, ld, rows, n int)
@@ -53,7 +57,7 @@ type CPU[T Float] struct {
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
-		scores: attnScores, mix: attnMix, prefetch: prefetchRows}
+		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

@@ -217,19 +217,19 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 	})
 }
 
-// The CPU backend keeps a KV cache head by head (cap·hd elements each),
-// each head's positions in blocks of 8 (kvAt, attn_decode.go): for one
-// block of positions the dimensions are 8-wide vectors, so decoding works
-// on vectors along the context, and a head's whole cache is one range.
+// The CPU backend keeps a KV cache head by head (cap·hd elements each):
+// keys with each head's positions in blocks of 8 (kvAt, attn_decode.go),
+// so that for one block of positions the dimensions are 8-wide vectors
+// along the context; values position by position, so that a position's
+// dimensions are vectors. Either way a head's whole cache is one range.
 
 // AttentionKV implements Backend, parallel over (span, query row, KV
 // head). A unit scores the group of query heads sharing one KV head and
 // mixes the values as small matrix products over all cached positions, in
-// chunks of 4, 2 and 1 heads, the values per block of KVBlock positions
-// (attn_decode.go; the float64 reference does it with plain loops over
-// the cache's positions, in kvAt's layout); nothing in it depends on
-// the other rows, so a row's result does not
-// depend on what else the call holds.
+// chunks of 4, 2 and 1 heads (attn_decode.go; the float64 reference does
+// it with plain loops over the cache's positions); nothing in it depends
+// on the other rows, so a row's result does not depend on what else the
+// call holds.
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
@@ -269,9 +269,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	units := attnUnits(dc.units[:0], spans, pks, nu, KVH)
 	dc.units = units
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
-		sb := c.getDecodeScratch(grp*maxN + grp*hd)
+		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
-		sc, tmp := (*sb)[:grp*maxN], (*sb)[grp*maxN:grp*maxN+grp*hd]
+		sc := *sb
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
@@ -295,35 +295,40 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			}
 			og := o[row*qw+kh*grp*hd : row*qw+(kh+1)*grp*hd]
 			if c.scores != nil {
+				// Rows of scores ldn apart, whole vectors of positions.
+				ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
 				for g := 0; g < grp; {
 					rows := decodeChunk(grp - g)
-					pr, q, out := sc[g*n:(g+rows)*n], qg[g*hd:(g+rows)*hd], og[g*hd:(g+rows)*hd]
-					// Scores and values of the prefix cache's positions,
-					// then of the sequence's own: one softmax over both.
+					pr, q, out := sc[g*ldn:(g+rows)*ldn], qg[g*hd:(g+rows)*hd], og[g*hd:(g+rows)*hd]
+					// Scores of the prefix cache's positions, then of the
+					// sequence's own.
 					if pn > 0 {
-						c.scores(rows, pr, n, q, hd, pkt, pcp, pn)
+						c.scores(rows, pr, ldn, q, hd, pkt, pcp, pn)
 					}
-					c.scores(rows, pr[pn:], n, q, hd, kt, cp, n-pn)
+					c.scores(rows, pr[pn:], ldn, q, hd, kt, cp, n-pn)
+					// e^(scale·s − max), the positions past n as e^−∞ = 0 so
+					// that a row runs in whole vectors; the values are summed
+					// with these weights and the outputs divided by the
+					// weights' sum after.
+					var sums [4]T
 					for i := 0; i < rows; i++ {
-						c.softmax(pr[i*n:i*n+n], scale)
+						row := pr[i*ldn : i*ldn+ldn]
+						for p := n; p < ldn; p++ {
+							row[p] = T(math.Inf(-1))
+						}
+						sums[i] = c.softExp(row, scale)
 					}
-					// Values per block of KVBlock positions, each summed
-					// alone and added in order, so a row's result is the
-					// same whichever cache holds which block.
-					for b := 0; b < n; b += KVBlock {
-						e, dst := min(n, b+KVBlock), out
-						if b > 0 {
-							dst = tmp[:rows*hd]
-						}
-						if b < pn {
-							c.mix(rows, dst, pr[b:], n, pvt[b*hd:], pcp-b, hd, e-b)
-						} else {
-							c.mix(rows, dst, pr[b:], n, vt[(b-pn)*hd:], cp-(b-pn), hd, e-b)
-						}
-						if b > 0 {
-							for i, x := range dst {
-								out[i] += x
-							}
+					// The values of every position in order, prefix first: one
+					// FMA chain an output, whichever cache holds a position.
+					clear(out)
+					if pn > 0 {
+						c.mix(rows, out, pr, ldn, pvt, hd, pn)
+					}
+					c.mix(rows, out, pr[pn:], ldn, vt, hd, n-pn)
+					for i := 0; i < rows; i++ {
+						inv := 1 / sums[i]
+						for j := range out[i*hd : i*hd+hd] {
+							out[i*hd+j] *= inv
 						}
 					}
 					g += rows
@@ -345,10 +350,10 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				for d := range oh {
 					var own, pre T
 					for p := pn; p < n; p++ {
-						own += pr[p] * vt[kvAt(cp, hd, d, p-pn)]
+						own += pr[p] * vt[(p-pn)*hd+d]
 					}
 					for p := 0; p < pn; p++ {
-						pre += pr[p] * pvt[kvAt(pcp, hd, d, p)]
+						pre += pr[p] * pvt[p*hd+d]
 					}
 					oh[d] = own + pre
 				}
@@ -446,7 +451,7 @@ func attnUnits[T float32 | float64](units []attnUnit, spans []KVSpan, pks [][]T,
 }
 
 // CacheWrite implements Backend.
-func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
+func (c *CPU[T]) CacheWrite(cache, src Tensor, kind KVKind, pos0, rows, KVH, hd, cap int) {
 	d, s := c.s(cache), c.s(src)
 	need("CacheWrite cache", len(d), KVH*cap*hd)
 	need("CacheWrite src", len(s), rows*KVH*hd)
@@ -454,10 +459,16 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
 	}
 	for r := 0; r < rows; r++ {
-		// Position p's dimensions sit w apart from kvAt(cap, hd, 0, p).
 		p := pos0 + r
-		at, w := kvAt(cap, hd, 0, p), kvWidth(cap, p)
 		src := s[r*KVH*hd : (r+1)*KVH*hd]
+		if kind == Values {
+			for kh := 0; kh < KVH; kh++ {
+				copy(d[kh*cap*hd+p*hd:kh*cap*hd+p*hd+hd], src[kh*hd:(kh+1)*hd])
+			}
+			continue
+		}
+		// Position p's dimensions sit w apart from kvAt(cap, hd, 0, p).
+		at, w := kvAt(cap, hd, 0, p), kvWidth(cap, p)
 		for kh := 0; kh < KVH; kh++ {
 			head := d[kh*cap*hd+at : (kh+1)*cap*hd]
 			for e, v := range src[kh*hd : (kh+1)*hd] {
@@ -468,18 +479,22 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, pos0, rows, KVH, hd, cap int) {
 }
 
 // CacheCopy implements Backend.
-func (c *CPU[T]) CacheCopy(dst, src Tensor, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
+func (c *CPU[T]) CacheCopy(dst, src Tensor, kind KVKind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
 	d, s := c.s(dst), c.s(src)
 	need("CacheCopy dst", len(d), KVH*dstCap*hd)
 	need("CacheCopy src", len(s), KVH*srcCap*hd)
 	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {
 		panic(fmt.Sprintf("kernels: CacheCopy of positions %d..%d to %d..%d between caches of %d and %d", srcPos, srcPos+n, dstPos, dstPos+n, srcCap, dstCap))
 	}
-	// Whole blocks at the same place in a block on both sides are one
-	// contiguous range each (kvAt); the rest goes element by element.
-	whole := 0
-	if dstPos%kvBlock == 0 && srcPos%kvBlock == 0 {
-		whole = min(n, (dstCap-dstPos)&^(kvBlock-1), (srcCap-srcPos)&^(kvBlock-1)) &^ (kvBlock - 1)
+	// Values, and whole key blocks at the same place in a block on both
+	// sides, are one contiguous range a head; the rest of the keys goes
+	// element by element.
+	whole := n
+	if kind == Keys {
+		whole = 0
+		if dstPos%kvBlock == 0 && srcPos%kvBlock == 0 {
+			whole = min(n, (dstCap-dstPos)&^(kvBlock-1), (srcCap-srcPos)&^(kvBlock-1)) &^ (kvBlock - 1)
+		}
 	}
 	for kh := 0; kh < KVH; kh++ {
 		dh, sh := d[kh*dstCap*hd:(kh+1)*dstCap*hd], s[kh*srcCap*hd:(kh+1)*srcCap*hd]

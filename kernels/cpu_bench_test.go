@@ -19,8 +19,8 @@ func benchAttentionKVHeads(b *testing.B, rows, pos, H, KVH, hd int) {
 	var spans []KVSpan
 	for s := 0; s < rows; s++ {
 		kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
-		be.CacheWrite(kc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
-		be.CacheWrite(vc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
+		be.CacheWrite(kc, e.in(cap*KVH*hd), Keys, 0, cap, KVH, hd, cap)
+		be.CacheWrite(vc, e.in(cap*KVH*hd), Values, 0, cap, KVH, hd, cap)
 		spans = append(spans, KVSpan{K: kc, V: vc, Cap: cap, QRow: s, Rows: 1, Pos0: pos})
 	}
 	q, out := e.in(rows*H*hd), be.Alloc(rows*H*hd)
@@ -65,22 +65,22 @@ func BenchmarkCPUAttentionKVDecodeShared(b *testing.B) {
 			var spans []KVSpan
 			for p := 0; p < prompts; p++ {
 				pk, pv := be.Alloc(KVH*pn*hd), be.Alloc(KVH*pn*hd)
-				be.CacheWrite(pk, e.in(pn*KVH*hd), 0, pn, KVH, hd, pn)
-				be.CacheWrite(pv, e.in(pn*KVH*hd), 0, pn, KVH, hd, pn)
+				be.CacheWrite(pk, e.in(pn*KVH*hd), Keys, 0, pn, KVH, hd, pn)
+				be.CacheWrite(pv, e.in(pn*KVH*hd), Values, 0, pn, KVH, hd, pn)
 				for s := 0; s < samples; s++ {
 					row := len(spans)
 					if shared {
 						k, v := be.Alloc(KVH*extra*hd), be.Alloc(KVH*extra*hd)
-						be.CacheWrite(k, e.in(extra*KVH*hd), 0, extra, KVH, hd, extra)
-						be.CacheWrite(v, e.in(extra*KVH*hd), 0, extra, KVH, hd, extra)
+						be.CacheWrite(k, e.in(extra*KVH*hd), Keys, 0, extra, KVH, hd, extra)
+						be.CacheWrite(v, e.in(extra*KVH*hd), Values, 0, extra, KVH, hd, extra)
 						spans = append(spans, KVSpan{K: k, V: v, Cap: extra, QRow: row, Rows: 1, Pos0: n - 1, PK: pk, PV: pv, PCap: pn, PN: pn})
 						continue
 					}
 					k, v := be.Alloc(KVH*n*hd), be.Alloc(KVH*n*hd)
-					be.CacheCopy(k, pk, 0, 0, pn, KVH, hd, n, pn)
-					be.CacheCopy(v, pv, 0, 0, pn, KVH, hd, n, pn)
-					be.CacheWrite(k, e.in(extra*KVH*hd), pn, extra, KVH, hd, n)
-					be.CacheWrite(v, e.in(extra*KVH*hd), pn, extra, KVH, hd, n)
+					be.CacheCopy(k, pk, Keys, 0, 0, pn, KVH, hd, n, pn)
+					be.CacheCopy(v, pv, Values, 0, 0, pn, KVH, hd, n, pn)
+					be.CacheWrite(k, e.in(extra*KVH*hd), Keys, pn, extra, KVH, hd, n)
+					be.CacheWrite(v, e.in(extra*KVH*hd), Values, pn, extra, KVH, hd, n)
 					spans = append(spans, KVSpan{K: k, V: v, Cap: n, QRow: row, Rows: 1, Pos0: n - 1})
 				}
 			}
@@ -112,8 +112,8 @@ func BenchmarkCPUAttentionKVDecodeB64Layers(b *testing.B) {
 	for l := range spans {
 		for s := 0; s < rows; s++ {
 			kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
-			be.CacheWrite(kc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
-			be.CacheWrite(vc, e.in(cap*KVH*hd), 0, cap, KVH, hd, cap)
+			be.CacheWrite(kc, e.in(cap*KVH*hd), Keys, 0, cap, KVH, hd, cap)
+			be.CacheWrite(vc, e.in(cap*KVH*hd), Values, 0, cap, KVH, hd, cap)
 			spans[l] = append(spans[l], KVSpan{K: kc, V: vc, Cap: cap, QRow: s, Rows: 1, Pos0: pos})
 		}
 	}

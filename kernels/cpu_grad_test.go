@@ -192,8 +192,8 @@ func TestCPUForwardReferences(t *testing.T) {
 	var spans []KVSpan
 	for b := 0; b < B; b++ {
 		kc, vc := be.Alloc(KVH*(T+3)*hd), be.Alloc(KVH*(T+3)*hd)
-		be.CacheWrite(kc, k.View(b*T*KVH*hd, T*KVH*hd), 0, T, KVH, hd, T+3)
-		be.CacheWrite(vc, v.View(b*T*KVH*hd, T*KVH*hd), 0, T, KVH, hd, T+3)
+		be.CacheWrite(kc, k.View(b*T*KVH*hd, T*KVH*hd), Keys, 0, T, KVH, hd, T+3)
+		be.CacheWrite(vc, v.View(b*T*KVH*hd, T*KVH*hd), Values, 0, T, KVH, hd, T+3)
 		spans = append(spans, KVSpan{K: kc, V: vc, Cap: T + 3, QRow: b * T, Rows: T, Pos0: 0})
 	}
 	be.AttentionKV(kv, q, spans, H, KVH, hd)

@@ -185,8 +185,8 @@ func opCases() []opCase {
 			for s, sp := range [][2]int{{2, rows}, {rows + 1, 1}} {
 				kc, vc := e.be.Alloc(KVH*cap*hd), e.be.Alloc(KVH*cap*hd)
 				n := sp[0] + sp[1]
-				e.be.CacheWrite(kc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
-				e.be.CacheWrite(vc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+				e.be.CacheWrite(kc, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, cap)
+				e.be.CacheWrite(vc, e.in(n*KVH*hd), Values, 0, n, KVH, hd, cap)
 				spans = append(spans, KVSpan{K: kc, V: vc, Cap: cap, QRow: s * rows, Rows: sp[1], Pos0: sp[0]})
 				caches = append(caches, kc, vc)
 			}
@@ -194,10 +194,10 @@ func opCases() []opCase {
 			e.be.AttentionKV(out, q, spans, H, KVH, hd)
 			// The same through a copy into a larger cache.
 			big := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(big, spans[0].K, 0, 0, rows+2, KVH, hd, cap+3, cap)
+			e.be.CacheCopy(big, spans[0].K, Keys, 0, 0, rows+2, KVH, hd, cap+3, cap)
 			spans[0].K, spans[0].Cap = big, cap+3
 			bigV := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(bigV, spans[0].V, 0, 0, rows+2, KVH, hd, cap+3, cap)
+			e.be.CacheCopy(bigV, spans[0].V, Values, 0, 0, rows+2, KVH, hd, cap+3, cap)
 			spans[0].V = bigV
 			out2 := e.be.Alloc((rows + 1) * H * hd)
 			e.be.AttentionKV(out2, q, spans, H, KVH, hd)
@@ -215,10 +215,10 @@ func splitSpan(be Backend, sp KVSpan, k, v Tensor, cap, pn, KVH, hd int) KVSpan 
 	n := sp.Pos0 + sp.Rows
 	pk, pv := be.Alloc(KVH*(pn+1)*hd), be.Alloc(KVH*(pn+1)*hd)
 	ok, ov := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
-	be.CacheCopy(pk, k, 0, 0, pn, KVH, hd, pn+1, cap)
-	be.CacheCopy(pv, v, 0, 0, pn, KVH, hd, pn+1, cap)
-	be.CacheCopy(ok, k, 0, pn, n-pn, KVH, hd, cap, cap)
-	be.CacheCopy(ov, v, 0, pn, n-pn, KVH, hd, cap, cap)
+	be.CacheCopy(pk, k, Keys, 0, 0, pn, KVH, hd, pn+1, cap)
+	be.CacheCopy(pv, v, Values, 0, 0, pn, KVH, hd, pn+1, cap)
+	be.CacheCopy(ok, k, Keys, 0, pn, n-pn, KVH, hd, cap, cap)
+	be.CacheCopy(ov, v, Values, 0, pn, n-pn, KVH, hd, cap, cap)
 	sp.K, sp.V, sp.PK, sp.PV, sp.PCap, sp.PN = ok, ov, pk, pv, pn+1, pn
 	return sp
 }
@@ -287,8 +287,8 @@ func TestAttentionKVRowInvariant(t *testing.T) {
 	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(8, 8))}
 	H, KVH, hd, n, cap := 8, 2, 32, 40, 48
 	kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
-	be.CacheWrite(kc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
-	be.CacheWrite(vc, e.in(n*KVH*hd), 0, n, KVH, hd, cap)
+	be.CacheWrite(kc, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, cap)
+	be.CacheWrite(vc, e.in(n*KVH*hd), Values, 0, n, KVH, hd, cap)
 	q := e.in(n * H * hd)
 	all := be.Alloc(n * H * hd)
 	be.AttentionKV(all, q, []KVSpan{{K: kc, V: vc, Cap: cap, QRow: 0, Rows: n, Pos0: 0}}, H, KVH, hd)

@@ -174,10 +174,10 @@ type seqState struct {
 	entropy float64
 }
 
-// kvLayer returns the cache of layer l, keys (kind 0) or values (kind 1),
-// inside a sequence cache of capacity cap (layout: see kernels.KVSpan).
-func (m *Model) kvLayer(kv kernels.Tensor, cap, l, kind int) kernels.Tensor {
-	return kv.View((2*l+kind)*cap*m.d.Hk, cap*m.d.Hk)
+// kvLayer returns the cache of layer l, keys or values, inside a sequence
+// cache of capacity cap (layout: see kernels.KVSpan).
+func (m *Model) kvLayer(kv kernels.Tensor, cap, l int, kind kernels.KVKind) kernels.Tensor {
+	return kv.View((2*l+int(kind))*cap*m.d.Hk, cap*m.d.Hk)
 }
 
 func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
@@ -189,8 +189,8 @@ func (m *Model) copyKVAt(dst kernels.Tensor, dstCap, dstPos int, src kernels.Ten
 		return
 	}
 	for l := 0; l < m.d.L; l++ {
-		for kind := 0; kind < 2; kind++ {
-			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), dstPos, srcPos, n, m.d.KVH, m.d.hd, dstCap, srcCap)
+		for _, kind := range []kernels.KVKind{kernels.Keys, kernels.Values} {
+			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), kind, dstPos, srcPos, n, m.d.KVH, m.d.hd, dstCap, srcCap)
 		}
 	}
 }
@@ -449,19 +449,19 @@ func (s *Sampler) forward(items []work, prompt bool) {
 			kr, vr := sc.a.kr.View(r*d.Hk, n*d.Hk), sc.a.v.View(r*d.Hk, n*d.Hk)
 			var pk, pv kernels.Tensor
 			if pn > 0 {
-				pk, pv = m.kvLayer(q.prompt.kv, pn, l, 0), m.kvLayer(q.prompt.kv, pn, l, 1)
+				pk, pv = m.kvLayer(q.prompt.kv, pn, l, kernels.Keys), m.kvLayer(q.prompt.kv, pn, l, kernels.Values)
 			}
 			if it.to <= pn {
 				// Rows of the shared part of the prompt: into its cache.
-				be.CacheWrite(pk, kr, it.from, n, d.KVH, d.hd, pn)
-				be.CacheWrite(pv, vr, it.from, n, d.KVH, d.hd, pn)
+				be.CacheWrite(pk, kr, kernels.Keys, it.from, n, d.KVH, d.hd, pn)
+				be.CacheWrite(pv, vr, kernels.Values, it.from, n, d.KVH, d.hd, pn)
 				spans[i] = kernels.KVSpan{K: pk, V: pv, Cap: pn, QRow: r, Rows: n, Pos0: it.from}
 			} else {
 				// it.from ≥ pn (prefillWave splits items at pn).
 				oc := q.ownCap()
-				kc, vc := m.kvLayer(q.kv, oc, l, 0), m.kvLayer(q.kv, oc, l, 1)
-				be.CacheWrite(kc, kr, it.from-pn, n, d.KVH, d.hd, oc)
-				be.CacheWrite(vc, vr, it.from-pn, n, d.KVH, d.hd, oc)
+				kc, vc := m.kvLayer(q.kv, oc, l, kernels.Keys), m.kvLayer(q.kv, oc, l, kernels.Values)
+				be.CacheWrite(kc, kr, kernels.Keys, it.from-pn, n, d.KVH, d.hd, oc)
+				be.CacheWrite(vc, vr, kernels.Values, it.from-pn, n, d.KVH, d.hd, oc)
 				spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: oc, QRow: r, Rows: n, Pos0: it.from, PK: pk, PV: pv, PCap: pn, PN: pn}
 			}
 			r += n

@@ -141,8 +141,9 @@ func (b *Backend) AttentionKV(out, q kernels.Tensor, spans []kernels.KVSpan, H, 
 	b.launch(op, "whale_attn_kv", dim{rows, H, 1, kvThreads}, o, qs, uint64(db.ptr), i64(H), i64(KVH), i64(hd), f32a(scale))
 }
 
-// CacheWrite implements kernels.Backend.
-func (b *Backend) CacheWrite(cache, src kernels.Tensor, pos0, rows, KVH, hd, cp int) {
+// CacheWrite implements kernels.Backend: keys and values alike, position
+// by position within a head.
+func (b *Backend) CacheWrite(cache, src kernels.Tensor, _ kernels.KVKind, pos0, rows, KVH, hd, cp int) {
 	const op = "CacheWrite"
 	d, s := f32(op, "cache", cache, KVH*cp*hd), f32(op, "src", src, rows*KVH*hd)
 	if pos0 < 0 || pos0+rows > cp {
@@ -157,8 +158,9 @@ func (b *Backend) CacheWrite(cache, src kernels.Tensor, pos0, rows, KVH, hd, cp 
 }
 
 // CacheCopy implements kernels.Backend: one contiguous copy per KV head
-// (a head's positions are contiguous in this layout).
-func (b *Backend) CacheCopy(dst, src kernels.Tensor, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
+// (a head's positions are contiguous in this layout, for keys and values
+// alike).
+func (b *Backend) CacheCopy(dst, src kernels.Tensor, _ kernels.KVKind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
 	const op = "CacheCopy"
 	d, s := f32(op, "dst", dst, KVH*dstCap*hd), f32(op, "src", src, KVH*srcCap*hd)
 	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {

@@ -838,18 +838,18 @@ func newKVCall(e *opEnv, s attnShape, specs []kvSpec, split bool) *kvCall {
 		kc, vc := e.zeros(w*cp), e.zeros(w*cp)
 		kh, vh := e.in(n*w), e.in(n*w)
 		h := n / 2
-		for _, kv := range [][2]kernels.Tensor{{kc, kh}, {vc, vh}} {
-			e.be.CacheWrite(kv[0], kv[1].View(0, h*w), 0, h, s.KVH, s.hd, cp)
-			e.be.CacheWrite(kv[0], kv[1].View(h*w, (n-h)*w), h, n-h, s.KVH, s.hd, cp)
+		for kind, kv := range [][2]kernels.Tensor{{kc, kh}, {vc, vh}} {
+			e.be.CacheWrite(kv[0], kv[1].View(0, h*w), kernels.KVKind(kind), 0, h, s.KVH, s.hd, cp)
+			e.be.CacheWrite(kv[0], kv[1].View(h*w, (n-h)*w), kernels.KVKind(kind), h, n-h, s.KVH, s.hd, cp)
 		}
 		span := kernels.KVSpan{K: kc, V: vc, Cap: cp, QRow: c.rows, Rows: sp.rows, Pos0: sp.pos0}
 		if split && sp.pn > 0 {
 			pcap, ocap := sp.pn+5, n-sp.pn+2
 			pk, pv, ok, ov := e.zeros(w*pcap), e.zeros(w*pcap), e.zeros(w*ocap), e.zeros(w*ocap)
-			e.be.CacheCopy(pk, kc, 0, 0, sp.pn, s.KVH, s.hd, pcap, cp)
-			e.be.CacheCopy(pv, vc, 0, 0, sp.pn, s.KVH, s.hd, pcap, cp)
-			e.be.CacheCopy(ok, kc, 0, sp.pn, n-sp.pn, s.KVH, s.hd, ocap, cp)
-			e.be.CacheCopy(ov, vc, 0, sp.pn, n-sp.pn, s.KVH, s.hd, ocap, cp)
+			e.be.CacheCopy(pk, kc, kernels.Keys, 0, 0, sp.pn, s.KVH, s.hd, pcap, cp)
+			e.be.CacheCopy(pv, vc, kernels.Values, 0, 0, sp.pn, s.KVH, s.hd, pcap, cp)
+			e.be.CacheCopy(ok, kc, kernels.Keys, 0, sp.pn, n-sp.pn, s.KVH, s.hd, ocap, cp)
+			e.be.CacheCopy(ov, vc, kernels.Values, 0, sp.pn, n-sp.pn, s.KVH, s.hd, ocap, cp)
 			span.K, span.V, span.Cap = ok, ov, ocap
 			span.PK, span.PV, span.PCap, span.PN = pk, pv, pcap, sp.pn
 		}
@@ -879,10 +879,11 @@ func cacheCopyCase(e *opEnv, s attnShape) {
 	bigCap, shiftCap := n+20, n+9
 	for i, t := range []kernels.Tensor{src.K, src.V} {
 		big, shifted, back := e.zeros(w*bigCap), e.zeros(w*shiftCap), e.zeros(w*bigCap)
-		e.be.CacheCopy(big, t, 0, 0, 70, s.KVH, s.hd, bigCap, src.Cap)
-		e.be.CacheCopy(big, t, 70, 70, n-70, s.KVH, s.hd, bigCap, src.Cap)
-		e.be.CacheCopy(shifted, big, 7, 0, n, s.KVH, s.hd, shiftCap, bigCap)
-		e.be.CacheCopy(back, shifted, 0, 7, n, s.KVH, s.hd, bigCap, shiftCap)
+		kind := kernels.KVKind(i)
+		e.be.CacheCopy(big, t, kind, 0, 0, 70, s.KVH, s.hd, bigCap, src.Cap)
+		e.be.CacheCopy(big, t, kind, 70, 70, n-70, s.KVH, s.hd, bigCap, src.Cap)
+		e.be.CacheCopy(shifted, big, kind, 7, 0, n, s.KVH, s.hd, shiftCap, bigCap)
+		e.be.CacheCopy(back, shifted, kind, 0, 7, n, s.KVH, s.hd, bigCap, shiftCap)
 		if i == 0 {
 			c.spans[0].K = back
 		} else {
