@@ -9,9 +9,9 @@ import (
 
 // TestAttentionKVSplitPrefix checks spans whose first positions live in a
 // prefix cache (a prompt shared by several sequences) against the same
-// spans in one cache. The float32 kernels sum values per block of KVBlock
-// positions whichever cache holds a block, so the results must be the same
-// bits; the float64 reference sums the two caches apart and is held to
+// spans in one cache. The float32 kernels sum values as one chain over the
+// positions in order whichever cache holds a position, so the results must
+// be the same bits; the float64 reference sums the two caches apart and is held to
 // 1e-12 relative. Every head grouping the fast kernels handle (1, 2, 4, 8
 // query heads per KV head), one and several blocks in each part, rows of
 // a prefill chunk and of decoding; and float32 against float64 (1e-5
