@@ -229,6 +229,24 @@ func (g *gemmJob) packEdge512(s *gemmScratch) []float32 {
 	return s.ap
 }
 
+// edgeRows512 computes out[ir:ir+mrc, jr:jr+32] (mrc < 12, the product's
+// last rows, packed in ae as a 12-row panel) four rows at a time with the
+// 4-row tile, straight into out where four rows are real: a 12-row tile
+// would spend as long on the missing rows as on the real ones (a product
+// of 64 rows took as long as one of 72). The same FMA chain per element.
+func (g *gemmJob) edgeRows512(s *gemmScratch, ae, b []float32, ir, mrc, jr, kc int, add bool) {
+	n, k := g.n, g.k
+	for i0 := 0; i0 < mrc; i0 += 4 {
+		off := (ir+i0)*n + jr
+		if mrc-i0 >= 4 {
+			kern4x32(kc, ae[i0:], 1, mr512, b, gemmNR*k, gemmNR, g.out[off:], n, add)
+			continue
+		}
+		kern4x32(kc, ae[i0:], 1, mr512, b, gemmNR*k, gemmNR, s.tmp512[:], nr512, false)
+		s.flush512(g.out[off:], n, mrc-i0, nr512, add)
+	}
+}
+
 // runPanels512 is runPanels on the AVX-512 tile: for each pair of
 // prepacked B panels (jr, jr+16), K block by K block, every 12-row tile of
 // A, read in place (the last rows from edge, see packEdge512). j0 is a
@@ -245,6 +263,10 @@ func (g *gemmJob) runPanels512(edge []float32, j0, j1 int) {
 			b := g.pf[jr*k+pc*gemmNR:]
 			for ir := 0; ir < m; ir += mr512 {
 				mrc := min(mr512, m-ir)
+				if mrc < mr512 && nrc == nr512 {
+					g.edgeRows512(s, edge[pc*mr512:], b, ir, mrc, jr, kc, add)
+					continue
+				}
 				a, rsa, csa := g.a[ir*k+pc:], k, 1
 				if mrc < mr512 {
 					a, rsa, csa = edge[pc*mr512:], 1, mr512

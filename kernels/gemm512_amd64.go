@@ -27,9 +27,27 @@ func kern12x32AVX512(kc int, a *float32, rsa, csa int, b *float32, boff, ldb int
 //go:noescape
 func kern12x16AVX512(kc int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add bool)
 
+// kern4x32AVX512 is kern12x32AVX512 for the first four rows of A: the
+// same FMA chain per element.
+//
+//go:noescape
+func kern4x32AVX512(kc int, a *float32, rsa, csa int, b *float32, boff, ldb int, c *float32, ldc int, add bool)
+
+// kern4x32 is kern12x32 for four rows.
+func kern4x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
+	if !useAVX512 {
+		kernRxNGo(4, kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
+		return
+	}
+	_ = a[3*rsa+(kc-1)*csa]
+	_ = b[boff+(kc-1)*ldb+15]
+	_ = c[3*ldc+31]
+	kern4x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
+}
+
 func kern12x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
 	if !useAVX512 {
-		kern12xNGo(kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
+		kernRxNGo(12, kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
 		return
 	}
 	// The assembly does not check bounds: touch the last element it reads
@@ -42,7 +60,7 @@ func kern12x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c 
 
 func kern12x16(kc int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, add bool) {
 	if !useAVX512 {
-		kern12xNGo(kc, a, rsa, csa, b, 0, ldb, 1, c, ldc, add)
+		kernRxNGo(12, kc, a, rsa, csa, b, 0, ldb, 1, c, ldc, add)
 		return
 	}
 	_ = a[11*rsa+(kc-1)*csa]

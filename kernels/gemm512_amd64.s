@@ -234,6 +234,49 @@ k12x16loop:
 	VZEROUPPER
 	RET
 
+// func kern4x32AVX512(kc int, a *float32, rsa, csa int, b *float32, boff, ldb int, c *float32, ldc int, add bool)
+//
+// kern12x32AVX512 for four rows of A (rows 0-3 from SI): accumulators row
+// i in Z(4+2i), Z(5+2i), eight FMA chains.
+TEXT ·kern4x32AVX512(SB), NOSPLIT, $0-73
+	A512(kc+0(FP), a+8(FP), rsa+16(FP), csa+24(FP))
+	MOVQ   b+32(FP), DI
+	MOVQ   boff+40(FP), BX
+	SHLQ   $2, BX
+	MOVQ   ldb+48(FP), R8
+	SHLQ   $2, R8
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+k4x32loop:
+	VMOVUPS (DI), Z0
+	VMOVUPS (DI)(BX*1), Z1
+	ADDQ    R8, DI
+	ROW2((SI), Z2, Z4, Z5)
+	ROW2((SI)(R9*1), Z3, Z6, Z7)
+	ROW2((SI)(R9*2), Z28, Z8, Z9)
+	ROW2((SI)(R10*1), Z29, Z10, Z11)
+	ADDQ    R13, SI
+	DECQ    CX
+	JNZ     k4x32loop
+
+	MOVQ    c+56(FP), DX
+	MOVQ    ldc+64(FP), R8
+	SHLQ    $2, R8
+	MOVBQZX add+72(FP), AX
+	STORE2(Z4, Z5)
+	STORE2(Z6, Z7)
+	STORE2(Z8, Z9)
+	STORE2(Z10, Z11)
+	VZEROUPPER
+	RET
+
 // func kern1x64AVX512(kc int, a *float32, bp *float32, ps int, c *float32, add bool)
 //
 // kern1x64AVX2 with one zmm a panel: four accumulators Z(8+q), one FMA

@@ -2,14 +2,14 @@ package kernels
 
 import "math"
 
-// kern12xNGo is the pure-Go twin of kern12x32AVX512 (panels = 2) and
-// kern12x16AVX512 (panels = 1). It fuses each multiply-add as the
-// assembly does (fma32), so the two agree bit for bit:
+// kernRxNGo is the pure-Go twin of kern12x32AVX512 (rows = 12, panels =
+// 2), kern12x16AVX512 (12, 1) and kern4x32AVX512 (4, 2). It fuses each
+// multiply-add as the assembly does (fma32), so they agree bit for bit:
 //
 //	acc[i][j] = fma(a[i*rsa+p*csa], b[(j/16)*boff+p*ldb+j%16], acc[i][j])   p = 0…kc-1
 //	c[i*ldc+j] = acc[i][j], or c[i*ldc+j] += acc[i][j] when add
-func kern12xNGo(kc int, a []float32, rsa, csa int, b []float32, boff, ldb, panels int, c []float32, ldc int, add bool) {
-	for i := 0; i < 12; i++ {
+func kernRxNGo(rows, kc int, a []float32, rsa, csa int, b []float32, boff, ldb, panels int, c []float32, ldc int, add bool) {
+	for i := 0; i < rows; i++ {
 		for q := 0; q < panels; q++ {
 			bq := b[q*boff:]
 			for j := 0; j < gemmNR; j++ {

@@ -85,7 +85,7 @@ func TestGemmPackedNT(t *testing.T) {
 	eachImpl(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(41, 42))
 		for _, acc := range []bool{false, true} {
-			for _, m := range []int{1, 2, 3, 4, 5, 7, 24, 25} {
+			for _, m := range []int{1, 2, 3, 4, 5, 7, 16, 20, 23, 24, 25, 64} {
 				for _, k := range []int{1, 7, 8, 17, 64} {
 					for _, n := range []int{1, 15, 16, 17, 63, 64, 65, 130} {
 						testPackedCase(t, r, m, k, n, acc)
