@@ -4,7 +4,8 @@
 // head's values stored position by position (v[p*ldv+j]): each output is
 // one FMA chain over the positions in increasing order, continued from
 // the value o holds. A kernel keeps a tile of R rows by W columns in eight
-// (or four) accumulators; per position it broadcasts each row's
+// accumulators (four for 1×32, one for 1×8, which only take what the
+// wider tiles leave); per position it broadcasts each row's
 // probability and loads the W values once, so the values stream through in
 // one sequential pass. All take
 //
