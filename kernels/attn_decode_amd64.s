@@ -204,9 +204,9 @@ s1done:
 
 // func attnScores2AVX2(s *float32, lds int, q *float32, hd int, k *float32, ldk, bs, n8 int)
 //
-// attnScores4AVX2 for two query rows: positions 32 at a time, then 16 (Y0,
-// Y1 row 0; Y2, Y3 row 1), then blocks of 8. Registers as in
-// attnScores4AVX2, with R12 3·bs bytes and R13 10·bs bytes.
+// attnScores4AVX2 for two query rows: positions 48 at a time, then 32,
+// then 16 (Y0, Y1 row 0; Y2, Y3 row 1), then blocks of 8. Registers as in
+// attnScores4AVX2, with R12 3·bs bytes and R13 5·bs bytes.
 TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-64
 	MOVQ s+0(FP), DI
 	MOVQ lds+8(FP), R8
@@ -222,13 +222,78 @@ TEXT ·attnScores2AVX2(SB), NOSPLIT, $0-64
 	SHLQ $2, R15
 	LEAQ (R15)(R15*2), R12
 	LEAQ (R15)(R15*4), R13
-	SHLQ $1, R13
 	MOVQ n8+56(FP), CX
 	XORQ AX, AX
 
-	// 32 positions a pass: eight accumulators (Y0-Y3 row 0, Y4-Y7 row 1),
-	// so eight FMA chains are in flight, two per cycle at four cycles'
-	// latency; four would leave half the FMA units idle.
+	// 48 positions a pass: twelve accumulators (Y0-Y5 row 0, Y6-Y11 row
+	// 1), so more FMA chains are in flight than the two FMA units at four
+	// cycles' latency need, and each key vector loaded feeds two FMAs.
+s2b48:
+	LEAQ   48(AX), BX
+	CMPQ   BX, CX
+	JGT    s2b32
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ   DX, BX
+	XORQ   R14, R14
+
+s2b48d:
+	PREFETCHT0   (BX)(R15*8)
+	PREFETCHT0   (BX)(R13*2)
+	VBROADCASTSS (SI)(R14*1), Y12
+	VBROADCASTSS (R11)(R14*1), Y13
+	VMOVUPS      (BX), Y14
+	VFMADD231PS  Y14, Y12, Y0
+	VFMADD231PS  Y14, Y13, Y6
+	VMOVUPS      (BX)(R15*1), Y15
+	VFMADD231PS  Y15, Y12, Y1
+	VFMADD231PS  Y15, Y13, Y7
+	VMOVUPS      (BX)(R15*2), Y14
+	VFMADD231PS  Y14, Y12, Y2
+	VFMADD231PS  Y14, Y13, Y8
+	VMOVUPS      (BX)(R12*1), Y15
+	VFMADD231PS  Y15, Y12, Y3
+	VFMADD231PS  Y15, Y13, Y9
+	VMOVUPS      (BX)(R15*4), Y14
+	VFMADD231PS  Y14, Y12, Y4
+	VFMADD231PS  Y14, Y13, Y10
+	VMOVUPS      (BX)(R13*1), Y15
+	VFMADD231PS  Y15, Y12, Y5
+	VFMADD231PS  Y15, Y13, Y11
+	ADDQ         R10, BX
+	ADDQ         $4, R14
+	CMPQ         R14, R9
+	JLT          s2b48d
+
+	LEAQ    (DI)(AX*4), BX
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	ADDQ    R8, BX
+	VMOVUPS Y6, (BX)
+	VMOVUPS Y7, 32(BX)
+	VMOVUPS Y8, 64(BX)
+	VMOVUPS Y9, 96(BX)
+	VMOVUPS Y10, 128(BX)
+	VMOVUPS Y11, 160(BX)
+	LEAQ    (DX)(R12*2), DX
+	ADDQ    $48, AX
+	JMP     s2b48
+
+	// Then 32 positions: eight accumulators (Y0-Y3 row 0, Y4-Y7 row 1).
 s2b32:
 	LEAQ   32(AX), BX
 	CMPQ   BX, CX
@@ -250,7 +315,7 @@ s2b32d:
 	VMOVUPS      (BX)(R15*2), Y10
 	VMOVUPS      (BX)(R12*1), Y11
 	PREFETCHT0   (BX)(R15*8)
-	PREFETCHT0   (BX)(R13*1)
+	PREFETCHT0   (BX)(R13*2)
 	VBROADCASTSS (SI)(R14*1), Y12
 	VFMADD231PS  Y8, Y12, Y0
 	VFMADD231PS  Y9, Y12, Y1
