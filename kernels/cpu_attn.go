@@ -297,6 +297,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 			if c.scores != nil {
 				// Rows of scores ldn apart, whole vectors of positions.
 				ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
+				negInf := T(math.Inf(-1))
 				for g := 0; g < grp; {
 					rows := decodeChunk(grp - g)
 					pr, q, out := sc[g*ldn:(g+rows)*ldn], qg[g*hd:(g+rows)*hd], og[g*hd:(g+rows)*hd]
@@ -314,7 +315,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 					for i := 0; i < rows; i++ {
 						row := pr[i*ldn : i*ldn+ldn]
 						for p := n; p < ldn; p++ {
-							row[p] = T(math.Inf(-1))
+							row[p] = negInf
 						}
 						sums[i] = c.softExp(row, scale)
 					}

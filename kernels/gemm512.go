@@ -152,25 +152,8 @@ func (g *gemmJob) macro512(s *gemmScratch, ic, mc, pc, jc, nc, kc int, add bool)
 			}
 		}
 		for ir := 0; ir < mc; ir += mr512 {
-			mrc := min(mr512, mc-ir)
 			a, rsa, csa := g.aTile(s, ic, mc, ir, pc, kc)
-			off := (ic+ir)*n + jc + jr
-			full := mrc == mr512 && nrc == nr512
-			if !pair {
-				full = mrc == mr512 && nrc == gemmNR
-			}
-			c, ldc, cadd := g.out[off:], n, add
-			if !full {
-				c, ldc, cadd = s.tmp512[:], nr512, false
-			}
-			if pair {
-				kern12x32(kc, a, rsa, csa, b, boff, ldb, c, ldc, cadd)
-			} else {
-				kern12x16(kc, a, rsa, csa, b, ldb, c, ldc, cadd)
-			}
-			if !full {
-				s.flush512(g.out[off:], n, mrc, nrc, add)
-			}
+			g.tile512(s, kc, a, rsa, csa, min(mr512, mc-ir), nrc, b, boff, ldb, (ic+ir)*n+jc+jr, add)
 		}
 	}
 }
@@ -182,14 +165,45 @@ func (g *gemmJob) tiles16(s *gemmScratch, ic, mc, pc, jc, jr, nc, kc int, add bo
 	kind, o, ldb := g.bPanel(jr, nc, jc, pc, kc)
 	b := g.bSlice(s, kind)[o:]
 	for ir := 0; ir < mc; ir += mr512 {
-		mrc := min(mr512, mc-ir)
 		a, rsa, csa := g.aTile(s, ic, mc, ir, pc, kc)
-		off := (ic+ir)*n + jc + jr
-		if mrc == mr512 && nrc == gemmNR {
-			kern12x16(kc, a, rsa, csa, b, ldb, g.out[off:], n, add)
-			continue
+		g.tile512(s, kc, a, rsa, csa, min(mr512, mc-ir), nrc, b, 0, ldb, (ic+ir)*n+jc+jr, add)
+	}
+}
+
+// tile512 computes the tile of out at off (row stride n) of mrc ≤ 12 rows
+// and nrc ≤ 32 columns, one K block of kc steps, from A (a, rsa, csa; a
+// tile of fewer than 12 rows is a zero-padded 12-row panel, rsa = 1) and
+// one B panel or two boff apart (nrc > 16), adding to out when add. A full
+// tile goes straight into out; one of fewer rows and a whole pair of
+// panels runs four rows at a time on the 4-row tile, straight into out
+// where four rows are real (a 12-row tile spends as long on missing rows
+// as on real ones: a product of 64 rows took as long as one of 72); the
+// rest goes through s.tmp512. Every element is the same FMA chain.
+func (g *gemmJob) tile512(s *gemmScratch, kc int, a []float32, rsa, csa, mrc, nrc int, b []float32, boff, ldb, off int, add bool) {
+	n := g.n
+	if mrc < mr512 && nrc == nr512 {
+		for i0 := 0; i0 < mrc; i0 += 4 {
+			o := off + i0*n
+			if mrc-i0 >= 4 {
+				kern4x32(kc, a[i0*rsa:], rsa, csa, b, boff, ldb, g.out[o:], n, add)
+				continue
+			}
+			kern4x32(kc, a[i0*rsa:], rsa, csa, b, boff, ldb, s.tmp512[:], nr512, false)
+			s.flush512(g.out[o:], n, mrc-i0, nr512, add)
 		}
-		kern12x16(kc, a, rsa, csa, b, ldb, s.tmp512[:], nr512, false)
+		return
+	}
+	full := mrc == mr512 && (nrc == nr512 || nrc == gemmNR)
+	c, ldc, cadd := g.out[off:], n, add
+	if !full {
+		c, ldc, cadd = s.tmp512[:], nr512, false
+	}
+	if nrc > gemmNR {
+		kern12x32(kc, a, rsa, csa, b, boff, ldb, c, ldc, cadd)
+	} else {
+		kern12x16(kc, a, rsa, csa, b, ldb, c, ldc, cadd)
+	}
+	if !full {
 		s.flush512(g.out[off:], n, mrc, nrc, add)
 	}
 }
@@ -229,24 +243,6 @@ func (g *gemmJob) packEdge512(s *gemmScratch) []float32 {
 	return s.ap
 }
 
-// edgeRows512 computes out[ir:ir+mrc, jr:jr+32] (mrc < 12, the product's
-// last rows, packed in ae as a 12-row panel) four rows at a time with the
-// 4-row tile, straight into out where four rows are real: a 12-row tile
-// would spend as long on the missing rows as on the real ones (a product
-// of 64 rows took as long as one of 72). The same FMA chain per element.
-func (g *gemmJob) edgeRows512(s *gemmScratch, ae, b []float32, ir, mrc, jr, kc int, add bool) {
-	n, k := g.n, g.k
-	for i0 := 0; i0 < mrc; i0 += 4 {
-		off := (ir+i0)*n + jr
-		if mrc-i0 >= 4 {
-			kern4x32(kc, ae[i0:], 1, mr512, b, gemmNR*k, gemmNR, g.out[off:], n, add)
-			continue
-		}
-		kern4x32(kc, ae[i0:], 1, mr512, b, gemmNR*k, gemmNR, s.tmp512[:], nr512, false)
-		s.flush512(g.out[off:], n, mrc-i0, nr512, add)
-	}
-}
-
 // runPanels512 is runPanels on the AVX-512 tile: for each pair of
 // prepacked B panels (jr, jr+16), K block by K block, every 12-row tile of
 // A, read in place (the last rows from edge, see packEdge512). j0 is a
@@ -262,29 +258,11 @@ func (g *gemmJob) runPanels512(edge []float32, j0, j1 int) {
 			add := g.acc || pc > 0
 			b := g.pf[jr*k+pc*gemmNR:]
 			for ir := 0; ir < m; ir += mr512 {
-				mrc := min(mr512, m-ir)
-				if mrc < mr512 && nrc == nr512 {
-					g.edgeRows512(s, edge[pc*mr512:], b, ir, mrc, jr, kc, add)
-					continue
-				}
 				a, rsa, csa := g.a[ir*k+pc:], k, 1
-				if mrc < mr512 {
+				if ir+mr512 > m {
 					a, rsa, csa = edge[pc*mr512:], 1, mr512
 				}
-				off := ir*n + jr
-				full := mrc == mr512 && (nrc == nr512 || nrc == gemmNR)
-				c, ldc, cadd := g.out[off:], n, add
-				if !full {
-					c, ldc, cadd = s.tmp512[:], nr512, false
-				}
-				if nrc > gemmNR {
-					kern12x32(kc, a, rsa, csa, b, gemmNR*k, gemmNR, c, ldc, cadd)
-				} else {
-					kern12x16(kc, a, rsa, csa, b, gemmNR, c, ldc, cadd)
-				}
-				if !full {
-					s.flush512(g.out[off:], n, mrc, nrc, add)
-				}
+				g.tile512(s, kc, a, rsa, csa, min(mr512, m-ir), nrc, b, gemmNR*k, gemmNR, ir*n+jr, add)
 			}
 		}
 	}
