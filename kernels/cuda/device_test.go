@@ -559,7 +559,7 @@ func gemmCases(add addFunc) {
 		}
 	}
 	bshapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 48, 65}, {3, 0, 5}, {23, 129, 70},
-		{1, 768, 3072}, {1, 1024, 32000}, {64, 1024, 3072}, {1024, 256, 704}}
+		{1, 768, 3072}, {1, 1024, 32000}, {64, 1024, 3072}, {1024, 256, 704}, {48, 4096, 256}}
 	for _, s := range bshapes {
 		m, k, n := s[0], s[1], s[2]
 		for _, acc := range []bool{false, true} {
@@ -1066,6 +1066,63 @@ func TestDeviceSamplerInvariants(t *testing.T) {
 			})
 		}
 	}
+
+	// Uploads are staged in page-locked chunks of 1 MiB reused after each
+	// synchronisation (staging.go): 1500 uploads between two
+	// synchronisations fill and leave several chunks, and one larger than
+	// a chunk gets its own. Every one must reach its op intact.
+	inv("uploads/many-between-syncs", func(e *opEnv) (a, b []float32) {
+		const V, C, calls, rows, big = 1000, 8, 1500, 200, 300_000
+		th := e.normals(V*C, 1)
+		table := e.load(th)
+		toks := e.ints(calls*rows+big, V)
+		out := e.zeros((calls*rows + big) * C)
+		for i := range calls {
+			e.be.Embedding(out.View(i*rows*C, rows*C), table, toks[i*rows:(i+1)*rows], C)
+		}
+		e.be.Embedding(out.View(calls*rows*C, big*C), table, toks[calls*rows:], C)
+		want := make([]float32, 0, out.Len())
+		for _, t := range toks {
+			want = append(want, th[int(t)*C:int(t+1)*C]...)
+		}
+		return store(e, out), want
+	})
+	// The profile (profile.go) counts every op once, GEMMs by layout and
+	// shape, and times each on the GPU and the host.
+	inv("profile/counts", func(e *opEnv) (a, b []float32) {
+		x, y, out := e.in(64*32), e.in(32*16), e.zeros(64*16)
+		was := gpu.Profiling()
+		if err := gpu.EnableProfile(true); err != nil {
+			panic(err)
+		}
+		defer gpu.EnableProfile(was)
+		if err := gpu.ProfileReset(); err != nil {
+			panic(err)
+		}
+		for range 3 {
+			e.be.Gemm(kernels.NN, out, x, y, 64, 32, 16, false)
+		}
+		for range 2 {
+			e.be.Add(out, out, out)
+		}
+		rows, err := gpu.Profile()
+		if err != nil {
+			panic(err)
+		}
+		got := map[string]cuda.ProfileRow{}
+		for _, r := range rows {
+			got[r.Op] = r
+		}
+		timed := func(r cuda.ProfileRow) float32 {
+			if r.GPU > 0 && r.Host > 0 {
+				return 1
+			}
+			return 0
+		}
+		g, ad := got["Gemm NN 64x32x16"], got["Add"]
+		return []float32{float32(g.Count), float32(ad.Count), timed(g), timed(ad), float32(len(rows))},
+			[]float32{3, 2, 1, 1, 3} // and the row of the host's waits
+	})
 }
 
 // trainTol bounds |loss_gpu − loss_cpu| at every step of the training
