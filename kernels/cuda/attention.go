@@ -142,7 +142,8 @@ func (b *Backend) AttentionKV(out, q kernels.Tensor, spans []kernels.KVSpan, H, 
 }
 
 // CacheWrite implements kernels.Backend: keys and values alike, position
-// by position within a head.
+// by position within a head. A write of a few rows is queued and launched
+// with the others before the next op (cachebatch.go).
 func (b *Backend) CacheWrite(cache, src kernels.Tensor, _ kernels.KVKind, pos0, rows, KVH, hd, cp int) {
 	const op = "CacheWrite"
 	d, s := f32(op, "cache", cache, KVH*cp*hd), f32(op, "src", src, rows*KVH*hd)
@@ -152,7 +153,12 @@ func (b *Backend) CacheWrite(cache, src kernels.Tensor, _ kernels.KVKind, pos0, 
 	if rows*KVH*hd == 0 {
 		return
 	}
+	cb, _ := storage(cache)
+	sb, _ := storage(src)
 	defer b.enter(op)()
+	if b.queueCacheWrite(cb, sb, d, s, pos0, rows, KVH, hd, cp) {
+		return // launched with the next op (cachebatch.go)
+	}
 	// whale_cache_write(float* cache, const float* src, i64 pos0, i64 rows, i64 KVH, i64 hd, i64 cap)
 	b.launch(op, "whale_cache_write", elems(rows*KVH*hd), d, s, i64(pos0), i64(rows), i64(KVH), i64(hd), i64(cp))
 }

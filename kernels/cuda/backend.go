@@ -55,6 +55,12 @@ type Backend struct {
 	ropeInv map[ropeKey]*buffer
 	// prof times every op when WHALE_CUDA_PROFILE is set (profile.go).
 	prof *profiler
+
+	// Batched cache writes (cachebatch.go): the kernel's module, or nil
+	// and batchErr saying why not; the writes queued so far.
+	batchMod *cu.Module
+	batchErr error
+	queue    cacheQueue
 }
 
 var (
@@ -120,6 +126,16 @@ func (b *Backend) open() (err error) {
 	if v := os.Getenv("WHALE_CUDA_PROFILE"); v != "" && v != "0" {
 		b.prof = newProfiler()
 	}
+	b.openCacheBatch()
+	// The batch's check ran in a context of its own: make sure this one
+	// is current again.
+	if err := cu.SetCurrentContext(b.ctx); err != nil {
+		b.closeCacheBatch()
+		b.blas.destroy()
+		b.mod.Unload()
+		b.stream.Destroy()
+		return fmt.Errorf("cuda: make the context current: %w", err)
+	}
 	return nil
 }
 
@@ -142,6 +158,7 @@ func (b *Backend) Close() error {
 	if err := b.mod.Unload(); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: unload kernels: %w", err))
 	}
+	errs = append(errs, b.closeCacheBatch())
 	if err := b.stream.Destroy(); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: destroy stream: %w", err))
 	}
@@ -159,6 +176,7 @@ func (b *Backend) Sync() error {
 }
 
 func (b *Backend) syncLocked() error {
+	b.flushCacheWrites()
 	t0 := time.Now()
 	err := b.stream.Synchronize()
 	if err != nil {
@@ -185,6 +203,10 @@ func (b *Backend) Name() string { return "cuda/float32" }
 // times the call (see profile.go).
 func (b *Backend) enter(op string) func() {
 	leave := b.lock()
+	if op != "CacheWrite" {
+		// Queued cache writes run before any other op (cachebatch.go).
+		b.flushCacheWrites()
+	}
 	if b.prof == nil {
 		return leave
 	}

@@ -201,6 +201,9 @@ func BenchmarkSampleBenchSmall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if ok, err := be.BatchedCacheWrites(); !ok {
+		b.Logf("cache writes launch one by one: %v", err)
+	}
 	for _, batch := range []int{64, 1} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			var sum float64

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -1086,6 +1087,43 @@ func TestDeviceSamplerInvariants(t *testing.T) {
 			want = append(want, th[int(t)*C:int(t+1)*C]...)
 		}
 		return store(e, out), want
+	})
+	// Queued cache writes (cachebatch.go) against the layout the backend
+	// documents, [KVH][cap][hd], applied on the host in call order:
+	// one-row writes into 40 caches that share one allocation (as a
+	// sequence's layers share theirs), a position written twice in a row
+	// (the second must win), and a write whose source is a cache that a
+	// queued write fills (it must read the new values).
+	inv("CacheWrite/queued-vs-host", func(e *opEnv) (a, b []float32) {
+		const KVH, hd, cp, nc, steps = 2, 32, 16, 40, 6
+		w, size := KVH*hd, KVH*cp*hd
+		arena := e.zeros(nc * size)
+		srcH := e.normals((steps*nc+4)*w, 1)
+		src := e.load(srcH)
+		host := make([]float32, nc*size)
+		write := func(c int, from kernels.Tensor, hs []float32, pos, rows int) {
+			e.be.CacheWrite(arena.View(c*size, size), from, kernels.Keys, pos, rows, KVH, hd, cp)
+			for r := range rows {
+				for kh := range KVH {
+					for d := range hd {
+						host[c*size+(kh*cp+pos+r)*hd+d] = hs[r*w+kh*hd+d]
+					}
+				}
+			}
+		}
+		for st := range steps {
+			for c := range nc {
+				o := (st*nc + c) * w
+				write(c, src.View(o, w), srcH[o:o+w], st, 1)
+			}
+		}
+		o := steps * nc * w
+		write(0, src.View(o, 2*w), srcH[o:o+2*w], 3, 2)
+		write(0, src.View(o+2*w, 2*w), srcH[o+2*w:o+4*w], 3, 2)
+		// Cache 0's head 0 at positions 3 and 4, which the queued second
+		// write fills.
+		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
+		return store(e, arena), host
 	})
 	// The profile (profile.go) counts every op once, GEMMs by layout and
 	// shape, and times each on the GPU and the host.
