@@ -53,6 +53,7 @@ type Backend struct {
 	// ropeInv holds RoPE's inverse frequencies on the device, uploaded
 	// once per (theta, head dim).
 	ropeInv map[ropeKey]*buffer
+	ropePos ropePos // the positions RoPE read last
 	// prof times every op when WHALE_CUDA_PROFILE is set (profile.go).
 	prof *profiler
 

@@ -246,8 +246,7 @@ func (b *Backend) rope(op string, out, x kernels.Tensor, pos []int32, rows, head
 	}
 	defer b.enter(op)()
 	ib := b.ropeFreqs(op, theta, hd)
-	pb := b.upload(op, int32s(pos[:rows]))
-	defer b.release(pb)
+	pb := b.ropePositions(op, pos[:rows])
 	// whale_rope(float* out, const float* x, const int* pos, const double* inv, i64 rows, i64 heads, i64 hd, double sign, i64 add)
 	b.launch(op, "whale_rope", elems(rows*heads*hd/2), o, xs, uint64(pb.ptr), uint64(ib.ptr),
 		i64(rows), i64(heads), i64(hd), f64a(sign), flag(add))
@@ -274,6 +273,30 @@ func (b *Backend) ropeFreqs(op string, theta float64, hd int) *buffer {
 	buf := b.upload(op, float64s(inv))
 	b.ropeInv[key] = buf
 	return buf
+}
+
+// ropePos keeps the positions RoPE uploaded last, and their device copy:
+// a model rotates queries and keys at the same positions in every layer,
+// forward and backward, so one upload serves a whole step.
+type ropePos struct {
+	pos []int32
+	buf *buffer
+}
+
+// ropePositions returns a device copy of pos, uploading it unless it
+// equals the last one. A replaced copy goes back to the pool; launches
+// queued before still read it first (stream order).
+func (b *Backend) ropePositions(op string, pos []int32) *buffer {
+	c := &b.ropePos
+	if c.buf != nil && slices.Equal(c.pos, pos) {
+		return c.buf
+	}
+	if c.buf != nil {
+		b.release(c.buf)
+	}
+	c.buf = b.upload(op, int32s(pos))
+	c.pos = append(c.pos[:0], pos...)
+	return c.buf
 }
 
 // RoPE implements kernels.Backend.
