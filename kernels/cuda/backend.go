@@ -204,9 +204,18 @@ func (b *Backend) Name() string { return "cuda/float32" }
 // times the call (see profile.go).
 func (b *Backend) enter(op string) func() {
 	leave := b.lock()
-	if op != "CacheWrite" {
-		// Queued cache writes run before any other op (cachebatch.go).
-		b.flushCacheWrites()
+	if op != "CacheWrite" && len(b.queue.jobs) > 0 {
+		// Queued cache writes run before any other op (cachebatch.go);
+		// a failed launch panics with the backend unlocked.
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					leave()
+					panic(p)
+				}
+			}()
+			b.flushCacheWrites()
+		}()
 	}
 	if b.prof == nil {
 		return leave
