@@ -32,7 +32,9 @@ func (b *Backend) Gemm(layout kernels.Layout, out, a, c kernels.Tensor, m, k, n 
 		return
 	}
 	defer b.enter(op)()
-	b.note("%s %dx%dx%d", layout, m, k, n)
+	if b.prof != nil {
+		b.note("%s %dx%dx%d", layout, m, k, n)
+	}
 	if b.noProduct(op, o, m, k, n, acc) {
 		return
 	}
@@ -91,15 +93,21 @@ func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 		return
 	}
 	if m < gemvMaxM {
-		b.note("NT %dx%dx%d gemv", m, k, n)
+		if b.prof != nil {
+			b.note("NT %dx%dx%d gemv", m, k, n)
+		}
 		b.gemv(op, "whale_gemv_nt_bf16", o, x, y, m, k, n, acc)
 		return
 	}
 	if b.bf16TC == nil && b.gemmBF16TC(op, o, x, y, m, k, n, acc) {
-		b.note("NT %dx%dx%d tensor cores", m, k, n)
+		if b.prof != nil {
+			b.note("NT %dx%dx%d tensor cores", m, k, n)
+		}
 		return
 	}
-	b.note("NT %dx%dx%d widened", m, k, n)
+	if b.prof != nil {
+		b.note("NT %dx%dx%d widened", m, k, n)
+	}
 	rows := max(1, min(n, bf16Panel/k)) // rows of b per panel
 	scratch := b.allocRaw(op, rows*k, 4)
 	defer b.release(scratch)

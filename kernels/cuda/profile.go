@@ -87,8 +87,8 @@ func (p *profiler) begin(b *Backend, op string, leave func()) func() {
 	}
 }
 
-// note refines the current op's row name (called inside an op, only when
-// profiling, so that the name is not formatted otherwise).
+// note refines the current op's row name. Callers check b.prof first, so
+// that nothing is formatted (or boxed) when the profile is off.
 func (b *Backend) note(format string, args ...any) {
 	if b.prof != nil {
 		b.prof.detail = fmt.Sprintf(format, args...)
