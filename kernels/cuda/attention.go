@@ -46,7 +46,7 @@ func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd i
 	checkGrid(op, B, H)
 	w := attnWidth(hd)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	defer b.enter()()
+	defer b.enter(op)()
 	// whale_attn_fwd_W(float* out, float* lse, const float* q, const float* k, const float* v,
 	//                  i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
 	b.launch(op, fmt.Sprintf("whale_attn_fwd_%d", w), dim{(T + attBR - 1) / attBR, H, B, attBR},
@@ -70,7 +70,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.
 	checkGrid(op, B, H)
 	w := attnWidth(hd)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	defer b.enter()()
+	defer b.enter(op)()
 	D := b.alloc(op, B*H*T, 4)
 	defer b.release(D)
 	// whale_attn_bwd_d(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
@@ -134,7 +134,7 @@ func (b *Backend) AttentionKV(out, q kernels.Tensor, spans []kernels.KVSpan, H, 
 	}
 	o, qs := f32(op, "out", out, -1), f32(op, "q", q, -1)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	defer b.enter()()
+	defer b.enter(op)()
 	db := b.upload(op, int64s(desc))
 	defer b.release(db)
 	// whale_attn_kv(float* out, const float* q, const i64* rows, i64 H, i64 KVH, i64 hd, float scale)
@@ -142,7 +142,8 @@ func (b *Backend) AttentionKV(out, q kernels.Tensor, spans []kernels.KVSpan, H, 
 }
 
 // CacheWrite implements kernels.Backend: keys and values alike, position
-// by position within a head.
+// by position within a head. A write of a few rows is queued and launched
+// with the others before the next op (cachebatch.go).
 func (b *Backend) CacheWrite(cache, src kernels.Tensor, _ kernels.KVKind, pos0, rows, KVH, hd, cp int) {
 	const op = "CacheWrite"
 	d, s := f32(op, "cache", cache, KVH*cp*hd), f32(op, "src", src, rows*KVH*hd)
@@ -152,7 +153,12 @@ func (b *Backend) CacheWrite(cache, src kernels.Tensor, _ kernels.KVKind, pos0, 
 	if rows*KVH*hd == 0 {
 		return
 	}
-	defer b.enter()()
+	cb, _ := storage(cache)
+	sb, _ := storage(src)
+	defer b.enter(op)()
+	if b.queueCacheWrite(cb, sb, d, s, pos0, rows, KVH, hd, cp) {
+		return // launched with the next op (cachebatch.go)
+	}
 	// whale_cache_write(float* cache, const float* src, i64 pos0, i64 rows, i64 KVH, i64 hd, i64 cap)
 	b.launch(op, "whale_cache_write", elems(rows*KVH*hd), d, s, i64(pos0), i64(rows), i64(KVH), i64(hd), i64(cp))
 }
@@ -171,7 +177,7 @@ func (b *Backend) CacheCopy(dst, src kernels.Tensor, _ kernels.KVKind, dstPos, s
 	}
 	sb, _ := storage(src)
 	db, _ := storage(dst)
-	defer b.enter()()
+	defer b.enter(op)()
 	for kh := 0; kh < KVH; kh++ {
 		to := d + uint64((kh*dstCap+dstPos)*hd)*4
 		from := s + uint64((kh*srcCap+srcPos)*hd)*4

@@ -5,8 +5,10 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -41,9 +43,25 @@ type Backend struct {
 	name   string
 	closed bool
 
-	// Host copies of uploaded arrays, freed at the next synchronisation.
-	hostKeep  []unsafe.Pointer
-	hostBytes int
+	// bf16TC is nil while GemmBF16NT may use cublasGemmEx; the error
+	// that made it fall back to Sgemm for good otherwise.
+	bf16TC error
+
+	// Host copies of uploaded arrays, reused after the next
+	// synchronisation (staging.go).
+	stage staging
+	// ropeInv holds RoPE's inverse frequencies on the device, uploaded
+	// once per (theta, head dim).
+	ropeInv map[ropeKey]*buffer
+	ropePos ropePos // the positions RoPE read last
+	// prof times every op when WHALE_CUDA_PROFILE is set (profile.go).
+	prof *profiler
+
+	// Batched cache writes (cachebatch.go): the kernel's module, or nil
+	// and batchErr saying why not; the writes queued so far.
+	batchMod *cu.Module
+	batchErr error
+	queue    cacheQueue
 }
 
 var (
@@ -61,7 +79,7 @@ func New() (*Backend, error) {
 	if n == 0 {
 		return nil, errors.New("cuda: the NVIDIA driver sees no GPU")
 	}
-	b := &Backend{fn: map[string]cu.Function{}, pool: newPool()}
+	b := &Backend{fn: map[string]cu.Function{}, pool: newPool(), ropeInv: map[ropeKey]*buffer{}}
 	if b.dev, err = cu.GetDevice(0); err != nil {
 		return nil, fmt.Errorf("cuda: device 0: %w", err)
 	}
@@ -106,6 +124,19 @@ func (b *Backend) open() (err error) {
 		b.stream.Destroy()
 		return err
 	}
+	if v := os.Getenv("WHALE_CUDA_PROFILE"); v != "" && v != "0" {
+		b.prof = newProfiler()
+	}
+	b.openCacheBatch()
+	// The batch's check ran in a context of its own: make sure this one
+	// is current again.
+	if err := cu.SetCurrentContext(b.ctx); err != nil {
+		b.closeCacheBatch()
+		b.blas.destroy()
+		b.mod.Unload()
+		b.stream.Destroy()
+		return fmt.Errorf("cuda: make the context current: %w", err)
+	}
 	return nil
 }
 
@@ -116,15 +147,19 @@ func (b *Backend) rawStream() uintptr { return *(*uintptr)(unsafe.Pointer(&b.str
 // Close waits for queued work and releases every allocation, the kernels,
 // the stream and the context. The Backend must not be used afterwards.
 func (b *Backend) Close() error {
-	defer b.enter()()
+	defer b.lock()()
 	if b.closed {
 		return nil
 	}
 	b.closed = true
-	errs := []error{b.syncLocked(), b.pool.release(), b.blas.destroy()}
+	errs := []error{b.syncLocked(), b.pool.release(), b.blas.destroy(), b.stage.release()}
+	if b.prof != nil {
+		errs = append(errs, b.prof.release())
+	}
 	if err := b.mod.Unload(); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: unload kernels: %w", err))
 	}
+	errs = append(errs, b.closeCacheBatch())
 	if err := b.stream.Destroy(); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: destroy stream: %w", err))
 	}
@@ -137,15 +172,23 @@ func (b *Backend) Close() error {
 // Sync waits until every op queued so far has finished; it returns the
 // first error of an asynchronous launch, if any.
 func (b *Backend) Sync() error {
-	defer b.enter()()
+	defer b.enter("Sync")()
 	return b.syncLocked()
 }
 
 func (b *Backend) syncLocked() error {
+	b.flushCacheWrites()
+	t0 := time.Now()
 	err := b.stream.Synchronize()
-	b.freeHost()
 	if err != nil {
 		return fmt.Errorf("cuda: %w", err)
+	}
+	// Only after a successful wait: the staged bytes' copies, and the
+	// profile's events, are then done.
+	b.stage.reset()
+	if b.prof != nil {
+		b.prof.waited(time.Since(t0))
+		b.prof.resolve()
 	}
 	return nil
 }
@@ -157,8 +200,32 @@ func (b *Backend) DeviceName() string { return b.name }
 func (b *Backend) Name() string { return "cuda/float32" }
 
 // enter locks b and makes its context current on this OS thread for one
-// call; the returned func undoes it.
-func (b *Backend) enter() func() {
+// call of op; the returned func undoes it. With profiling on it also
+// times the call (see profile.go).
+func (b *Backend) enter(op string) func() {
+	leave := b.lock()
+	if op != "CacheWrite" && len(b.queue.jobs) > 0 {
+		// Queued cache writes run before any other op (cachebatch.go);
+		// a failed launch panics with the backend unlocked.
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					leave()
+					panic(p)
+				}
+			}()
+			b.flushCacheWrites()
+		}()
+	}
+	if b.prof == nil {
+		return leave
+	}
+	return b.prof.begin(b, op, leave)
+}
+
+// lock is enter without the profile: for Close and the profile's own
+// calls.
+func (b *Backend) lock() func() {
 	b.mu.Lock()
 	runtime.LockOSThread()
 	if err := cu.SetCurrentContext(b.ctx); err != nil {
@@ -182,7 +249,7 @@ func (b *Backend) Load(dst kernels.Tensor, src []float32) {
 	if len(src) == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("Load")()
 	b.check("Load", cu.MemcpyHtoDAsync(cu.DevicePtr(p), unsafe.Pointer(&src[0]), int64(4*len(src)), b.stream))
 	b.wait("Load")
 }
@@ -194,7 +261,7 @@ func (b *Backend) Store(dst []float32, src kernels.Tensor) {
 	if len(dst) == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("Store")()
 	b.check("Store", cu.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), cu.DevicePtr(p), int64(4*len(dst)), b.stream))
 	b.wait("Store")
 }

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"whale/core/model"
 	"whale/kernels"
@@ -43,6 +45,9 @@ func BenchmarkGemm(b *testing.B) {
 	}
 	for _, s := range shapes {
 		b.Run(fmt.Sprintf("bf16/NT/%dx%dx%d", s.m, s.k, s.n), func(b *testing.B) { benchGemm(b, be, kernels.NT, s.m, s.k, s.n, true) })
+	}
+	if ok, err := be.BF16TensorCores(); !ok {
+		b.Logf("bf16 products fell back to widened float32 weights: %v", err)
 	}
 }
 
@@ -153,6 +158,7 @@ func benchTrainStep(b *testing.B, preset string, B, T int) {
 		syncOrFatal(b, be)
 		trainBenches[key] = tb
 	}
+	profileReset(b, be)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := tb.tr.Step([][]model.Sequence{tb.batch}); err != nil {
@@ -161,6 +167,7 @@ func benchTrainStep(b *testing.B, preset string, B, T int) {
 	}
 	syncOrFatal(b, be)
 	b.StopTimer()
+	profilePrint(b, be, b.Elapsed(), b.N)
 	s := b.Elapsed().Seconds()
 	b.ReportMetric(1e3*s/float64(b.N), "ms/step")
 	b.ReportMetric(float64(b.N*B*T)/s, "tokens/s")
@@ -194,9 +201,13 @@ func BenchmarkSampleBenchSmall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if ok, err := be.BatchedCacheWrites(); !ok {
+		b.Logf("cache writes launch one by one: %v", err)
+	}
 	for _, batch := range []int{64, 1} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			var sum float64
+			profileReset(b, be)
 			for i := 0; i < b.N; i++ {
 				tps, err := model.BenchSample(be, cfg, batch, 16, 256, false)
 				if err != nil {
@@ -204,7 +215,55 @@ func BenchmarkSampleBenchSmall(b *testing.B) {
 				}
 				sum += tps
 			}
+			profilePrint(b, be, b.Elapsed(), b.N)
 			b.ReportMetric(sum/float64(b.N), "tokens/s")
 		})
+	}
+}
+
+// profileReset starts a benchmark's profile afresh (when the backend
+// profiles: WHALE_CUDA_PROFILE=1).
+func profileReset(b *testing.B, be *cuda.Backend) {
+	if !be.Profiling() {
+		return
+	}
+	if err := be.ProfileReset(); err != nil {
+		b.Fatalf("profile: %v", err)
+	}
+}
+
+// profilePrint appends the benchmark's profile, one "cuda-profile" line
+// per op (check/combine.py reads them), to the file WHALE_CUDA_PROFILE_OUT
+// names, or else logs its first rows (a benchmark's log is cut at ten
+// lines, and printing to stdout would split its result line). The rows
+// cover the wall time of runs runs; with model.BenchSample that includes
+// the sampler's set-up, which its tokens/s leaves out.
+func profilePrint(b *testing.B, be *cuda.Backend, wall time.Duration, runs int) {
+	if !be.Profiling() {
+		return
+	}
+	rows, err := be.Profile()
+	if err != nil {
+		b.Fatalf("profile: %v", err)
+	}
+	path := os.Getenv("WHALE_CUDA_PROFILE_OUT")
+	if path == "" {
+		var sb strings.Builder
+		if err := cuda.WriteProfile(&sb, b.Name(), rows[:min(len(rows), 8)], wall, runs); err != nil {
+			b.Fatalf("profile: %v", err)
+		}
+		b.Log("profile (the first rows; WHALE_CUDA_PROFILE_OUT=file for all):\n" + sb.String())
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatalf("profile: %v", err)
+	}
+	err = cuda.WriteProfile(f, b.Name(), rows, wall, runs)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatalf("profile: write %s: %v", path, err)
 	}
 }

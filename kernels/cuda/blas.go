@@ -29,6 +29,9 @@ typedef cublasStatus_t (*whale_set_math_fn)(cublasHandle_t, cublasMath_t);
 typedef cublasStatus_t (*whale_set_atomics_fn)(cublasHandle_t, cublasAtomicsMode_t);
 typedef cublasStatus_t (*whale_sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                                          const float*, const float*, int, const float*, int, const float*, float*, int);
+typedef cublasStatus_t (*whale_gemmex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                          const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                                          const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 static void* whale_blas_lib;
 static const char* whale_blas_name;
@@ -38,6 +41,7 @@ static whale_set_stream_fn whale_p_set_stream;
 static whale_set_math_fn whale_p_set_math;
 static whale_set_atomics_fn whale_p_set_atomics;
 static whale_sgemm_fn whale_p_sgemm;
+static whale_gemmex_fn whale_p_gemmex; // optional: NULL leaves bf16 products on Sgemm
 
 // whale_blas_open loads cuBLAS once: 0 on success, -1 when no libcublas
 // is found, -2 when one lacks an entry point.
@@ -57,6 +61,7 @@ static int whale_blas_open(void) {
 	whale_p_set_math = (whale_set_math_fn)dlsym(lib, "cublasSetMathMode");
 	whale_p_set_atomics = (whale_set_atomics_fn)dlsym(lib, "cublasSetAtomicsMode");
 	whale_p_sgemm = (whale_sgemm_fn)dlsym(lib, "cublasSgemm_v2");
+	whale_p_gemmex = (whale_gemmex_fn)dlsym(lib, "cublasGemmEx");
 	if (!whale_p_create || !whale_p_destroy || !whale_p_set_stream || !whale_p_set_math || !whale_p_set_atomics || !whale_p_sgemm) {
 		dlclose(lib);
 		return -2;
@@ -94,6 +99,18 @@ static int whale_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, float a
                        uintptr_t b, int ldb, float beta, uintptr_t c, int ldc) {
 	return (int)whale_p_sgemm((cublasHandle_t)h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 	                          m, n, k, &alpha, (const float*)a, lda, (const float*)b, ldb, &beta, (float*)c, ldc);
+}
+
+// Column-major C (m,n) = op(A)·op(B) + beta·C with A and B bfloat16 and C
+// float32, summed in float32 (CUBLAS_COMPUTE_32F: tensor cores on Ampere
+// and later). -1 when this cuBLAS has no cublasGemmEx.
+static int whale_gemm_bf16(uintptr_t h, int ta, int tb, int m, int n, int k, uintptr_t a, int lda, uintptr_t b,
+                           int ldb, float beta, uintptr_t c, int ldc) {
+	float alpha = 1;
+	if (!whale_p_gemmex) return -1;
+	return (int)whale_p_gemmex((cublasHandle_t)h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
+	                           &alpha, (const void*)a, CUDA_R_16BF, lda, (const void*)b, CUDA_R_16BF, ldb, &beta,
+	                           (void*)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 */
 import "C"
@@ -144,6 +161,32 @@ func (h blasHandle) sgemm(op string, ta, tb bool, m, n, k int, a uint64, lda int
 	if st != 0 {
 		panic(fmt.Sprintf("cuda: %s: cublasSgemm: status %d", op, int(st)))
 	}
+}
+
+// gemmBF16 queues column-major c (m,n) = op(a)·op(b) (+ c when acc) with
+// a and b bfloat16 and c float32 through cublasGemmEx. Unlike sgemm it
+// returns an error instead of panicking: the caller then computes the
+// product another way (cuBLAS refuses bf16 on GPUs before Ampere, and a
+// cuBLAS without cublasGemmEx has no such call at all).
+func (h blasHandle) gemmBF16(ta, tb bool, m, n, k int, a uint64, lda int, b uint64, ldb int, acc bool, c uint64, ldc int) error {
+	for _, v := range []int{m, n, k, lda, ldb, ldc} {
+		if v > math.MaxInt32 {
+			return fmt.Errorf("cuda: size %d does not fit cuBLAS's int", v)
+		}
+	}
+	var beta float32
+	if acc {
+		beta = 1
+	}
+	st := C.whale_gemm_bf16(C.uintptr_t(h), cbool(ta), cbool(tb), C.int(m), C.int(n), C.int(k),
+		C.uintptr_t(a), C.int(lda), C.uintptr_t(b), C.int(ldb), C.float(beta), C.uintptr_t(c), C.int(ldc))
+	switch st {
+	case 0:
+		return nil
+	case -1:
+		return fmt.Errorf("cuda: %s has no cublasGemmEx", C.GoString(C.whale_blas_lib_name()))
+	}
+	return fmt.Errorf("cuda: cublasGemmEx (bf16, %s): status %d", C.GoString(C.whale_blas_lib_name()), int(st))
 }
 
 func cbool(v bool) C.int {

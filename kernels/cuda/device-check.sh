@@ -45,7 +45,8 @@
 #      the CPU's within 1e-3.
 #   2. Benchmarks: GEMM (model shapes and 4096³, f32 and bf16), a 0.6B
 #      training step (WHALE_BENCH_B × WHALE_BENCH_T, default 4 × 256), and
-#      bench-small sampling at batch 64 and 1.
+#      bench-small sampling at batch 64 and 1; then one step and one
+#      sampling run again with the per-op profile on (profile.tsv).
 #   3. python3 torch_ref.py: torch.matmul at the same shapes and an eager
 #      PyTorch training step of the same 0.6B model, batch and length.
 #   3b. python3 transformers_parity.py: Hugging Face transformers' logits
@@ -141,6 +142,12 @@ step tests-train 120 env WHALE_REQUIRE_GPU=1 WHALE_CHECK_JSON_TRAIN="$LOGS/train
 step bench-gemm 75 "$TEST" -test.run '^$' -test.bench '^BenchmarkGemm$' -test.benchtime 150ms -test.timeout 70s
 step bench-train 90 "$TEST" -test.run '^$' -test.bench '^BenchmarkTrainStep' -test.benchtime 3x -test.timeout 85s
 step bench-sample 60 "$TEST" -test.run '^$' -test.bench '^BenchmarkSampleBenchSmall$' -test.benchtime 2x -test.timeout 55s
+# 2b. Where the time goes: one 0.6B training step and one sampling run at
+# each batch again, with the per-op profile on (WHALE_CUDA_PROFILE; its
+# events slow launch-bound work, so these runs are not the figures above),
+# into profile.tsv, which combine.py copies into the report.
+step profile 20 env WHALE_CUDA_PROFILE=1 WHALE_CUDA_PROFILE_OUT="$LOGS/profile.tsv" "$TEST" -test.run '^$' \
+	-test.bench '^(BenchmarkTrainStep0p6B|BenchmarkSampleBenchSmall)$' -test.benchtime 1x -test.timeout 18s
 
 # 3. PyTorch on the same GPU.
 if TORCH_REF=$(find_file torch_ref.py); then
@@ -216,7 +223,7 @@ EOF
 COMBINE=$(find_file combine.py) || { echo "device-check: check/combine.py not found" >&2; exit 2; }
 args=(--meta "$LOGS/meta.json" --ops "$LOGS/ops.json" --invariants "$LOGS/invariants.json" --train "$LOGS/train.json"
 	--bench-gemm "$LOGS/bench-gemm.log" --bench-train "$LOGS/bench-train.log"
-	--bench-sample "$LOGS/bench-sample.log" --torch "$LOGS/torch.json" --out "$REPORT")
+	--bench-sample "$LOGS/bench-sample.log" --torch "$LOGS/torch.json" --profile "$LOGS/profile.tsv" --out "$REPORT")
 [[ -f $LOGS/engine.json ]] && args+=(--engine "$LOGS/engine.json")
 [[ -f $LOGS/transformers.json ]] && args+=(--transformers "$LOGS/transformers.json")
 python3 "$COMBINE" "${args[@]}"

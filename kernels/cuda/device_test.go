@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -559,7 +560,7 @@ func gemmCases(add addFunc) {
 		}
 	}
 	bshapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 48, 65}, {3, 0, 5}, {23, 129, 70},
-		{1, 768, 3072}, {1, 1024, 32000}, {64, 1024, 3072}, {1024, 256, 704}}
+		{1, 768, 3072}, {1, 1024, 32000}, {64, 1024, 3072}, {1024, 256, 704}, {48, 4096, 256}}
 	for _, s := range bshapes {
 		m, k, n := s[0], s[1], s[2]
 		for _, acc := range []bool{false, true} {
@@ -1066,6 +1067,100 @@ func TestDeviceSamplerInvariants(t *testing.T) {
 			})
 		}
 	}
+
+	// Uploads are staged in page-locked chunks of 1 MiB reused after each
+	// synchronisation (staging.go): 1500 uploads between two
+	// synchronisations fill and leave several chunks, and one larger than
+	// a chunk gets its own. Every one must reach its op intact.
+	inv("uploads/many-between-syncs", func(e *opEnv) (a, b []float32) {
+		const V, C, calls, rows, big = 1000, 8, 1500, 200, 300_000
+		th := e.normals(V*C, 1)
+		table := e.load(th)
+		toks := e.ints(calls*rows+big, V)
+		out := e.zeros((calls*rows + big) * C)
+		for i := range calls {
+			e.be.Embedding(out.View(i*rows*C, rows*C), table, toks[i*rows:(i+1)*rows], C)
+		}
+		e.be.Embedding(out.View(calls*rows*C, big*C), table, toks[calls*rows:], C)
+		want := make([]float32, 0, out.Len())
+		for _, t := range toks {
+			want = append(want, th[int(t)*C:int(t+1)*C]...)
+		}
+		return store(e, out), want
+	})
+	// Queued cache writes (cachebatch.go) against the layout the backend
+	// documents, [KVH][cap][hd], applied on the host in call order:
+	// one-row writes into 40 caches that share one allocation (as a
+	// sequence's layers share theirs), a position written twice in a row
+	// (the second must win), and a write whose source is a cache that a
+	// queued write fills (it must read the new values).
+	inv("CacheWrite/queued-vs-host", func(e *opEnv) (a, b []float32) {
+		const KVH, hd, cp, nc, steps = 2, 32, 16, 40, 6
+		w, size := KVH*hd, KVH*cp*hd
+		arena := e.zeros(nc * size)
+		srcH := e.normals((steps*nc+4)*w, 1)
+		src := e.load(srcH)
+		host := make([]float32, nc*size)
+		write := func(c int, from kernels.Tensor, hs []float32, pos, rows int) {
+			e.be.CacheWrite(arena.View(c*size, size), from, kernels.Keys, pos, rows, KVH, hd, cp)
+			for r := range rows {
+				for kh := range KVH {
+					for d := range hd {
+						host[c*size+(kh*cp+pos+r)*hd+d] = hs[r*w+kh*hd+d]
+					}
+				}
+			}
+		}
+		for st := range steps {
+			for c := range nc {
+				o := (st*nc + c) * w
+				write(c, src.View(o, w), srcH[o:o+w], st, 1)
+			}
+		}
+		o := steps * nc * w
+		write(0, src.View(o, 2*w), srcH[o:o+2*w], 3, 2)
+		write(0, src.View(o+2*w, 2*w), srcH[o+2*w:o+4*w], 3, 2)
+		// Cache 0's head 0 at positions 3 and 4, which the queued second
+		// write fills.
+		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
+		return store(e, arena), host
+	})
+	// The profile (profile.go) counts every op once, GEMMs by layout and
+	// shape, and times each on the GPU and the host.
+	inv("profile/counts", func(e *opEnv) (a, b []float32) {
+		x, y, out := e.in(64*32), e.in(32*16), e.zeros(64*16)
+		was := gpu.Profiling()
+		if err := gpu.EnableProfile(true); err != nil {
+			panic(err)
+		}
+		defer gpu.EnableProfile(was)
+		if err := gpu.ProfileReset(); err != nil {
+			panic(err)
+		}
+		for range 3 {
+			e.be.Gemm(kernels.NN, out, x, y, 64, 32, 16, false)
+		}
+		for range 2 {
+			e.be.Add(out, out, out)
+		}
+		rows, err := gpu.Profile()
+		if err != nil {
+			panic(err)
+		}
+		got := map[string]cuda.ProfileRow{}
+		for _, r := range rows {
+			got[r.Op] = r
+		}
+		timed := func(r cuda.ProfileRow) float32 {
+			if r.GPU > 0 && r.Host > 0 {
+				return 1
+			}
+			return 0
+		}
+		g, ad := got["Gemm NN 64x32x16"], got["Add"]
+		return []float32{float32(g.Count), float32(ad.Count), timed(g), timed(ad), float32(len(rows))},
+			[]float32{3, 2, 1, 1, 3} // and the row of the host's waits
+	})
 }
 
 // trainTol bounds |loss_gpu − loss_cpu| at every step of the training

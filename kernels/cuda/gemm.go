@@ -31,7 +31,10 @@ func (b *Backend) Gemm(layout kernels.Layout, out, a, c kernels.Tensor, m, k, n 
 	if m == 0 || n == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter(op)()
+	if b.prof != nil {
+		b.note("%s %dx%dx%d", layout, m, k, n)
+	}
 	if b.noProduct(op, o, m, k, n, acc) {
 		return
 	}
@@ -53,14 +56,31 @@ func (b *Backend) gemv(op, kernel string, o, x, y uint64, m, k, n int, acc bool)
 	b.launch(op, kernel, dim{(n + gemvWarps - 1) / gemvWarps, 1, 1, 32 * gemvWarps}, o, x, y, i64(m), i64(k), i64(n), flag(acc))
 }
 
-// bf16Panel is the most elements of b one widening step of GemmBF16NT
-// holds in float32 (64 MiB of scratch).
+// bf16Panel is the most elements of b one widening step of GemmBF16NT's
+// fallback holds in float32 (64 MiB of scratch).
 const bf16Panel = 16 << 20
 
 // GemmBF16NT implements kernels.Backend. Few rows read the bf16 weights
-// directly (whale_gemv_nt_bf16); otherwise panels of b's rows are widened
-// to float32 scratch (exactly) and multiplied by cuBLAS, each panel
-// writing its own columns of out.
+// directly (whale_gemv_nt_bf16, float32 activations: the sampler's
+// decoding rows and its exact mode). From gemvMaxM rows on, a is rounded
+// to bfloat16 into scratch and the product runs on the tensor cores
+// (cublasGemmEx, bf16 × bf16 summed in float32, as torch.matmul does in
+// bf16); where cuBLAS refuses that (no cublasGemmEx, a GPU before Ampere)
+// the backend falls back for good to widening panels of b to float32 and
+// Sgemm, which keeps a in float32.
+//
+// Rounding a is the one difference from the CPU backend (which keeps a in
+// float32) and it stays well inside the device check's bf16 tolerance
+// (normalised error ≤ 1e-2): each a_i becomes a_i(1+δ_i) with |δ_i| ≤ 2⁻⁹,
+// so an output's error is Σ_i a_i·w_i·δ_i. The δ_i of different elements
+// are independent, a random walk: its size is about 2⁻⁹/√3 ≈ 1.1e-3 of
+// √Σ(a_i·w_i)², which for inputs of random sign is the output's own
+// scale, whatever K (up to 4096 at the model's shapes). Over many outputs
+// the largest error and the largest output both sit a few of their
+// standard deviations out, so the normalised error is ~1.5e-3, a sixth of
+// the tolerance. Only if every rounding pushed the same way would it grow
+// with √K (2⁻⁹·(2/π)·√K: 0.08 of an output's scale at K = 4096), and
+// round-to-nearest of unrelated values does not do that.
 func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 	const op = "GemmBF16NT"
 	checkShape(op, m, k, n)
@@ -68,16 +88,28 @@ func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 	if m == 0 || n == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter(op)()
 	if b.noProduct(op, o, m, k, n, acc) {
 		return
 	}
 	if m < gemvMaxM {
+		if b.prof != nil {
+			b.note("NT %dx%dx%d gemv", m, k, n)
+		}
 		b.gemv(op, "whale_gemv_nt_bf16", o, x, y, m, k, n, acc)
 		return
 	}
+	if b.bf16TC == nil && b.gemmBF16TC(op, o, x, y, m, k, n, acc) {
+		if b.prof != nil {
+			b.note("NT %dx%dx%d tensor cores", m, k, n)
+		}
+		return
+	}
+	if b.prof != nil {
+		b.note("NT %dx%dx%d widened", m, k, n)
+	}
 	rows := max(1, min(n, bf16Panel/k)) // rows of b per panel
-	scratch := b.alloc(op, rows*k, 4)
+	scratch := b.allocRaw(op, rows*k, 4)
 	defer b.release(scratch)
 	for j0 := 0; j0 < n; j0 += rows {
 		nj := min(rows, n-j0)
@@ -86,6 +118,31 @@ func (b *Backend) GemmBF16NT(out, a, c kernels.Tensor, m, k, n int, acc bool) {
 		// columns j0.. of out: outᵀ rows j0.. (n,m; ld n) = panel (nj,k) · aᵀ
 		b.blas.sgemm(op, true, false, nj, m, k, uint64(scratch.ptr), k, x, k, acc, o+uint64(j0)*4, n)
 	}
+}
+
+// gemmBF16TC is GemmBF16NT on the tensor cores: a rounded to bfloat16
+// (whale_to_bf16, the rounding of ToBF16) into pooled scratch, then
+// outᵀ (n,m; ld n) = b (n,k: its buffer is bᵀ with ld k, transposed) ·
+// aᵀ (ld k). It reports false, with b.bf16TC set to why, when cuBLAS
+// refuses; nothing has been written to out then.
+func (b *Backend) gemmBF16TC(op string, o, x, y uint64, m, k, n int, acc bool) bool {
+	ab := b.allocRaw(op, m*k, 2)
+	defer b.release(ab)
+	// whale_to_bf16(unsigned short* dst, const float* src, i64 n)
+	b.launch(op, "whale_to_bf16", elems(m*k), uint64(ab.ptr), x, i64(m*k))
+	if err := b.blas.gemmBF16(true, false, n, m, k, y, k, uint64(ab.ptr), k, acc, o, n); err != nil {
+		b.bf16TC = err
+		return false
+	}
+	return true
+}
+
+// BF16TensorCores reports whether GemmBF16NT's products of gemvMaxM rows
+// or more run on the tensor cores (a rounded to bfloat16), and if not,
+// the error that turned them off.
+func (b *Backend) BF16TensorCores() (bool, error) {
+	defer b.lock()()
+	return b.bf16TC == nil, b.bf16TC
 }
 
 func checkShape(op string, m, k, n int) {

@@ -2,11 +2,6 @@
 
 package cuda
 
-/*
-#include <stdlib.h>
-*/
-import "C"
-
 import (
 	_ "embed"
 	"fmt"
@@ -95,32 +90,23 @@ func (b *Backend) check(op string, err error) {
 
 // upload copies small host arrays an op takes (tokens, positions, row
 // descriptors) to a device block from the pool, on the stream. The host
-// bytes are copied into C memory kept until the next synchronisation, so
-// the asynchronous copy never reads memory Go may reuse. The caller frees
-// the returned buffer after its launch (stream order keeps it valid).
+// bytes are first copied into staged page-locked memory (staging.go),
+// kept until the next synchronisation, so the asynchronous copy never
+// reads memory Go may reuse and never waits for the stream. The caller
+// frees the returned buffer after its launch (stream order keeps it
+// valid).
 func (b *Backend) upload(op string, data []byte) *buffer {
-	buf := b.alloc(op, (len(data)+3)/4, 4)
+	buf := b.allocRaw(op, (len(data)+3)/4, 4) // the copy fills it
 	if len(data) == 0 {
 		return buf
 	}
-	host := C.malloc(C.size_t(len(data)))
-	copy(unsafe.Slice((*byte)(host), len(data)), data)
-	b.hostKeep = append(b.hostKeep, host)
-	b.hostBytes += len(data)
+	host := b.stage.put(data)
 	b.check(op, cu.MemcpyHtoDAsync(buf.ptr, host, int64(len(data)), b.stream))
-	if b.hostBytes > 64<<20 {
-		// Enough staged bytes: wait for the copies and reclaim them.
+	if b.stage.bytes > 64<<20 {
+		// Enough staged bytes: wait for the copies and reuse them.
 		b.check(op, b.syncLocked())
 	}
 	return buf
-}
-
-// freeHost releases the staged host copies; the stream has finished them.
-func (b *Backend) freeHost() {
-	for _, p := range b.hostKeep {
-		C.free(p)
-	}
-	b.hostKeep, b.hostBytes = b.hostKeep[:0], 0
 }
 
 // int32s and friends serialise host arrays for upload, little-endian.

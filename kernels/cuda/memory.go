@@ -104,6 +104,18 @@ func (p *pool) release() error {
 
 // alloc returns a zeroed buffer of n elements of esize bytes.
 func (b *Backend) alloc(op string, n, esize int) *buffer {
+	buf := b.allocRaw(op, n, esize)
+	if n > 0 {
+		b.check(op, cu.MemsetD8Async(buf.ptr, 0, int64(n)*int64(esize), b.stream))
+	}
+	return buf
+}
+
+// allocRaw is alloc without the zeroing, for scratch that the next
+// launch overwrites entirely (uploads, operands rounded or widened into
+// it): one stream operation fewer. Its contents are whatever the block
+// held before.
+func (b *Backend) allocRaw(op string, n, esize int) *buffer {
 	if n < 0 {
 		panic(fmt.Sprintf("cuda: %s of %d elements", op, n))
 	}
@@ -111,9 +123,6 @@ func (b *Backend) alloc(op string, n, esize int) *buffer {
 	ptr, err := b.pool.get(class, b.syncLocked)
 	if err != nil {
 		panic(fmt.Sprintf("cuda: %s: %v", op, err))
-	}
-	if n > 0 {
-		b.check(op, cu.MemsetD8Async(ptr, 0, int64(n)*int64(esize), b.stream))
 	}
 	return &buffer{ptr: ptr, n: n, esize: esize, class: class}
 }
@@ -129,13 +138,13 @@ func (b *Backend) release(buf *buffer) {
 
 // Alloc implements kernels.Backend.
 func (b *Backend) Alloc(n int) kernels.Tensor {
-	defer b.enter()()
+	defer b.enter("Alloc")()
 	return kernels.MakeTensor(b.alloc("Alloc", n, 4), 0, n)
 }
 
 // AllocBF16 implements kernels.Backend.
 func (b *Backend) AllocBF16(n int) kernels.Tensor {
-	defer b.enter()()
+	defer b.enter("AllocBF16")()
 	return kernels.MakeTensor(b.alloc("AllocBF16", n, 2), 0, n)
 }
 
@@ -148,7 +157,7 @@ func (b *Backend) Free(t kernels.Tensor) {
 	if off != 0 || t.Len() != buf.n {
 		panic(fmt.Sprintf("cuda: Free of a view [%d:%d] of an allocation of %d elements", off, off+t.Len(), buf.n))
 	}
-	defer b.enter()()
+	defer b.enter("Free")()
 	b.release(buf)
 }
 

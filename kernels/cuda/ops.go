@@ -23,7 +23,7 @@ func (b *Backend) Fill(dst kernels.Tensor, v float32) {
 	if dst.Len() == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("Fill")()
 	b.check("Fill", cu.MemsetD32Async(cu.DevicePtr(p), uint(math.Float32bits(v)), int64(dst.Len()), b.stream))
 }
 
@@ -34,7 +34,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 	if dst.Len() == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("Copy")()
 	b.check("Copy", cu.MemcpyDtoDAsync(cu.DevicePtr(d), cu.DevicePtr(s), int64(4*dst.Len()), b.stream))
 }
 
@@ -42,7 +42,7 @@ func (b *Backend) Copy(dst, src kernels.Tensor) {
 func (b *Backend) ToBF16(dst, src kernels.Tensor) {
 	same("ToBF16", dst.Len(), src.Len())
 	d, s, n := bf16("ToBF16", "dst", dst, -1), f32("ToBF16", "src", src, -1), dst.Len()
-	defer b.enter()()
+	defer b.enter("ToBF16")()
 	// whale_to_bf16(unsigned short* dst, const float* src, i64 n)
 	b.launch("ToBF16", "whale_to_bf16", elems(n), d, s, i64(n))
 }
@@ -52,7 +52,7 @@ func (b *Backend) Add(out, a, c kernels.Tensor) {
 	same("Add a", out.Len(), a.Len())
 	same("Add b", out.Len(), c.Len())
 	o, x, y, n := f32("Add", "out", out, -1), f32("Add", "a", a, -1), f32("Add", "b", c, -1), out.Len()
-	defer b.enter()()
+	defer b.enter("Add")()
 	// whale_add(float* out, const float* a, const float* b, i64 n)
 	b.launch("Add", "whale_add", elems(n), o, x, y, i64(n))
 }
@@ -60,7 +60,7 @@ func (b *Backend) Add(out, a, c kernels.Tensor) {
 // Scale implements kernels.Backend.
 func (b *Backend) Scale(x kernels.Tensor, s float32) {
 	p, n := f32("Scale", "x", x, -1), x.Len()
-	defer b.enter()()
+	defer b.enter("Scale")()
 	// whale_scale(float* x, i64 n, float s)
 	b.launch("Scale", "whale_scale", elems(n), p, i64(n), f32a(s))
 }
@@ -72,7 +72,7 @@ func (b *Backend) SumSq(x kernels.Tensor) float64 {
 	if n == 0 {
 		return 0
 	}
-	defer b.enter()()
+	defer b.enter("SumSq")()
 	nb := (n + sumsqChunk - 1) / sumsqChunk
 	part := b.alloc("SumSq", 2*nb, 4) // nb doubles
 	defer b.release(part)
@@ -94,7 +94,7 @@ func (b *Backend) AllFinite(x kernels.Tensor) bool {
 	if n == 0 {
 		return true
 	}
-	defer b.enter()()
+	defer b.enter("AllFinite")()
 	flagBuf := b.alloc("AllFinite", 1, 4) // zeroed
 	defer b.release(flagBuf)
 	// whale_all_finite(int* bad, const float* x, i64 n)
@@ -111,7 +111,7 @@ func (b *Backend) BiasAdd(out, bias kernels.Tensor, rows, n int) {
 	if rows*n == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("BiasAdd")()
 	// whale_bias_add(float* out, const float* bias, i64 rows, i64 n)
 	b.launch("BiasAdd", "whale_bias_add", elems(rows*n), o, w, i64(rows), i64(n))
 }
@@ -139,7 +139,7 @@ func (b *Backend) colSum(op string, dst uint64, rows, n int, partial func(part u
 // BiasBackward implements kernels.Backend.
 func (b *Backend) BiasBackward(dbias, dout kernels.Tensor, rows, n int) {
 	db, d := f32("BiasBackward", "dbias", dbias, n), f32("BiasBackward", "dout", dout, rows*n)
-	defer b.enter()()
+	defer b.enter("BiasBackward")()
 	b.colSum("BiasBackward", db, rows, n, func(part uint64, g dim) {
 		// whale_colsum_partial(float* part, const float* src, i64 rows, i64 n)
 		b.launch("BiasBackward", "whale_colsum_partial", g, part, d, i64(rows), i64(n))
@@ -161,7 +161,7 @@ func (b *Backend) Embedding(out, table kernels.Tensor, tokens []int32, C int) {
 	if len(tokens)*C == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("Embedding")()
 	tok := b.upload("Embedding", int32s(tokens))
 	defer b.release(tok)
 	// whale_embedding(float* out, const float* table, const int* tokens, i64 ntok, i64 C)
@@ -191,7 +191,7 @@ func (b *Backend) EmbeddingBackward(dtable, dout kernels.Tensor, tokens []int32,
 	}
 	start = append(start, int32(len(order)))
 	plan := slices.Concat(uniq, start, order)
-	defer b.enter()()
+	defer b.enter("EmbeddingBackward")()
 	pb := b.upload("EmbeddingBackward", int32s(plan))
 	defer b.release(pb)
 	// whale_embedding_backward(float* dtable, const float* dout, const int* plan, i64 nuniq, i64 C)
@@ -206,7 +206,7 @@ func (b *Backend) RMSNorm(out, rstd, x, w kernels.Tensor, rows, C int, eps float
 	if rows == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter("RMSNorm")()
 	// whale_rmsnorm(float* out, float* rstd, const float* x, const float* w, i64 rows, i64 C, double eps)
 	b.launch("RMSNorm", "whale_rmsnorm", dim{rows, 1, 1, threads}, o, rs, xs, ws, i64(rows), i64(C), f64a(eps))
 }
@@ -219,7 +219,7 @@ func (b *Backend) RMSNormBackward(dx, dw, dout, x, w, rstd kernels.Tensor, rows,
 	if rows == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter(op)()
 	// whale_rmsnorm_backward(float* dx, const float* dout, const float* x, const float* w, const float* rstd, i64 rows, i64 C)
 	b.launch(op, "whale_rmsnorm_backward", dim{rows, 1, 1, threads}, dxs, dys, xs, ws, rs, i64(rows), i64(C))
 	if dws == 0 {
@@ -244,18 +244,59 @@ func (b *Backend) rope(op string, out, x kernels.Tensor, pos []int32, rows, head
 	if rows*heads*hd == 0 {
 		return
 	}
+	defer b.enter(op)()
+	ib := b.ropeFreqs(op, theta, hd)
+	pb := b.ropePositions(op, pos[:rows])
+	// whale_rope(float* out, const float* x, const int* pos, const double* inv, i64 rows, i64 heads, i64 hd, double sign, i64 add)
+	b.launch(op, "whale_rope", elems(rows*heads*hd/2), o, xs, uint64(pb.ptr), uint64(ib.ptr),
+		i64(rows), i64(heads), i64(hd), f64a(sign), flag(add))
+}
+
+// ropeKey names one table of RoPE inverse frequencies.
+type ropeKey struct {
+	theta uint64 // its bits: a NaN finds its own table again
+	hd    int
+}
+
+// ropeFreqs returns the device copy of the inverse frequencies for theta
+// and hd, uploading them the first time: a model asks for the same table
+// at every layer and step. The buffer lives until Close.
+func (b *Backend) ropeFreqs(op string, theta float64, hd int) *buffer {
+	key := ropeKey{math.Float64bits(theta), hd}
+	if buf, ok := b.ropeInv[key]; ok {
+		return buf
+	}
 	inv := make([]float64, hd/2)
 	for i := range inv {
 		inv[i] = math.Pow(theta, -float64(2*i)/float64(hd))
 	}
-	defer b.enter()()
-	ib := b.upload(op, float64s(inv))
-	defer b.release(ib)
-	pb := b.upload(op, int32s(pos[:rows]))
-	defer b.release(pb)
-	// whale_rope(float* out, const float* x, const int* pos, const double* inv, i64 rows, i64 heads, i64 hd, double sign, i64 add)
-	b.launch(op, "whale_rope", elems(rows*heads*hd/2), o, xs, uint64(pb.ptr), uint64(ib.ptr),
-		i64(rows), i64(heads), i64(hd), f64a(sign), flag(add))
+	buf := b.upload(op, float64s(inv))
+	b.ropeInv[key] = buf
+	return buf
+}
+
+// ropePos keeps the positions RoPE uploaded last, and their device copy:
+// a model rotates queries and keys at the same positions in every layer,
+// forward and backward, so one upload serves a whole step.
+type ropePos struct {
+	pos []int32
+	buf *buffer
+}
+
+// ropePositions returns a device copy of pos, uploading it unless it
+// equals the last one. A replaced copy goes back to the pool; launches
+// queued before still read it first (stream order).
+func (b *Backend) ropePositions(op string, pos []int32) *buffer {
+	c := &b.ropePos
+	if c.buf != nil && slices.Equal(c.pos, pos) {
+		return c.buf
+	}
+	if c.buf != nil {
+		b.release(c.buf)
+	}
+	c.buf = b.upload(op, int32s(pos))
+	c.pos = append(c.pos[:0], pos...)
+	return c.buf
 }
 
 // RoPE implements kernels.Backend.
@@ -273,7 +314,7 @@ func (b *Backend) SwiGLU(out, gate, up kernels.Tensor) {
 	same("SwiGLU gate", out.Len(), gate.Len())
 	same("SwiGLU up", out.Len(), up.Len())
 	o, g, u, n := f32("SwiGLU", "out", out, -1), f32("SwiGLU", "gate", gate, -1), f32("SwiGLU", "up", up, -1), out.Len()
-	defer b.enter()()
+	defer b.enter("SwiGLU")()
 	// whale_swiglu(float* out, const float* g, const float* u, i64 n)
 	b.launch("SwiGLU", "whale_swiglu", elems(n), o, g, u, i64(n))
 }
@@ -288,7 +329,7 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up kernels.Tensor) {
 	same(op+" up", up.Len(), n)
 	dg, du, d := f32(op, "dgate", dgate, -1), f32(op, "dup", dup, -1), f32(op, "dout", dout, -1)
 	g, u := f32(op, "gate", gate, -1), f32(op, "up", up, -1)
-	defer b.enter()()
+	defer b.enter(op)()
 	// whale_swiglu_backward(float* dg, float* du, const float* d, const float* g, const float* u, i64 n)
 	b.launch(op, "whale_swiglu_backward", elems(n), dg, du, d, g, u, i64(n))
 }
@@ -311,7 +352,7 @@ func (b *Backend) CrossEntropy(loss, dlogits, logits kernels.Tensor, targets []i
 	if rows == 0 {
 		return
 	}
-	defer b.enter()()
+	defer b.enter(op)()
 	tb := b.upload(op, int32s(tg))
 	defer b.release(tb)
 	wb := b.upload(op, float32s(weight[:rows]))
@@ -334,7 +375,7 @@ func (b *Backend) AdamWUpdate(p, g, m, v kernels.Tensor, h kernels.AdamW) {
 	ps, gs, ms, vs := f32(op, "p", p, -1), f32(op, "g", g, -1), f32(op, "m", m, -1), f32(op, "v", v, -1)
 	c1 := float32(1 / (1 - math.Pow(h.Beta1, float64(h.Step))))
 	c2 := float32(1 / (1 - math.Pow(h.Beta2, float64(h.Step))))
-	defer b.enter()()
+	defer b.enter(op)()
 	// whale_adamw(float* p, const float* g, float* m, float* v, i64 n, float b1, float b2, float c1, float c2,
 	//             float lr, float eps, float decay, float gsc)
 	b.launch(op, "whale_adamw", elems(n), ps, gs, ms, vs, i64(n), f32a(float32(h.Beta1)), f32a(float32(h.Beta2)),

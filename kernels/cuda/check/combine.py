@@ -15,8 +15,10 @@ times, libraries, the CPU's sampling figure). Every target is judged here:
   train_step   0.6B step: torch eager ms / whale ms ≥ 0.5
   sampling     bench-small batch 64 tokens/s ≥ 20× the CPU backend's
 
-A missing piece fails its target and says why in "notes". Standard
-library only.
+A missing piece fails its target and says why in "notes". The per-op
+profile of one training step and of sampling (profile.tsv, written by the
+benchmarks under WHALE_CUDA_PROFILE) is copied in as train_step_profile and
+sampling_profile, unjudged. Standard library only.
 """
 
 import argparse
@@ -208,6 +210,36 @@ def judge_sampling(bench, cpu, cpu_source, notes):
     return r
 
 
+def parse_profile(path, notes):
+    """cuda-profile lines (WriteProfile in profile.go) -> {label: table}.
+
+    Each line: cuda-profile, label, op, count, GPU ms, host ms, GPU % of
+    wall; the op "(wall)" is the summary (count = runs, GPU ms summed over
+    every op, host ms = the wall time)."""
+    out = {}
+    if not path or not os.path.exists(path):
+        notes.append("profile: no file (%s)" % (path or "not given"))
+        return out
+    with open(path, errors="replace") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 7 or fields[0] != "cuda-profile":
+                continue
+            label, op = fields[1], fields[2]
+            try:
+                count, gpu, host, pct = int(fields[3]), float(fields[4]), float(fields[5]), float(fields[6])
+            except ValueError:
+                continue
+            t = out.setdefault(label, dict(runs=None, wall_ms=None, gpu_ms_in_ops=None, ops=[]))
+            if op == "(wall)":
+                t.update(runs=count, wall_ms=host, gpu_ms_in_ops=gpu, gpu_pct_of_wall=pct)
+            else:
+                t["ops"].append(dict(op=op, count=count, gpu_ms=gpu, host_ms=host, gpu_pct_of_wall=pct))
+    if not out:
+        notes.append("profile: no cuda-profile lines in %s" % path)
+    return out
+
+
 def rename_pass(v):
     """pass_ (a Python keyword dodge) -> pass, all the way down."""
     if isinstance(v, dict):
@@ -219,7 +251,8 @@ def rename_pass(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for a in ("meta", "ops", "invariants", "train", "bench-gemm", "bench-train", "bench-sample", "torch", "engine", "transformers"):
+    for a in ("meta", "ops", "invariants", "train", "bench-gemm", "bench-train", "bench-sample", "torch", "engine", "transformers",
+              "profile"):
         ap.add_argument("--" + a)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -248,6 +281,8 @@ def main():
     for e in (torch or {}).get("errors", []):
         notes.append("torch_ref: " + e)
 
+    profile = parse_profile(args.profile, notes) if args.profile else {}
+
     cpu = meta.get("cpu_sample_b64")
     try:
         cpu = float(cpu) if cpu not in (None, "") else None
@@ -267,6 +302,8 @@ def main():
         gemm=judge_gemm(bench, torch, notes),
         train_step=judge_train_step(bench, torch, notes),
         sampling=judge_sampling(bench, cpu, meta.get("cpu_sample_source"), notes),
+        train_step_profile=next((t for k, t in sorted(profile.items()) if k.startswith("BenchmarkTrainStep0p6B")), None),
+        sampling_profile={k: t for k, t in sorted(profile.items()) if k.startswith("BenchmarkSampleBenchSmall")} or None,
         whale_engine_quick=engine,
         transformers_parity=hf,
     )
