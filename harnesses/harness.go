@@ -162,13 +162,13 @@ func (h *Harness) validate(t *topLevel) []Issue {
 	}
 	h.FormatRetryMessage = c.str("FORMAT_RETRY_MESSAGE", false, DefaultFormatRetryMessage)
 	h.InvalidRetryMessage = c.str("INVALID_RETRY_MESSAGE", false, DefaultInvalidRetryMessage)
-	h.FormatRetryBudget = c.intIn("FORMAT_RETRY_BUDGET", 0, MaxRetryBudget)
-	h.InvalidRetryBudget = c.intIn("INVALID_RETRY_BUDGET", 0, MaxRetryBudget)
-	h.MaxTurns = c.intIn("MAX_TURNS", 1, max(1, 2*h.Env.DefaultMaxTurns))
-	h.ContextTokens = c.intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
+	h.FormatRetryBudget = c.contractInt("FORMAT_RETRY_BUDGET")
+	h.InvalidRetryBudget = c.contractInt("INVALID_RETRY_BUDGET")
+	h.MaxTurns = c.contractInt("MAX_TURNS")
+	h.ContextTokens = c.contractInt("CONTEXT_TOKENS")
 	h.Samples = 1
 	if _, ok := h.globals["SAMPLES"]; ok {
-		h.Samples = c.intIn("SAMPLES", 1, MaxSamples)
+		h.Samples = c.contractInt("SAMPLES")
 	}
 	c.tools()
 	for _, name := range slices.Sorted(maps.Keys(requiredFuncs)) {
@@ -183,6 +183,9 @@ func (h *Harness) validate(t *topLevel) []Issue {
 		}
 	}
 	h.knobs = h.readKnobs(t)
+	if len(c.issues) == 0 {
+		c.issues = h.checkSpace(t)
+	}
 	return c.issues
 }
 
