@@ -613,7 +613,7 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 	if h, ok := e.harnessCache[hash]; ok {
 		return h, nil
 	}
-	h, err := harnesses.Load(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain))
+	h, err := harnesses.LoadDrawn(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain))
 	if err != nil {
 		return nil, err
 	}
