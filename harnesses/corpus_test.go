@@ -10,12 +10,15 @@ import (
 	"testing"
 
 	"whale/data"
+	"whale/data/domains"
 )
 
 // corpusCase is one file of testdata/hostile: a harness written to break
 // the sandbox or the contract, with what must stop it in its header
 // ("# stage: load" or "call", "# want: text the error must hold") and
-// "# HERE" on the line the error must name.
+// "# HERE" on the line the error must name. Stage "audit" is a harness
+// only the null-policy audit can see through (core/engine's
+// TestStartingHarnessIsAudited runs it); here it must load.
 type corpusCase struct {
 	file, src, stage, want string
 	line                   int
@@ -42,7 +45,7 @@ func readCorpus(t *testing.T) []corpusCase {
 				c.want = v
 			}
 		}
-		if c.stage == "" || c.want == "" || c.line == 0 {
+		if c.stage == "" || c.want == "" || (c.line == 0 && c.stage != "audit") {
 			t.Fatalf("%s: header needs # stage and # want, and a line marked # HERE", p)
 		}
 		out = append(out, c)
@@ -57,7 +60,11 @@ func readCorpus(t *testing.T) []corpusCase {
 // never timed: the test asserts on the error's text, and the hang guard
 // only catches a harness that nothing stopped.
 func TestHostileCorpusIsRefusedOrContained(t *testing.T) {
-	d := &fakeDomain{name: "math", turns: 3}
+	fake := &fakeDomain{name: "math", turns: 3}
+	qa, err := domains.Open("searchqa", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	corpus := readCorpus(t)
 	if len(corpus) < 24 {
 		t.Fatalf("corpus holds %d harnesses, want at least 24", len(corpus))
@@ -65,9 +72,19 @@ func TestHostileCorpusIsRefusedOrContained(t *testing.T) {
 	for _, c := range corpus {
 		t.Run(c.file, func(t *testing.T) {
 			at := fmt.Sprintf("%s:%d:", c.file, c.line)
+			var d data.Domain = fake
+			if c.stage == "audit" {
+				d = qa
+			}
 			var h *Harness
 			var err error
 			guard(t, func() { h, err = Load(c.file, c.src, EnvOf(d)) })
+			if c.stage == "audit" {
+				if err != nil {
+					t.Fatalf("the static checks cannot see what it does, so it must load: %v", err)
+				}
+				return
+			}
 			if c.stage == "load" {
 				var le *LoadError
 				if !errors.As(err, &le) {
@@ -84,7 +101,7 @@ func TestHostileCorpusIsRefusedOrContained(t *testing.T) {
 			pol := &Scripted{Default: func(string) Reply { return Reply{Text: "<answer>13</answer>"} }}
 			var ts []Trajectory
 			guard(t, func() {
-				ts, err = Run(context.Background(), h, d, []data.Task{d.make(2)[1]}, tokens(pol), RunOptions{})
+				ts, err = Run(context.Background(), h, d, []data.Task{fake.make(2)[1]}, tokens(pol), RunOptions{})
 			})
 			if err != nil {
 				t.Fatal(err)
