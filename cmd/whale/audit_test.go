@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// passageValidatorFile is the issue's h0 look-alike whose is_valid_action
+// accepts only answers the passage shows.
+var passageValidatorFile = filepath.Join("..", "..", "harnesses", "testdata", "hostile", "36-validator-reads-passage.star")
+
+// `harness check --audit` and `eval --harness FILE` run the null-policy
+// audit: the passage-reading validator is valid but refused, with the
+// audit's figures, and eval does not evaluate it unless told to skip the
+// audit.
+func TestHarnessCheckAndEvalAuditAHarness(t *testing.T) {
+	out, err := runWhale(t, "harness", "check", passageValidatorFile, "--domain", "searchqa", "--json")
+	if err != nil {
+		t.Fatalf("without --audit the harness is valid: %v", err)
+	}
+	out, err = runWhale(t, "harness", "check", passageValidatorFile, "--domain", "searchqa", "--audit", "--json")
+	var ue usageError
+	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "null-policy audit refuses") || !strings.Contains(err.Error(), "a lift of +") {
+		t.Fatalf("harness check --audit: want the audit's refusal (exit 1), got %v", err)
+	}
+	var rep harnessCheckReport
+	lastJSONLine(t, out, &rep)
+	if !rep.Valid || rep.Audit == nil || !rep.Audit.Refused || rep.Audit.Tasks != 128 {
+		t.Fatalf("report %+v", rep)
+	}
+	_, err = runWhale(t, "eval", "--domain", "searchqa", "--harness", passageValidatorFile, "--policy", "random", "--n", "4")
+	if err == nil || !strings.Contains(err.Error(), "null-policy audit refuses") || !strings.Contains(err.Error(), "not evaluated") {
+		t.Fatalf("eval: want the audit's refusal, got %v", err)
+	}
+	if _, err := runWhale(t, "eval", "--domain", "searchqa", "--harness", passageValidatorFile, "--policy", "random", "--n", "4", "--no-audit"); err != nil {
+		t.Fatalf("eval --no-audit: %v", err)
+	}
+}
