@@ -38,3 +38,14 @@ func TestHarnessCheckAndEvalAuditAHarness(t *testing.T) {
 		t.Fatalf("eval --no-audit: %v", err)
 	}
 }
+
+// `harness check` holds every SEARCH_SPACE choice to the contract and
+// names the choice's line and column.
+func TestHarnessCheckRefusesAnOutOfContractSearchSpace(t *testing.T) {
+	p := filepath.Join("..", "..", "harnesses", "testdata", "hostile", "05-space-max-turns.star")
+	_, err := runWhale(t, "harness", "check", p, "--domain", "math")
+	var ue usageError
+	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), p+":24:22: search-space: choice 99 of \"MAX_TURNS\" breaks the contract: MAX_TURNS = 99 is out of range; allowed 1..6") {
+		t.Fatalf("want the choice refused at file:line:col (exit 1), got %v", err)
+	}
+}

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"whale/core/search"
+	"whale/kernels"
 )
 
 // countingHarness loads only while LOAD_N is small: its top level loops
@@ -46,7 +48,8 @@ SEARCH_SPACE = {"LOAD_N": [10, 20, 999999]}
 
 // A candidate that does not load is refused and recorded, with the
 // loader's reason, in the archive and on the leaderboard; the run goes on
-// to its end instead of failing on it.
+// to its end instead of failing on it, and so does a run stopped before
+// the refusal and resumed, to the same end.
 func TestRunRefusesACandidateThatDoesNotLoadAndGoesOn(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.Condition, cfg.MaxRounds, cfg.Budget, cfg.Proposer = "harness-only", 0, 120, "mutation"
@@ -56,7 +59,8 @@ func TestRunRefusesACandidateThatDoesNotLoadAndGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Run(context.Background()); err != nil {
+	sum, err := e.Run(context.Background())
+	if err != nil {
 		t.Fatalf("the run failed on a candidate: %v", err)
 	}
 	var bad *search.Entry
@@ -85,5 +89,28 @@ func TestRunRefusesACandidateThatDoesNotLoadAndGoesOn(t *testing.T) {
 	}
 	if !shown {
 		t.Fatal("the refused candidate is not on any leaderboard event as invalid with its reason")
+	}
+
+	dbB := openDB(t)
+	b, err := New(cfg, testEnv(t, dbB), "bad-cand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.stopAfter = func(st State) bool { return st.Iteration == 1 } // the incumbent scored, nothing proposed
+	if _, err := b.Run(context.Background()); !errors.Is(err, errStopped) {
+		t.Fatalf("stop before the refusal: %v", err)
+	}
+	envC := testEnv(t, dbB)
+	envC.Model = nil
+	c, err := Resume(envC, kernels.NewCPU(), "bad-cand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sumC, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatalf("the resumed run failed on a candidate: %v", err)
+	}
+	if got := c.State().Archive.Entries[bad.Hash]; got == nil || got.Status != search.StatusInvalid || sumC.FinalHarness != sum.FinalHarness {
+		t.Fatalf("resumed: refused entry %+v, final harness %s (uninterrupted: %s)", got, sumC.FinalHarness, sum.FinalHarness)
 	}
 }
