@@ -116,3 +116,29 @@ func TestHostileCorpusIsRefusedOrContained(t *testing.T) {
 		})
 	}
 }
+
+// The byte charges stop bombs, not ordinary work: sorting, comparing and
+// looking up a thousand 100-byte strings, hashing and indexing by them,
+// stays far within one call's steps, and gives Starlark's results.
+func TestByteChargesLeaveOrdinaryWorkAlone(t *testing.T) {
+	d := &fakeDomain{name: "math", turns: 3}
+	src := minimal + `
+def _work():
+    words = [("w" + str(10000 + 999 - i)[1:]) + "x" * 95 for i in range(1000)]
+    s = sorted(words)
+    d = {w: i for i, w in enumerate(words)}
+    n = 0
+    for w in words[:100]:
+        if w in words and d[w] >= 0 and words.index(w) >= 0:
+            n += 1
+    return [s[0][:5], s[-1][:5], n, max(words)[:5], hash("abc"), words == list(words), len(str(words[:10]))]
+W = _work()
+`
+	h, err := Load("work.star", src, EnvOf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.globals["W"].String(), `["w0000", "w0999", 100, "w0999", 96354, True, 1040]`; got != want {
+		t.Fatalf("W = %s, want %s", got, want)
+	}
+}
