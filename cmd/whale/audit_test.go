@@ -49,3 +49,21 @@ func TestHarnessCheckRefusesAnOutOfContractSearchSpace(t *testing.T) {
 		t.Fatalf("want the choice refused at file:line:col (exit 1), got %v", err)
 	}
 }
+
+// `whale run --harness FILE` audits the starting harness before the run
+// is recorded: the refusal names the file and gives the audit's figures,
+// and no run is left behind.
+func TestRunRefusesAStartingHarnessTheAuditRefuses(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	_, err := runWhale(t, "run", "--headless", "--domain", "searchqa", "--preset", "tiny", "--harness", passageValidatorFile, "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "null-policy audit refuses starting harness "+passageValidatorFile) || !strings.Contains(err.Error(), "a lift of +") {
+		t.Fatalf("want the audit's refusal naming the file, got %v", err)
+	}
+	out, err := runWhale(t, "runs", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "searchqa-") {
+		t.Fatalf("a refused run was recorded:\n%s", out)
+	}
+}

@@ -123,10 +123,17 @@ func (e *Engine) auditStart(ctx context.Context, h *harnesses.Harness) (*NullAud
 	}
 	a.Harness = "starting harness " + startName(e.Cfg.Harness, h)
 	if a.Refused {
-		return &a, fmt.Errorf("engine: %s", a.Sentence())
+		return &a, &AuditRefusal{Audit: a}
 	}
 	return &a, nil
 }
+
+// AuditRefusal is the error of a run whose starting harness the audit
+// refused; a caller that knows the harness's file may name it instead
+// (Audit.Harness).
+type AuditRefusal struct{ Audit NullAudit }
+
+func (r *AuditRefusal) Error() string { return "engine: " + r.Audit.Sentence() }
 
 // startName is how errors name a starting harness: its built-in name or
 // file, else its hash.
