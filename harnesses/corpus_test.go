@@ -131,14 +131,16 @@ def _work():
     for w in words[:100]:
         if w in words and d[w] >= 0 and words.index(w) >= 0:
             n += 1
-    return [s[0][:5], s[-1][:5], n, max(words)[:5], hash("abc"), words == list(words), len(str(words[:10]))]
+        d[w] += 1
+        d[w[:3]] = d.get(w[:3], 0) + 1
+    return [s[0][:5], s[-1][:5], n, max(words)[:5], hash("abc"), words == list(words), len(str(words[:10])), d[words[0]], d["w09"]]
 W = _work()
 `
 	h, err := Load("work.star", src, EnvOf(d))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.globals["W"].String(), `["w0000", "w0999", 100, "w0999", 96354, True, 1040]`; got != want {
+	if got, want := h.globals["W"].String(), `["w0000", "w0999", 100, "w0999", 96354, True, 1040, 1, 100]`; got != want {
 		t.Fatalf("W = %s, want %s", got, want)
 	}
 }
