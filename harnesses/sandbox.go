@@ -680,7 +680,8 @@ func guardSized(name string) *starlark.Builtin {
 				return nil, sizeErr(name+" of value", n, MaxString)
 			}
 			if _, isStr := a.(starlark.String); !isStr || name == "repr" {
-				if err := chargeBytes(thread, name, n); err != nil {
+				// Rendering costs several times a scan per byte.
+				if err := chargeBytes(thread, name, renderCost*n); err != nil {
 					return nil, err
 				}
 			}

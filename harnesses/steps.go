@@ -17,6 +17,11 @@ import (
 // thread's step limit: whether a harness stops depends on what it does,
 // never on the machine's speed.
 
+// renderCost is what str and repr are charged per byte of the value they
+// render, in scanned bytes: formatting a nested value costs several times
+// a comparison's read of it (measured on lists of short strings).
+const renderCost = 4
+
 // maxStepsKey is the thread-local under which newThread records the
 // thread's step limit, so a builtin can refuse work the limit cannot pay
 // for before doing it.
