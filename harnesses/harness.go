@@ -115,6 +115,19 @@ func (h *Harness) SearchSpace() []Dimension { return append([]Dimension(nil), h.
 // against a domain. Every problem is reported (as a *LoadError) with
 // file:line:col and the rule it broke.
 func Load(file, src string, env Env) (*Harness, error) {
+	return load(file, src, env, true)
+}
+
+// LoadDrawn loads a harness drawn from a search: its own values are held
+// to the whole contract, the other choices of its SEARCH_SPACE are not
+// (each is checked when a proposer draws it). A run resumed with an
+// incumbent stored before SEARCH_SPACE was checked goes on with it, and
+// its out-of-contract choices are refused one by one when drawn.
+func LoadDrawn(file, src string, env Env) (*Harness, error) {
+	return load(file, src, env, false)
+}
+
+func load(file, src string, env Env, space bool) (*Harness, error) {
 	if len(src) > maxSourceBytes {
 		return nil, &LoadError{Issues: []Issue{{File: file, Line: 1, Col: 1, Rule: "size", Msg: fmt.Sprintf("source is %d bytes, over the limit of %d", len(src), maxSourceBytes)}}}
 	}
@@ -146,14 +159,14 @@ func Load(file, src string, env Env) (*Harness, error) {
 	}
 	globals.Freeze()
 	h := &Harness{File: file, Source: src, Hash: Hash(src), Env: env, globals: globals, fns: map[string]*starlark.Function{}, space: t.space, frags: t.frags}
-	if issues := h.validate(t); len(issues) > 0 {
+	if issues := h.validate(t, space); len(issues) > 0 {
 		return nil, &LoadError{Issues: issues}
 	}
 	return h, nil
 }
 
 // validate checks the contract: names, types, ranges, tools.
-func (h *Harness) validate(t *topLevel) []Issue {
+func (h *Harness) validate(t *topLevel, space bool) []Issue {
 	c := &contract{h: h, t: t}
 	h.SystemPrompt = c.str("SYSTEM_PROMPT", true, "")
 	h.UserPrompt = c.str("USER_PROMPT", true, "")
@@ -162,13 +175,13 @@ func (h *Harness) validate(t *topLevel) []Issue {
 	}
 	h.FormatRetryMessage = c.str("FORMAT_RETRY_MESSAGE", false, DefaultFormatRetryMessage)
 	h.InvalidRetryMessage = c.str("INVALID_RETRY_MESSAGE", false, DefaultInvalidRetryMessage)
-	h.FormatRetryBudget = c.intIn("FORMAT_RETRY_BUDGET", 0, MaxRetryBudget)
-	h.InvalidRetryBudget = c.intIn("INVALID_RETRY_BUDGET", 0, MaxRetryBudget)
-	h.MaxTurns = c.intIn("MAX_TURNS", 1, max(1, 2*h.Env.DefaultMaxTurns))
-	h.ContextTokens = c.intIn("CONTEXT_TOKENS", MinContextTokens, MaxContextTokens)
+	h.FormatRetryBudget = c.contractInt("FORMAT_RETRY_BUDGET")
+	h.InvalidRetryBudget = c.contractInt("INVALID_RETRY_BUDGET")
+	h.MaxTurns = c.contractInt("MAX_TURNS")
+	h.ContextTokens = c.contractInt("CONTEXT_TOKENS")
 	h.Samples = 1
 	if _, ok := h.globals["SAMPLES"]; ok {
-		h.Samples = c.intIn("SAMPLES", 1, MaxSamples)
+		h.Samples = c.contractInt("SAMPLES")
 	}
 	c.tools()
 	for _, name := range slices.Sorted(maps.Keys(requiredFuncs)) {
@@ -183,6 +196,9 @@ func (h *Harness) validate(t *topLevel) []Issue {
 		}
 	}
 	h.knobs = h.readKnobs(t)
+	if len(c.issues) == 0 && space {
+		c.issues = h.checkSpace(t)
+	}
 	return c.issues
 }
 

@@ -51,7 +51,8 @@ var fileOptions = &syntax.FileOptions{While: true, TopLevelControl: true}
 // any identifier with this prefix in a harness so that none can be shadowed.
 const guardPrefix = "_whale_"
 
-var guardedMethods = map[string]bool{"join": true, "replace": true, "format": true, "extend": true, "update": true}
+var guardedMethods = map[string]bool{"join": true, "replace": true, "format": true, "extend": true, "update": true,
+	"get": true, "pop": true, "setdefault": true, "index": true, "remove": true}
 
 // rewriteFile replaces, before resolution, every +, *, % (and their
 // augmented forms) by calls of checked builtins, and every access to a
@@ -140,7 +141,7 @@ func rwTarget(e syntax.Expr) syntax.Expr {
 	switch e := e.(type) {
 	case *syntax.IndexExpr:
 		e.X = rwExpr(e.X)
-		e.Y = rwExpr(e.Y)
+		e.Y = keyCall(rwExpr(e.Y))
 	case *syntax.TupleExpr:
 		for i, x := range e.List {
 			e.List[i] = rwTarget(x)
@@ -172,6 +173,15 @@ func cloneTarget(e syntax.Expr) syntax.Expr {
 		return &syntax.ParenExpr{Lparen: e.Lparen, X: cloneTarget(e.X), Rparen: e.Rparen}
 	}
 	return e
+}
+
+// keyCall wraps an index or dict key in the checked key charge (see
+// checkedKey); literal ints need none.
+func keyCall(e syntax.Expr) syntax.Expr {
+	if l, ok := e.(*syntax.Literal); ok && l.Token == syntax.INT {
+		return e
+	}
+	return guardCall(syntax.Start(e), guardPrefix+"key", e)
 }
 
 func guardCall(pos syntax.Position, name string, args ...syntax.Expr) *syntax.CallExpr {
@@ -218,7 +228,7 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 		e.X = rwExpr(e.X)
 	case *syntax.IndexExpr:
 		e.X = rwExpr(e.X)
-		e.Y = rwExpr(e.Y)
+		e.Y = keyCall(rwExpr(e.Y))
 	case *syntax.SliceExpr:
 		e.X = guardCall(e.Lbrack, guardPrefix+"charge", rwExpr(e.X))
 		e.Lo = rwExpr(e.Lo)
@@ -231,7 +241,7 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 	case *syntax.DictExpr:
 		for _, x := range e.List {
 			if d, ok := x.(*syntax.DictEntry); ok {
-				d.Key = rwExpr(d.Key)
+				d.Key = keyCall(rwExpr(d.Key))
 				d.Value = rwExpr(d.Value)
 			}
 		}
@@ -242,6 +252,9 @@ func rwExpr(e syntax.Expr) syntax.Expr {
 	case *syntax.LambdaExpr:
 		rwExprs(e.Params)
 		e.Body = rwExpr(e.Body)
+	case *syntax.DictEntry:
+		e.Key = keyCall(rwExpr(e.Key))
+		e.Value = rwExpr(e.Value)
 	case *syntax.Comprehension:
 		e.Body = rwExpr(e.Body)
 		for _, c := range e.Clauses {
@@ -292,7 +305,9 @@ func checkedCharge(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 func checkedCompare(op syntax.Token) func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	return func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		x, y := args[0], args[1]
-		charge(thread, cost(x)+cost(y))
+		if err := chargeBytes(thread, "operator "+op.String(), compareBytes(thread, op, x, y)); err != nil {
+			return nil, err
+		}
 		if op == syntax.IN || op == syntax.NOT_IN {
 			return starlark.Binary(op, x, y)
 		}
@@ -521,6 +536,11 @@ func wrapMethod(recv starlark.Value, name string, attr starlark.Value) starlark.
 		return attr
 	}
 	return starlark.NewBuiltin(name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if scanningMethods[name] {
+			if err := chargeMethod(thread, recv, name, args); err != nil {
+				return nil, err
+			}
+		}
 		switch name {
 		case "join":
 			if len(args) == 1 {
@@ -655,8 +675,15 @@ func guardSized(name string) *starlark.Builtin {
 	orig := starlark.Universe[name]
 	return starlark.NewBuiltin(name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		for _, a := range args {
-			if n := sizeOf(a, MaxString); n > MaxString {
+			n := sizeOf(a, MaxString)
+			if n > MaxString {
 				return nil, sizeErr(name+" of value", n, MaxString)
+			}
+			if _, isStr := a.(starlark.String); !isStr || name == "repr" {
+				// Rendering costs several times a scan per byte.
+				if err := chargeBytes(thread, name, renderCost*n); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return starlark.Call(thread, orig, args, kwargs)
@@ -712,6 +739,8 @@ var predeclared = func() starlark.StringDict {
 		guardPrefix + "attr":   starlark.NewBuiltin("attr", checkedAttr),
 		guardPrefix + "charge": starlark.NewBuiltin("charge", checkedCharge),
 		guardPrefix + "lshift": starlark.NewBuiltin("<<", checkedLshift),
+		guardPrefix + "key":    starlark.NewBuiltin("key", checkedKey),
+		"hash":                 guardScan("hash", starlark.Universe["hash"].(*starlark.Builtin)),
 		"int":                  guardInt("int"),
 		"float":                guardInt("float"),
 		"getattr":              starlark.NewBuiltin("getattr", guardGetattr),
@@ -730,6 +759,9 @@ var predeclared = func() starlark.StringDict {
 	for _, name := range []string{"list", "tuple", "dict", "sorted", "reversed", "enumerate", "zip", "max", "min", "any", "all"} {
 		d[name] = guardIterables(name)
 	}
+	for _, name := range []string{"sorted", "max", "min"} {
+		d[name] = guardScan(name, d[name].(*starlark.Builtin))
+	}
 	d.Freeze()
 	return d
 }()
@@ -746,6 +778,7 @@ func newThread(name string, steps uint64) (*starlark.Thread, func()) {
 		},
 	}
 	th.SetMaxExecutionSteps(steps)
+	th.SetLocal(maxStepsKey, steps)
 	timer := time.AfterFunc(WallGuard, func() {
 		slog.Error("harnesses: wall-clock guard fired; a builtin escaped step accounting", "thread", name, "guard", WallGuard)
 		th.Cancel("wall-clock guard (safety net) reached")

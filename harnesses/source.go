@@ -88,6 +88,12 @@ type topLevel struct {
 	space []Dimension
 	// frags is FRAGMENTS as written; nil when absent.
 	frags []Fragment
+	// choices are the expressions of each knob's SEARCH_SPACE choices,
+	// in the order of Dimension.Choices (nil entries for a range's
+	// values), and ranges where each ranged knob's range is written:
+	// what the contract check of every choice (checkSpace) reports at.
+	choices map[string][]syntax.Expr
+	ranges  map[string]syntax.Position
 }
 
 // Dimension is one knob a proposer may vary.
@@ -115,7 +121,8 @@ func parseSource(file, src string) (*syntax.File, error) {
 // readTopLevel indexes the top-level statements of a parsed file and reads
 // SEARCH_SPACE, reporting structural problems as issues.
 func readTopLevel(f *syntax.File, src string) (*topLevel, []Issue) {
-	t := &topLevel{file: f, src: src, assign: map[string]*syntax.AssignStmt{}, defs: map[string]*syntax.DefStmt{}, pos: map[string]syntax.Position{}}
+	t := &topLevel{file: f, src: src, assign: map[string]*syntax.AssignStmt{}, defs: map[string]*syntax.DefStmt{}, pos: map[string]syntax.Position{},
+		choices: map[string][]syntax.Expr{}, ranges: map[string]syntax.Position{}}
 	var issues []Issue
 	for _, s := range f.Stmts {
 		switch s := s.(type) {
@@ -205,6 +212,7 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 				continue
 			}
 			dim.Range = r
+			t.ranges[name] = syntax.Start(e.Value)
 			for _, v := range r.Values() {
 				dim.Choices = append(dim.Choices, strconv.Itoa(v))
 			}
@@ -212,6 +220,10 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 		}
 		if !ok || (len(list.List) == 0 && dim.Range == nil) {
 			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q must be a non-empty list literal or range(lo, hi[, step])", name))
+			continue
+		}
+		if len(list.List) > maxRangeValues {
+			issues = append(issues, issueAt(file, syntax.Start(e.Value), "search-space", "choices of %q: %d choices, over the limit of %d", name, len(list.List), maxRangeValues))
 			continue
 		}
 		kinds := map[bool]bool{}
@@ -225,6 +237,7 @@ func (t *topLevel) readSpace(file string, a *syntax.AssignStmt) ([]Dimension, []
 			kinds[frag] = true
 			dim.Fragment = frag
 			dim.Choices = append(dim.Choices, text)
+			t.choices[name] = append(t.choices[name], c)
 		}
 		if len(kinds) > 1 {
 			issues = append(issues, issueAt(file, syntax.Start(list), "search-space", "choices of %q mix literals and fragment names", name))

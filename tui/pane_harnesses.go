@@ -276,10 +276,15 @@ func pairedGain(r BoardRow) string {
 	return fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*r.Gain, 100*r.GainLo, 100*r.GainHi)
 }
 
-// boardStatus adds the null-policy audit's refusal to a row's status.
+// boardStatus adds the null-policy audit's refusal, or why a proposal
+// was refused before scoring (it does not load), to a row's status.
 func boardStatus(r BoardRow) string {
 	if r.NullRefused {
 		return fmt.Sprintf("%s · refused: null lift %+.1f pts", r.Status, 100*r.NullLift)
+	}
+	if r.Invalid != "" {
+		reason, _, _ := strings.Cut(r.Invalid, "\n")
+		return r.Status + " · " + reason
 	}
 	return r.Status
 }

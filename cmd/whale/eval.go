@@ -18,12 +18,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"whale/core/basemodel"
 	"whale/core/bundle"
+	"whale/core/engine"
 	"whale/core/eval"
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/pretrain"
 	"whale/core/search"
+	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
@@ -50,6 +53,9 @@ type evalReport struct {
 	Seconds      float64 `json:"seconds"`
 	// HarnessErrors holds the first harness errors (file:line:col).
 	HarnessErrors []string `json:"harness_errors,omitempty"`
+	// Audit is the null-policy audit's verdict on a harness that is not
+	// built in (absent with --no-audit).
+	Audit *engine.NullAudit `json:"audit,omitempty"`
 }
 
 // gridRow is one candidate of `whale eval --grid`.
@@ -71,6 +77,10 @@ type evalSetup struct {
 	hash     string
 	dataSeed uint64
 	opts     harnesses.RunOptions
+	// tok is the policy's tokenizer (the model's; the embedded model's
+	// for the scripted and server policies): the audit fits its chats
+	// with it.
+	tok tokenizer.Tokenizer
 	// trace, if set, receives every trajectory as one JSON line.
 	trace io.Writer
 }
@@ -124,7 +134,7 @@ type evalFlags struct {
 	k, n, maxNew                                               int
 	seed, dataSeed                                             uint64
 	temp                                                       float64
-	asJSON, exact, probe                                       bool
+	asJSON, exact, probe, noAudit                              bool
 	server                                                     serverFlags
 	df                                                         dataFlags
 }
@@ -168,6 +178,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
 	f.BoolVar(&fl.probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
 	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&fl.noAudit, "no-audit", false, "skip the null-policy audit of a harness that is not built in (it runs before the evaluation; a refused harness is not evaluated)")
 	fl.server.register(f)
 	fl.df.register(f)
 }
@@ -209,10 +220,15 @@ func (fl *evalFlags) run(cmd *cobra.Command) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	audit, err := fl.audit(ctx, st, log, name, src)
+	if err != nil {
+		return err
+	}
 	base, err := runEval(ctx, st, name, src, fl.split)
 	if err != nil {
 		return err
 	}
+	base.Audit = audit
 	out := cmd.OutOrStdout()
 	if fl.gridDir == "" {
 		if fl.asJSON {
@@ -280,7 +296,8 @@ func (fl *evalFlags) check() error {
 
 // setup opens the policy, the domain and the split's first N tasks.
 func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
-	st := &evalSetup{polName: fl.pol, opts: harnesses.RunOptions{Seed: fl.seed, K: fl.k, Temperature: float32(fl.temp), MaxNewTokens: fl.maxNew, KeyPrefix: fl.split + "/"}}
+	st := &evalSetup{polName: fl.pol, opts: harnesses.RunOptions{Seed: fl.seed, K: fl.k, Temperature: float32(fl.temp), MaxNewTokens: fl.maxNew, KeyPrefix: fl.split + "/"},
+		tok: basemodel.Tokenizer()}
 	var mb *bundle.Bundle
 	switch {
 	case fl.server.set():
@@ -290,7 +307,7 @@ func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
 		if mb, err = openModel(fl.modelPath); err != nil {
 			return nil, err
 		}
-		st.model, st.hash, st.dataSeed = mb.Name, mb.SHA256, mb.DataSeed
+		st.model, st.hash, st.dataSeed, st.tok = mb.Name, mb.SHA256, mb.DataSeed, mb.Tokenizer
 	case fl.pol == "oracle" || fl.pol == "random":
 		if fl.modelPath != "" {
 			return nil, usageError{fmt.Errorf("--model needs --policy model, not %s", fl.pol)}
@@ -325,6 +342,39 @@ func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
 		st.tasks = st.tasks[:fl.n]
 	}
 	return st, nil
+}
+
+// audit runs the null-policy audit on a harness that is not built in
+// (unless --no-audit): a harness the audit refuses is not evaluated, and
+// the error gives the audit's figures. A harness that does not load is
+// left to the evaluation, which reports its issues.
+func (fl *evalFlags) audit(ctx context.Context, st *evalSetup, log io.Writer, name, src string) (*engine.NullAudit, error) {
+	if fl.noAudit || isBuiltin(st.dom.Name(), src) {
+		return nil, nil
+	}
+	h, err := harnesses.Load(name, src, harnesses.EnvOf(st.dom))
+	if err != nil {
+		return nil, nil
+	}
+	a, ok, err := engine.AuditHarness(ctx, st.dom, st.tok, h, 0, 1)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if a.Refused {
+		return nil, fmt.Errorf("%s; not evaluated (--no-audit evaluates it anyway)", a.Sentence())
+	}
+	fmt.Fprintf(log, "%s\n", a.Sentence())
+	return &a, nil
+}
+
+// isBuiltin reports whether src is one of domain's built-in harnesses.
+func isBuiltin(domain, src string) bool {
+	for _, n := range harnesses.BuiltinNames(domain) {
+		if b, err := harnesses.Builtin(domain, n); err == nil && harnesses.Hash(b) == harnesses.Hash(src) {
+			return true
+		}
+	}
+	return false
 }
 
 // runGrid scores the knob grid of src (search.KnobGrid), writing each

@@ -13,6 +13,7 @@ import (
 
 	"whale/core/basemodel"
 	"whale/core/chat"
+	"whale/core/engine"
 	"whale/core/policy"
 	"whale/data"
 	"whale/data/domains"
@@ -92,20 +93,29 @@ type harnessCheckReport struct {
 	Knobs  []harnesses.Knob      `json:"knobs,omitempty"`
 	Space  []harnesses.Dimension `json:"search_space,omitempty"`
 	Frags  []harnesses.Fragment  `json:"fragments,omitempty"`
+	// Audit is the null-policy audit's verdict (--audit).
+	Audit *engine.NullAudit `json:"audit,omitempty"`
 }
 
 func newHarnessCheckCmd() *cobra.Command {
 	var domain string
 	var seed uint64
-	var asJSON bool
+	var asJSON, audit bool
+	var auditTasks int
 	c := &cobra.Command{
 		Use:   "check FILE|h0 --domain D",
 		Short: "Validate a harness against a domain; print its knobs and search space",
 		Long: "Parses, lints, runs the top level of and validates a harness (contract names and types, budgets in range,\n" +
-			"tools the domain offers). A valid harness prints its hash, knobs and search space; an invalid one\n" +
-			"prints file:line:col messages and exits with status 1.",
+			"tools the domain offers, every SEARCH_SPACE choice held to the same rules). A valid harness prints its\n" +
+			"hash, knobs and search space; an invalid one prints file:line:col messages and exits with status 1.\n" +
+			"With --audit it also runs the null-policy audit a run applies to every incumbent (content-blind\n" +
+			"policies through the harness and through h0 on the audit split; no model) and exits with status 1\n" +
+			"when the audit refuses it.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if auditTasks < 0 {
+				return usageError{fmt.Errorf("--audit-tasks %d: want 0 (the run's 128) or more", auditTasks)}
+			}
 			d, err := openHarnessDomain(domain, seed, dataFlags{})
 			if err != nil {
 				return err
@@ -125,6 +135,17 @@ func newHarnessCheckCmd() *cobra.Command {
 			default:
 				rep.Valid, rep.Hash, rep.Knobs, rep.Space, rep.Frags = true, h.Hash, h.Knobs(), h.SearchSpace(), h.Fragments()
 			}
+			if rep.Valid && audit {
+				a, ok, err := engine.AuditHarness(cmd.Context(), d, basemodel.Tokenizer(), h, auditTasks, 1)
+				if err != nil {
+					return err
+				}
+				if ok {
+					rep.Audit = &a
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s has no null policy: nothing to audit\n", domain)
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if err := printJSON(out, rep); err != nil {
@@ -132,9 +153,15 @@ func newHarnessCheckCmd() *cobra.Command {
 				}
 			} else if rep.Valid {
 				printHarnessCheck(out, rep)
+				if rep.Audit != nil {
+					fmt.Fprintf(out, "\naudit: %s\n", rep.Audit.Sentence())
+				}
 			}
 			if !rep.Valid {
 				return fmt.Errorf("%s is not a valid %s harness (%d issues):\n%w", name, domain, len(le.Issues), le)
+			}
+			if rep.Audit != nil && rep.Audit.Refused {
+				return errors.New(rep.Audit.Sentence())
 			}
 			return nil
 		},
@@ -142,6 +169,8 @@ func newHarnessCheckCmd() *cobra.Command {
 	c.Flags().StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed of the domain")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&audit, "audit", false, "also run the null-policy audit (exit status 1 when it refuses the harness)")
+	c.Flags().IntVar(&auditTasks, "audit-tasks", 0, "audit on the first N tasks of the audit split (0: the run's 128)")
 	return c
 }
 

@@ -242,6 +242,11 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	}
 	defer db.Close()
 	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
+	var refused *engine.AuditRefusal
+	if errors.As(err, &refused) && cfg.Harness != fl.harness {
+		refused.Audit.Harness = "starting harness " + fl.harness // a file: name it, not its hash
+		return errors.New(refused.Audit.Sentence())
+	}
 	if err != nil {
 		return err
 	}

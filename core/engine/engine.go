@@ -105,6 +105,9 @@ type Engine struct {
 	nullPol   policy.Policy
 	nullAudit []data.Task
 	nullBase  *float64
+	// startAudit is the audit's verdict on the starting harness (nil
+	// for h0 or a domain without a null policy), kept on its entry.
+	startAudit *NullAudit
 	// saved are the weights, optimizer and phase-start blobs of the last
 	// resume point, deleted when a newer point no longer uses them.
 	saved [3]string
@@ -196,6 +199,9 @@ func start(cfg Config, env Env, runID string, record func() error) (*Engine, err
 	if err != nil {
 		return nil, fmt.Errorf("engine: starting harness: %w", err)
 	}
+	if e.startAudit, err = e.auditStart(context.Background(), h); err != nil {
+		return nil, err
+	}
 	if err := record(); err != nil {
 		return nil, err
 	}
@@ -216,7 +222,10 @@ func (e *Engine) begin(h *harnesses.Harness) error {
 		return err
 	}
 	e.st = State{Phase: cfg.firstPhase(), Round: 1, Archive: search.NewArchive()}
-	e.st.Archive.Add(search.Entry{Hash: h.Hash, Source: h.Source, Proposer: "start"})
+	ent := e.st.Archive.Add(search.Entry{Hash: h.Hash, Source: h.Source, Proposer: "start"})
+	if a := e.startAudit; a != nil {
+		ent.NullLift, ent.HasNull = a.Lift, true
+	}
 	if err := e.st.Archive.Accept(h.Hash); err != nil {
 		return err
 	}
@@ -613,7 +622,7 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 	if h, ok := e.harnessCache[hash]; ok {
 		return h, nil
 	}
-	h, err := harnesses.Load(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain))
+	h, err := harnesses.LoadDrawn(hash[:12]+".star", src, harnesses.EnvOf(e.env.Domain))
 	if err != nil {
 		return nil, err
 	}

@@ -180,4 +180,7 @@ type BoardRow struct {
 	NullLift    float64 `json:"null_lift,omitempty"`
 	HasNull     bool    `json:"has_null,omitempty"`
 	NullRefused bool    `json:"null_refused,omitempty"`
+	// Invalid is why it was refused before scoring (status "invalid":
+	// it does not load).
+	Invalid string `json:"invalid,omitempty"`
 }

@@ -39,52 +39,64 @@ func (e *Engine) admit(ctx context.Context, ent *search.Entry) (bool, error) {
 // nullLift is the null policy's mean reward under src minus under h0; ok
 // is false where the domain has no null policy.
 func (e *Engine) nullLift(ctx context.Context, src string) (float64, bool, error) {
-	if e.nullBase == nil {
-		null, err := harnesses.NewNull(e.env.Domain)
-		if err != nil {
-			return 0, false, nil // a domain without a null policy: no audit
-		}
-		// The null policy reads the chat as the model would see it,
-		// fitted to CONTEXT_TOKENS in the model's tokens.
-		pol := chat.Tokenize(null, e.tmpl)
-		tasks, err := e.env.Domain.Tasks(data.SplitAudit)
-		if err != nil {
-			return 0, false, err
-		}
-		e.nullAudit = tasks[:min(nullTasks, len(tasks))]
-		h0, err := harnesses.LoadBuiltin(e.env.Domain, "h0")
-		if err != nil {
-			return 0, false, err
-		}
-		base, err := e.nullScore(ctx, pol, h0)
-		if err != nil {
-			return 0, false, err
-		}
-		e.nullPol, e.nullBase = pol, &base
-	}
+	a, ok, err := e.nullAuditOf(ctx, src)
+	return a.Lift, ok, err
+}
+
+// nullAuditOf is the audit's verdict on src (its h0 score measured once a
+// run).
+func (e *Engine) nullAuditOf(ctx context.Context, src string) (NullAudit, bool, error) {
 	h, err := e.load(src)
 	if err != nil {
-		return 0, false, err
+		return NullAudit{}, false, err
+	}
+	return e.nullAuditH(ctx, h)
+}
+
+// nullAuditH is the audit's verdict on a loaded harness.
+func (e *Engine) nullAuditH(ctx context.Context, h *harnesses.Harness) (NullAudit, bool, error) {
+	if e.nullBase == nil {
+		if ok, err := e.nullBaseline(ctx); err != nil || !ok {
+			return NullAudit{}, ok, err
+		}
 	}
 	got, err := e.nullScore(ctx, e.nullPol, h)
 	if err != nil {
-		return 0, false, err
+		return NullAudit{}, false, err
 	}
-	return got - *e.nullBase, true, nil
+	return newNullAudit(h.File, e.env.Domain.Name(), got, *e.nullBase, len(e.nullAudit)), true, nil
+}
+
+// nullBaseline sets up the audit's policy and tasks and measures h0 under
+// them; false where the domain has no null policy.
+func (e *Engine) nullBaseline(ctx context.Context) (bool, error) {
+	null, err := harnesses.NewNull(e.env.Domain)
+	if err != nil {
+		return false, nil // a domain without a null policy: no audit
+	}
+	// The null policy reads the chat as the model would see it,
+	// fitted to CONTEXT_TOKENS in the model's tokens.
+	pol := chat.Tokenize(null, e.tmpl)
+	tasks, err := e.env.Domain.Tasks(data.SplitAudit)
+	if err != nil {
+		return false, err
+	}
+	e.nullAudit = tasks[:min(nullTasks, len(tasks))]
+	h0, err := harnesses.LoadBuiltin(e.env.Domain, "h0")
+	if err != nil {
+		return false, err
+	}
+	base, err := e.nullScore(ctx, pol, h0)
+	if err != nil {
+		return false, err
+	}
+	e.nullPol, e.nullBase = pol, &base
+	return true, nil
 }
 
 func (e *Engine) nullScore(ctx context.Context, pol policy.Policy, h *harnesses.Harness) (float64, error) {
 	if len(e.nullAudit) == 0 {
 		return 0, nil
 	}
-	opts := e.runOpts("null/", nullK)
-	ts, err := harnesses.Run(ctx, h, e.env.Domain, e.nullAudit, pol, opts)
-	if err != nil {
-		return 0, err
-	}
-	sum := 0.0
-	for _, t := range ts {
-		sum += t.Reward
-	}
-	return sum / float64(len(ts)), nil
+	return nullMean(ctx, e.env.Domain, pol, h, e.nullAudit, e.runOpts("null/", nullK))
 }

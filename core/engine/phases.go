@@ -227,7 +227,7 @@ func (e *Engine) samplesOf(src string) (int, error) {
 	if h, ok := e.harnessCache[harnesses.Hash(src)]; ok {
 		return h.Samples, nil
 	}
-	h, err := harnesses.Load("candidate.star", src, harnesses.EnvOf(e.env.Domain))
+	h, err := harnesses.LoadDrawn("candidate.star", src, harnesses.EnvOf(e.env.Domain))
 	if err != nil {
 		return 0, err
 	}
@@ -242,7 +242,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	// The searcher begins no score the budget or the phase's allowance
 	// cannot pay for and proposes no more candidates than they can score,
 	// so conditions compared at equal budget stay close to it.
-	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit, Samples: e.samplesOf}
+	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit, Samples: e.samplesOf, Check: e.checkCandidate}
 	if e.Cfg.Budget > 0 {
 		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
 	}
@@ -307,7 +307,7 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 		d.Board = append(d.Board, BoardRow{Hash: ent.Hash, Parent: ent.Parent, Mechanism: ent.Mechanism, Score: ent.Score,
 			CILo: lo, CIHi: hi, Rollouts: ent.Rollouts, Iteration: ent.Iteration, Status: string(ent.Status), Complete: ent.Complete,
 			Calls: ent.Calls, Gain: ent.Gain, GainLo: ent.GainLo, GainHi: ent.GainHi, Against: ent.Against, HasGain: ent.HasGain,
-			NullLift: ent.NullLift, HasNull: ent.HasNull, NullRefused: ent.NullRefused})
+			NullLift: ent.NullLift, HasNull: ent.HasNull, NullRefused: ent.NullRefused, Invalid: ent.Invalid})
 	}
 	return end, e.emit(EvHarnessIteration, mustJSON(d))
 }

@@ -69,6 +69,9 @@ type Entry struct {
 	NullLift    float64 `json:"null_lift,omitempty"`
 	HasNull     bool    `json:"has_null,omitempty"`
 	NullRefused bool    `json:"null_refused,omitempty"`
+	// Invalid is why the harness was refused before scoring (it does not
+	// load: the loader's file:line:col and rule); set with StatusInvalid.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // CI95 is a normal-approximation 95 % interval of the entry's mean score.

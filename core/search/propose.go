@@ -182,5 +182,5 @@ func sortCandidates(cs []Candidate) {
 // was already scored under the current weights.
 func (a *Archive) known(hash string) bool {
 	e, ok := a.Entries[hash]
-	return ok && (e.Status == StatusPruned || e.Scored > 0)
+	return ok && (e.Status == StatusPruned || e.Status == StatusInvalid || e.Scored > 0)
 }

@@ -68,6 +68,12 @@ type Searcher struct {
 	// sample), so a score begun is one the budget and the allowance can
 	// finish. Nil prices every candidate at the incumbent's rate.
 	Samples func(source string) (int, error)
+	// Check, if set, loads a proposed candidate's source before it is
+	// priced or scored: one that fails is refused (StatusInvalid, with
+	// the error as its reason, listed in IterationResult.Invalid) and the
+	// proposer draws on, so a candidate that breaks the contract never
+	// stops a search.
+	Check func(source string) error
 }
 
 // IterationResult reports one iteration.
@@ -96,6 +102,9 @@ type IterationResult struct {
 	// StarvedBudget (the run's budget: the run is over) or StarvedPhase
 	// (the phase's allowance: the phase is); "" if nothing.
 	Starved string `json:"starved,omitempty"`
+	// Invalid lists the proposals refused because they do not load
+	// (Searcher.Check).
+	Invalid []Refusal `json:"invalid,omitempty"`
 }
 
 // What starved an iteration (IterationResult.Starved).
@@ -106,11 +115,12 @@ const (
 
 // StarvedText says, for a progress line, what could not pay for the
 // iteration's next score and how many proposals were passed over for
-// their price ("" for nothing), beginning with "; ".
+// their price or refused because they do not load (InvalidText) ("" for
+// nothing), beginning with "; ".
 func (r IterationResult) StarvedText() string {
-	passed := ""
+	passed := r.InvalidText()
 	if r.Unaffordable > 0 {
-		passed = fmt.Sprintf("; %d proposals passed over (too dear to score whole)", r.Unaffordable)
+		passed += fmt.Sprintf("; %d proposals passed over (too dear to score whole)", r.Unaffordable)
 	}
 	switch r.Starved {
 	case StarvedBudget:
@@ -428,6 +438,12 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 func (s *Searcher) proposeAffordable(ctx context.Context, a *Archive, inc *Entry, rng *rand.Rand, m, n int, r *IterationResult) ([]Candidate, error) {
 	spent, short := 0, ""
 	keep := func(c Candidate) bool {
+		if s.Check != nil {
+			if err := s.Check(c.Source); err != nil {
+				refuse(a, c, err, r)
+				return false
+			}
+		}
 		p := s.price(&Entry{Source: c.Source}, inc, n)
 		if k := s.shortOf(spent + p); k != "" {
 			r.Unaffordable++
