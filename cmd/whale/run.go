@@ -164,6 +164,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	fl.envf.register(f)
 	fl.server.register(f)
 	fl.backend.register(f)
+	new(tensorBoardFlag).register(f)
 }
 
 // sampleBF16Usage is --sample-bf16's help, on whale run and whale bench
@@ -417,6 +418,7 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	sub := eng.Subscribe(1024)
 	done := make(chan struct{})
 	log := cmd.ErrOrStderr()
+	stopTB := tensorBoardOf(cmd).follow(db, log)
 	bar := isTerminal(log)
 	phases := 2 * eng.Cfg.MaxRounds
 	go func() {
@@ -450,6 +452,7 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	}()
 	sum, err := eng.Run(ctx)
 	<-done
+	err = errors.Join(err, stopTB())
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with 'whale resume %s'\n", eng.RunID)
@@ -749,6 +752,7 @@ func newResumeCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	envf.register(f)
 	backend.register(f)
+	new(tensorBoardFlag).register(f)
 	return c
 }
 
