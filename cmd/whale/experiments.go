@@ -226,6 +226,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	var out, conds, record string
 	var e float64
 	var i, curveK int
+	var tb tensorBoardFlag
 	c := &cobra.Command{
 		Use:   "conditions --domain D|all",
 		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
@@ -260,8 +261,9 @@ func newBenchConditionsCmd() *cobra.Command {
 				p.Conditions = strings.Split(conds, ",")
 			}
 			t0 := time.Now()
+			stopTB := tb.follow(env.Store, cmd.ErrOrStderr())
 			runs, err := runPlan(cmd, p, env, f.progressEvery)
-			if err != nil {
+			if err = errors.Join(err, stopTB()); err != nil {
 				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
@@ -292,6 +294,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
+	tb.register(c.Flags())
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c
 }
