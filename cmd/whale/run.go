@@ -240,7 +240,7 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	}
 	cfg, err := fl.config(cmd.Flags())
 	if err != nil {
-		return err
+		return fl.file.locate(err)
 	}
 	db, err := openStore(fl.dbPath)
 	if err != nil {

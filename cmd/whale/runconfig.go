@@ -21,6 +21,8 @@ type configFileFlag struct {
 	// engine holds the [engine] table's entries (whale run only).
 	engine []runconfig.Entry
 	file   runconfig.File
+	// set are the flags the file set (those the command line left alone).
+	set map[string]bool
 }
 
 func (c *configFileFlag) register(f *pflag.FlagSet, what string) {
@@ -70,6 +72,10 @@ func (c *configFileFlag) apply(flags *pflag.FlagSet, withEngine bool) error {
 		if err := flags.Set(e.Key, text); err != nil {
 			return usageError{f.Errorf(e, "%v", err)}
 		}
+		if c.set == nil {
+			c.set = map[string]bool{}
+		}
+		c.set[e.Key] = true
 	}
 	return nil
 }
@@ -167,5 +173,37 @@ func printRunConfig(w io.Writer, id string, raw []byte) error {
 		return err
 	}
 	_, err = w.Write(b)
+	return err
+}
+
+// fieldKeys maps the fields engine.Config.Validate names to the file's
+// keys that set them, so a value the engine refuses is named by its line.
+var fieldKeys = map[string]string{"e": "E", "i": "I", "operator": "weights", "grid_knobs": "grid-knobs", "proposer_url": "proposer-url",
+	"policy_server": "policy-url", "sample_bf16": "sample-bf16", "harness_calls": "harness-calls", "harness_passes": "harness-passes",
+	"lora": "lora-rank", "max_rounds": "rounds"}
+
+// locate prefixes a refused configuration with the file, line and key
+// that set the field it names, when the file set it (and the command
+// line did not).
+func (c *configFileFlag) locate(err error) error {
+	if c.path == "" || err == nil {
+		return err
+	}
+	msg := err.Error()
+	const mark = "config field "
+	i := strings.Index(msg, mark)
+	if i < 0 {
+		return err
+	}
+	field, _, _ := strings.Cut(msg[i+len(mark):], ":")
+	key := field
+	if k, ok := fieldKeys[field]; ok {
+		key = k
+	}
+	for _, e := range c.file.Entries {
+		if (e.Table == "" && e.Key == key && c.set[key]) || (e.Table == runconfig.EngineTable && e.Key == field) {
+			return usageError{fmt.Errorf("%s (%w)", c.file.Errorf(e, "refused"), err)}
+		}
+	}
 	return err
 }

@@ -1,11 +1,10 @@
-package metrics
+package metrics_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"whale/core/engine"
 	"whale/core/eval"
+	"whale/core/metrics"
+	"whale/core/metrics/metricstest"
 	"whale/core/search"
 	"whale/core/store"
 	"whale/core/weights"
@@ -78,7 +79,7 @@ func storedRun(t *testing.T) []engine.Event {
 // TestEveryKindGivesItsScalars lists every scalar the stored run must
 // give, at its x (model calls), with its value.
 func TestEveryKindGivesItsScalars(t *testing.T) {
-	pts, err := FromEvents(storedRun(t))
+	pts, err := metrics.FromEvents(storedRun(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +117,11 @@ func TestEveryKindGivesItsScalars(t *testing.T) {
 // is refused naming the event, never exported.
 func TestOverflowingValueIsRefusedNamingTheEvent(t *testing.T) {
 	data := []byte(`{"stats":{"rollouts":1,"updated":true,"loss":1e308,"lr":1e-3,"grad_norm":1},"entropy":1}`)
-	if _, err := (&Extractor{}).Add(engine.Event{Seq: 6, Kind: engine.EvWeightStep, Data: data}); err != nil {
+	if _, err := (&metrics.Extractor{}).Add(engine.Event{Seq: 6, Kind: engine.EvWeightStep, Data: data}); err != nil {
 		t.Fatalf("a finite loss: %v", err)
 	}
 	data = []byte(`{"stats":{"rollouts":1,"updated":true,"loss":1e309},"entropy":1}`)
-	_, err := (&Extractor{}).Add(engine.Event{Seq: 7, Kind: engine.EvWeightStep, Data: data})
+	_, err := (&metrics.Extractor{}).Add(engine.Event{Seq: 7, Kind: engine.EvWeightStep, Data: data})
 	if err == nil || !strings.Contains(err.Error(), "event 7") {
 		t.Fatalf("err %v, want one naming event 7", err)
 	}
@@ -129,102 +130,38 @@ func TestOverflowingValueIsRefusedNamingTheEvent(t *testing.T) {
 // TestJSONLAndCSVGiveTheSameValues writes the points both ways and
 // reads them back: the same points, every float64 bit for bit.
 func TestJSONLAndCSVGiveTheSameValues(t *testing.T) {
-	pts, err := FromEvents(storedRun(t))
+	pts, err := metrics.FromEvents(storedRun(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts = append(pts, Point{Tag: "x/third", Calls: 1, Value: 1.0 / 3})
+	pts = append(pts, metrics.Point{Tag: "x/third", Calls: 1, Value: 1.0 / 3})
 	var j, c bytes.Buffer
-	if err := WriteJSONL(&j, pts); err != nil {
+	if err := metrics.WriteJSONL(&j, pts); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteCSV(&c, pts); err != nil {
+	if err := metrics.WriteCSV(&c, pts); err != nil {
 		t.Fatal(err)
 	}
-	fromJ, err := ReadJSONL(&j)
+	fromJ, err := metrics.ReadJSONL(&j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromC, err := ReadCSV(&c)
+	fromC, err := metrics.ReadCSV(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(fromJ, pts) || !reflect.DeepEqual(fromC, pts) {
 		t.Errorf("read back differs:\njsonl %v\ncsv   %v\nwant  %v", fromJ, fromC, pts)
 	}
-	if _, err := ReadCSV(strings.NewReader(strings.Join(CSVHeader, ",") + "\nx,1,2,3,4,weights,5,abc\n")); err == nil || !strings.Contains(err.Error(), "line 2, column value") {
+	if _, err := metrics.ReadCSV(strings.NewReader(strings.Join(metrics.CSVHeader, ",") + "\nx,1,2,3,4,weights,5,abc\n")); err == nil || !strings.Contains(err.Error(), "line 2, column value") {
 		t.Errorf("bad value: err %v, want one naming line 2 and the column", err)
-	}
-}
-
-// Decoded is one line of testdata/decode_events.py.
-type Decoded struct {
-	File        string  `json:"file"`
-	FileVersion string  `json:"file_version"`
-	Step        int64   `json:"step"`
-	WallTime    float64 `json:"wall_time"`
-	Tag         string  `json:"tag"`
-	Value       float64 `json:"value"`
-}
-
-// PythonDecode decodes event files with Debian's python3-protobuf
-// against core/tfevent/testdata/tfevent.proto (skipping t, saying why,
-// where no Python has google.protobuf). root is the repository root.
-func PythonDecode(t *testing.T, root string, files ...string) []Decoded {
-	t.Helper()
-	script := filepath.Join(root, "core", "metrics", "testdata", "decode_events.py")
-	proto := filepath.Join(root, "core", "tfevent", "testdata", "tfevent.proto")
-	var py string
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import google.protobuf").Run() == nil {
-			py = p
-			break
-		}
-	}
-	if py == "" {
-		t.Skip("no python3 with google.protobuf: apt-get install python3-protobuf to decode the event files with it")
-	}
-	cmd := exec.Command(py, append([]string{script, proto}, files...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
-	}
-	var ds []Decoded
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var d Decoded
-		if err := json.Unmarshal([]byte(line), &d); err != nil {
-			t.Fatalf("decoder line %q: %v", line, err)
-		}
-		ds = append(ds, d)
-	}
-	return ds
-}
-
-// CheckDecoded compares the Python decoding of one event file with the
-// points it was written from: the version record, then every scalar in
-// order at step = model calls, value = the point's as float32.
-func CheckDecoded(t *testing.T, ds []Decoded, pts []Point, wallTime float64) {
-	t.Helper()
-	if len(ds) != len(pts)+1 {
-		t.Fatalf("decoded %d records' scalars, want the version record and %d scalars", len(ds), len(pts))
-	}
-	if ds[0].FileVersion != "brain.Event:2" || ds[0].WallTime != wallTime {
-		t.Errorf("version record %+v", ds[0])
-	}
-	for i, p := range pts {
-		d := ds[i+1]
-		if d.Tag != p.Tag || d.Step != int64(p.Calls) || d.Value != float64(float32(p.Value)) || d.WallTime != wallTime {
-			t.Errorf("scalar %d: decoded %s at %d = %v (wall %v), store %s at %d calls = %v", i, d.Tag, d.Step, d.Value, d.WallTime, p.Tag, p.Calls, p.Value)
-		}
 	}
 }
 
 // TestTensorBoardFileDecodesWithPythonProtobuf writes the stored run's
 // event file and decodes it with python3-protobuf against our .proto.
 func TestTensorBoardFileDecodesWithPythonProtobuf(t *testing.T) {
-	pts, err := FromEvents(storedRun(t))
+	pts, err := metrics.FromEvents(storedRun(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +170,7 @@ func TestTensorBoardFileDecodesWithPythonProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := NewTensorBoard(f, 1.7e9)
+	tb, err := metrics.NewTensorBoard(f, 1.7e9)
 	if err == nil {
 		err = tb.Write(pts)
 	}
@@ -243,5 +180,5 @@ func TestTensorBoardFileDecodesWithPythonProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	CheckDecoded(t, PythonDecode(t, filepath.Join("..", ".."), path), pts, 1.7e9)
+	metricstest.CheckDecoded(t, metricstest.PythonDecode(t, filepath.Join("..", ".."), path), pts, 1.7e9)
 }
