@@ -227,6 +227,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	var e float64
 	var i, curveK int
 	var tb tensorBoardFlag
+	var cf configFileFlag
 	c := &cobra.Command{
 		Use:   "conditions --domain D|all",
 		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
@@ -237,6 +238,9 @@ func newBenchConditionsCmd() *cobra.Command {
 			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cf.apply(cmd.Flags(), false); err != nil {
+				return err
+			}
 			p, env, err := f.plan(benchBudgets, "bench")
 			if err != nil {
 				return err
@@ -295,6 +299,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
 	tb.register(c.Flags())
+	cf.register(c.Flags(), "the bench's flags")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c
 }

@@ -153,3 +153,30 @@ func tinyRun(t *testing.T, db string, args ...string) string {
 	lastJSONLine(t, out, &sum)
 	return sum.RunID
 }
+
+func TestBenchConditionsConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.toml")
+	db := filepath.Join(dir, "b.db")
+	for _, c := range []struct{ body, want string }{
+		{"domain = \"math\"\nseeds = 0\n", "--seeds 0"},
+		{"domain = \"math\"\n\nseeds = \"three\"\n", `b.toml:3: seeds: string "three", want an integer`},
+		{"domain = \"math\"\nval_tasks = 3\n", "b.toml:2: val_tasks: unknown key"},
+		{"domain = \"math\"\n[engine]\nval_tasks = 3\n", "b.toml:3: [engine] val_tasks: this command's file has no [engine] table"},
+	} {
+		if err := os.WriteFile(path, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := runWhale(t, "bench", "conditions", "--config", path, "--db", db)
+		if !isUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want a usage error containing %q", c.body, err, c.want)
+		}
+	}
+	// The command line wins over the file's seeds.
+	if err := os.WriteFile(path, []byte("domain = \"math\"\nseeds = 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runWhale(t, "bench", "conditions", "--config", path, "--seeds", "1", "--preset", "huge", "--db", db); !isUsage(err) || !strings.Contains(err.Error(), "huge") {
+		t.Errorf("--seeds 1 over the file's 0: %v, want the --preset error instead of the seeds one", err)
+	}
+}
