@@ -236,6 +236,19 @@ func lastSeq(db *store.DB, id string) (uint64, error) {
 	return last, err
 }
 
+// errFound stops a scan at its first event.
+var errFound = errors.New("found")
+
+// hasEventsFrom reports whether run has an event numbered from or later,
+// reading at most that one.
+func hasEventsFrom(db *store.DB, id string, from uint64) (bool, error) {
+	err := db.Events(id, from, func(uint64, []byte) error { return errFound })
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
+
 // start records how far every run's events go now.
 func (fw *tbFollower) start() error {
 	runs, err := fw.db.Runs()
@@ -268,11 +281,11 @@ func (fw *tbFollower) sync() error {
 			fw.runs[r.ID] = tr
 		}
 		if tr.f == nil {
-			last, err := lastSeq(fw.db, r.ID)
+			grown, err := hasEventsFrom(fw.db, r.ID, tr.seen+1)
 			if err != nil {
 				return err
 			}
-			if last <= tr.seen {
+			if !grown {
 				continue
 			}
 			path, err := tensorBoardPath(fw.dir, r)

@@ -2,14 +2,21 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"whale/core/engine"
+	"whale/core/eval"
 	"whale/core/metrics"
 	"whale/core/metrics/metricstest"
+	"whale/core/store"
+	"whale/core/tfevent"
 	"whale/internal/longtests"
 )
 
@@ -95,5 +102,54 @@ func TestTinyRunMetricsAgreeEverywhere(t *testing.T) {
 	fromC, err2 := metrics.ReadCSV(strings.NewReader(c))
 	if err1 != nil || err2 != nil || !reflect.DeepEqual(fromJ, pts) || !reflect.DeepEqual(fromC, pts) {
 		t.Errorf("jsonl (%v) and csv (%v) do not both give the store's %d points", err1, err2, len(pts))
+	}
+}
+
+// TestTensorBoardFollowsTheRunsThatGrow: a run that gains events while
+// --tensorboard follows the workspace gets its whole event file (events
+// stored before included); a run that does not grow gets none.
+func TestTensorBoardFollowsTheRunsThatGrow(t *testing.T) {
+	path := comparedWorkspace(t) // r-a, r-b, r-c with three events each
+	db, err := store.Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dir := filepath.Join(t.TempDir(), "tb")
+	stop := (&tensorBoardFlag{dir: dir}).follow(db, io.Discard)
+	d, _ := json.Marshal(engine.EvalData{Split: "val", Report: eval.Report{K: 2, MeanAtK: 0.5}})
+	ev, _ := json.Marshal(engine.Event{Kind: engine.EvEval, Calls: 120, Data: d})
+	if _, err := db.AppendEvents("r-b", ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r-a", "r-c"} {
+		if _, err := os.Stat(filepath.Join(dir, id)); err == nil {
+			t.Errorf("run %s did not grow but has an event file", id)
+		}
+	}
+	r, err := db.GetRun("r-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, _ := tensorBoardPath(dir, r)
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := tfevent.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The version record, then the four evaluations' scalars at their calls.
+	var steps []int64
+	for _, e := range evs[1:] {
+		steps = append(steps, e.Step)
+	}
+	if want := []int64{0, 40, 80, 120}; !reflect.DeepEqual(steps, want) || len(evs[4].Scalars) != 3 || evs[4].Scalars[0] != (tfevent.Scalar{Tag: "eval/val/mean@2", Value: 0.5}) {
+		t.Errorf("r-b's file: steps %v (want %v), last record %+v", steps, want, evs[len(evs)-1])
 	}
 }
