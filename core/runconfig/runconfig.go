@@ -69,7 +69,7 @@ func Parse(name string, src []byte) (File, error) {
 		v := m[k]
 		if t, ok := v.(map[string]any); ok {
 			if k != EngineTable {
-				return f, fmt.Errorf("%s:%d: table [%s]: not a table of this file (only [%s] is)", name, lines[tableKey{"", "[" + k}], k, EngineTable)
+				return f, fmt.Errorf("%s:%d: table [%s]: not a table this file has", name, lines[tableKey{"", "[" + k}], k)
 			}
 			for ek, ev := range t {
 				if _, nested := ev.(map[string]any); nested {
