@@ -41,9 +41,10 @@ func newCompareCmd() *cobra.Command {
 				if !isTerminal(cmd.OutOrStdout()) {
 					return usageError{errors.New("--tui needs a terminal: without one, whale compare prints the comparison (or --json)")}
 				}
-				_, err := tea.NewProgram(tuicompare.New(compareView(c)), tea.WithAltScreen(),
-					tea.WithInput(cmd.InOrStdin()), tea.WithOutput(cmd.OutOrStdout())).Run()
-				return err
+				if _, err := tea.NewProgram(tuicompare.New(compareView(c)), tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+					return fmt.Errorf("compare: %w", err)
+				}
+				return nil
 			}
 			printComparison(cmd.OutOrStdout(), c)
 			return nil

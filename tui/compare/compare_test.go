@@ -129,3 +129,9 @@ func TestEveryRunHasItsMarkerAndRow(t *testing.T) {
 		t.Errorf("j did not scroll the diff past its first row")
 	}
 }
+
+func TestQQuits(t *testing.T) {
+	tm := teatest.NewTestModel(t, New(threeRuns()), teatest.WithInitialTermSize(80, 24))
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'q'}})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
