@@ -226,6 +226,8 @@ func newBenchConditionsCmd() *cobra.Command {
 	var out, conds, record string
 	var e float64
 	var i, curveK int
+	var tb tensorBoardFlag
+	var cf configFileFlag
 	c := &cobra.Command{
 		Use:   "conditions --domain D|all",
 		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
@@ -236,6 +238,9 @@ func newBenchConditionsCmd() *cobra.Command {
 			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cf.apply(cmd.Flags(), false); err != nil {
+				return err
+			}
 			p, env, err := f.plan(benchBudgets, "bench")
 			if err != nil {
 				return err
@@ -260,8 +265,9 @@ func newBenchConditionsCmd() *cobra.Command {
 				p.Conditions = strings.Split(conds, ",")
 			}
 			t0 := time.Now()
+			stopTB := tb.follow(env.Store, cmd.ErrOrStderr())
 			runs, err := runPlan(cmd, p, env, f.progressEvery)
-			if err != nil {
+			if err = errors.Join(err, stopTB()); err != nil {
 				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
@@ -292,6 +298,8 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
+	tb.register(c.Flags())
+	cf.register(c.Flags(), "the bench's flags")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c
 }

@@ -111,6 +111,7 @@ type runFlags struct {
 	server                                                                     serverFlags
 	backend                                                                    backendFlag
 	lora                                                                       loraFlags
+	file                                                                       configFileFlag
 }
 
 func newRunCmd() *cobra.Command {
@@ -164,6 +165,8 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	fl.envf.register(f)
 	fl.server.register(f)
 	fl.backend.register(f)
+	new(tensorBoardFlag).register(f)
+	fl.file.register(f, "the run's flags (and, in an [engine] table, settings no flag sets)")
 }
 
 // sampleBF16Usage is --sample-bf16's help, on whale run and whale bench
@@ -211,6 +214,9 @@ func (fl *loraFlags) config(flags *pflag.FlagSet) (*model.LoRAConfig, error) {
 
 // run is whale run: a new run (or one from a checkpoint), driven to its end.
 func (fl *runFlags) run(cmd *cobra.Command) error {
+	if err := fl.file.apply(cmd.Flags(), true); err != nil {
+		return err
+	}
 	if !fl.headless {
 		return usageError{errors.New("without --headless a run belongs to the workbench: use 'whale tui' (or add --headless)")}
 	}
@@ -234,7 +240,7 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	}
 	cfg, err := fl.config(cmd.Flags())
 	if err != nil {
-		return err
+		return fl.file.locate(err)
 	}
 	db, err := openStore(fl.dbPath)
 	if err != nil {
@@ -261,6 +267,9 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 		return cfg, usageError{err}
 	}
 	cfg.Seed = fl.seed
+	if err := fl.file.applyEngine(&cfg); err != nil {
+		return cfg, err
+	}
 	set := func(name string, apply func()) {
 		if flags.Changed(name) {
 			apply()
@@ -422,6 +431,7 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	sub := eng.Subscribe(1024)
 	done := make(chan struct{})
 	log := cmd.ErrOrStderr()
+	stopTB := tensorBoardOf(cmd).follow(db, log)
 	bar := isTerminal(log)
 	phases := 2 * eng.Cfg.MaxRounds
 	go func() {
@@ -455,6 +465,7 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	}()
 	sum, err := eng.Run(ctx)
 	<-done
+	err = errors.Join(err, stopTB())
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with 'whale resume %s'\n", eng.RunID)
@@ -615,7 +626,7 @@ func newRunsCmd() *cobra.Command {
 
 func newShowCmd() *cobra.Command {
 	var dbPath string
-	var asJSON bool
+	var asJSON, asConfig bool
 	c := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: status, phases so far, its summary when finished (also while another whale process runs it)",
@@ -625,11 +636,15 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asConfig {
+				return printRunConfig(cmd.OutOrStdout(), info.ID, info.Config)
+			}
 			return showRun(cmd, info, asJSON)
 		},
 	}
 	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&asConfig, "config", false, "print the run's configuration as a TOML file that 'whale run --headless --config FILE' reads back to the same run")
 	return c
 }
 
@@ -754,6 +769,7 @@ func newResumeCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
 	envf.register(f)
 	backend.register(f)
+	new(tensorBoardFlag).register(f)
 	return c
 }
 

@@ -74,6 +74,7 @@ func newTUICmd() *cobra.Command {
 	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, "new run: "+sampleBF16Usage)
 	fl.lora.register(f)
+	new(tensorBoardFlag).register(f)
 	return c
 }
 
@@ -139,7 +140,7 @@ func askYes(r io.Reader, w io.Writer, q string) bool {
 	return a == "" || a == "y" || a == "yes"
 }
 
-func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
+func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 	if !isTerminal(cmd.OutOrStdout()) {
 		return noTerminal(fl)
 	}
@@ -148,6 +149,8 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		return attachedWorkbench(cmd, fl, err)
 	}
 	defer db.Close()
+	stopTB := tensorBoardOf(cmd).follow(db, cmd.ErrOrStderr())
+	defer func() { err = errors.Join(err, stopTB()) }()
 	srv := serveStore(cmd, db)
 	defer srv.Close()
 	runID := fl.run

@@ -35,7 +35,7 @@ func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, err
 // run's configuration comes from the checkpoint's run, so flags that would
 // set it are refused rather than silently ignored.
 func runFromCheckpoint(cmd *cobra.Command, dbPath, ckptID, dataPath, format string, asJSON bool) error {
-	allowed := map[string]bool{"headless": true, "db": true, "json": true, "data": true, "format": true, "from-checkpoint": true}
+	allowed := map[string]bool{"headless": true, "db": true, "json": true, "data": true, "format": true, "from-checkpoint": true, "tensorboard": true}
 	var bad []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if !allowed[f.Name] {

@@ -114,6 +114,10 @@ type EvalData struct {
 	Harness string      `json:"harness"`
 	Weights string      `json:"weights"`
 	Report  eval.Report `json:"report"`
+	// Tasks is each task's mean reward over its k samples, so that two
+	// runs measured on the same tasks can be compared task by task
+	// (whale compare's paired difference); absent in older stores.
+	Tasks map[string]float64 `json:"tasks,omitempty"`
 }
 
 // CheckpointData is the payload of EvCheckpoint: a kept checkpoint.

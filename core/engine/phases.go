@@ -337,7 +337,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	if err != nil {
 		return rep, err
 	}
-	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep}))
+	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep, Tasks: eval.TaskMeans(outs)}))
 }
 
 // evalTest measures test mean@CurveK of the current weights under harness

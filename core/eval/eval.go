@@ -95,6 +95,19 @@ func Summarise(outs []Outcome, seed uint64) (Report, error) {
 	return r, nil
 }
 
+// TaskMeans is each task's mean reward over its outcomes.
+func TaskMeans(outs []Outcome) map[string]float64 {
+	sum, n := map[string]float64{}, map[string]int{}
+	for _, o := range outs {
+		sum[o.TaskID] += o.Reward
+		n[o.TaskID]++
+	}
+	for id := range sum {
+		sum[id] /= float64(n[id])
+	}
+	return sum
+}
+
 // majority is the reward of the plurality answer among os (0 when none
 // submitted anything).
 func majority(os []Outcome) float64 {
