@@ -115,9 +115,26 @@ type Config struct {
 
 	// Budget bounds the model calls of training plus harness scoring
 	// (evaluation is counted apart), so voting and extra turns are paid
-	// for; 0 means unbounded, then MaxRounds ends the run.
+	// for: one ledger for both phases. 0 means unbounded, then MaxRounds
+	// (or the two ledgers below) end the run.
 	Budget    int `json:"budget"`
 	MaxRounds int `json:"max_rounds"`
+	// TrainCalls and SearchCalls, when either is set, give the run the
+	// paper's two ledgers instead of Budget: weight phases spend the
+	// weight ledger (model calls of weight-step rollouts) and stop at it,
+	// harness phases spend the search ledger (harness-scoring calls) and
+	// stop at theirs. Once one ledger is spent the run goes on with the
+	// other phase kind until that one is spent too, so WHALE spends the
+	// same weight ledger as weight-only and the same search ledger as
+	// harness-only. Evaluation (val and test) spends neither; it is
+	// counted and reported apart (Ledger.EvalCalls).
+	TrainCalls  int `json:"train_calls,omitempty"`
+	SearchCalls int `json:"search_calls,omitempty"`
+	// ChosenOnly trains RSFT on the chosen completion of a voting call
+	// alone, as before the harness fed the weights: by default every
+	// verified-correct sample a vote drew is trained on too, once per
+	// distinct token sequence (docs/HARNESS_SEARCH.md).
+	ChosenOnly bool `json:"chosen_only,omitempty"`
 	// HarnessCalls, when > 0, bounds the model calls of one harness phase
 	// of WHALE's alternation (fixed or adaptive; the baselines keep their
 	// own phase lengths): the phase ends once no further score fits in it,
@@ -235,7 +252,13 @@ func PresetNames() []string {
 }
 
 // Conditions are the non-WHALE values of Config.Condition.
-var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow"}
+var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow", EvalOnly}
+
+// EvalOnly is the condition that trains and searches nothing: the run
+// measures its starting weights under its starting harness (val, then
+// test) and finishes. The bench's vote-only control is h0 with SAMPLES = k
+// under it.
+const EvalOnly = "eval-only"
 
 func isCondition(c string) bool {
 	for _, k := range Conditions {
@@ -291,8 +314,8 @@ func (c Config) Validate() error {
 		return bad("schedule", "%q (want fixed or adaptive)", c.Schedule)
 	case c.Condition != "" && !isCondition(c.Condition):
 		return bad("condition", "%q (want one of %v, or empty for WHALE)", c.Condition, Conditions)
-	case c.Condition == "staged" && c.Budget <= 0:
-		return bad("budget", "the staged condition splits a rollout budget in half: set budget > 0")
+	case c.Condition == "staged" && c.Budget <= 0 && !c.TwoLedgers():
+		return bad("budget", "the staged condition splits a rollout budget in half, or spends two ledgers in turn: set budget > 0, or train_calls and search_calls")
 	case c.Condition == "fast-slow" && (c.Schedule != "fixed" || c.I != 1):
 		return bad("i", "the fast-slow condition runs one harness round per cycle: want the fixed schedule with I = 1 (have %s, I = %d)", c.Schedule, c.I)
 	case c.Schedule == "fixed" && !(c.E > 0):
@@ -333,8 +356,22 @@ func (c Config) Validate() error {
 		return bad("harness_calls", "%d (want ≥ 0; 0: a harness phase is bounded by I or its patience alone)", c.HarnessCalls)
 	case !(c.HarnessPasses >= 0) || math.IsInf(c.HarnessPasses, 1):
 		return bad("harness_passes", "%v (want a finite number ≥ 0; 0: harness_calls bounds the phase)", c.HarnessPasses)
-	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
-		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
+	case c.TrainCalls < 0 || c.SearchCalls < 0:
+		return bad("train_calls", "train calls %d, search calls %d (want ≥ 0 each)", c.TrainCalls, c.SearchCalls)
+	case c.TwoLedgers() && c.Budget != 0:
+		return bad("budget", "%d beside train_calls %d and search_calls %d: a run has one ledger (budget) or two (train_calls, search_calls), not both", c.Budget, c.TrainCalls, c.SearchCalls)
+	case c.TwoLedgers() && c.runs(PhaseWeights) && c.TrainCalls == 0:
+		return bad("train_calls", "0: the %s condition trains weights, so its weight ledger needs train_calls > 0 beside search_calls %d", c.conditionName(), c.SearchCalls)
+	case c.TwoLedgers() && c.runs(PhaseHarness) && c.SearchCalls == 0:
+		return bad("search_calls", "0: the %s condition searches harnesses, so its search ledger needs search_calls > 0 beside train_calls %d", c.conditionName(), c.TrainCalls)
+	case c.TwoLedgers() && !c.runs(PhaseWeights) && c.TrainCalls != 0:
+		return bad("train_calls", "%d: the %s condition trains no weights (want 0)", c.TrainCalls, c.conditionName())
+	case c.TwoLedgers() && !c.runs(PhaseHarness) && c.SearchCalls != 0:
+		return bad("search_calls", "%d: the %s condition searches no harness (want 0)", c.SearchCalls, c.conditionName())
+	case c.Condition == EvalOnly && (c.Budget != 0 || c.TwoLedgers()):
+		return bad("budget", "the %s condition spends no model calls but its evaluation's: want budget, train_calls and search_calls 0", EvalOnly)
+	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0 && !c.TwoLedgers() && c.Condition != EvalOnly):
+		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each), or the two ledgers train_calls and search_calls", c.Budget, c.MaxRounds)
 	case c.MaxNewTokens < 1:
 		return bad("max_new_tokens", "%d (want ≥ 1)", c.MaxNewTokens)
 	case !(c.Temperature > 0):

@@ -472,7 +472,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if e.st.Paused {
 			continue
 		}
-		over := e.budgetOver()
+		over := e.phaseSpent(e.st.Phase)
 		end := e.st.Force || over || e.stageSpent()
 		if !end {
 			var err error
@@ -484,12 +484,12 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			if err != nil {
 				return Summary{}, e.interrupted(err)
 			}
-			over = e.budgetOver()
+			over = e.phaseSpent(e.st.Phase)
 			end = end || over || e.stageSpent()
 			e.markConsistent()
 		}
 		if end {
-			if err := e.endPhase(ctx, over); err != nil {
+			if err := e.endPhase(ctx); err != nil {
 				return Summary{}, e.interrupted(err)
 			}
 		}
