@@ -69,6 +69,11 @@ type Entry struct {
 	NullLift    float64 `json:"null_lift,omitempty"`
 	HasNull     bool    `json:"has_null,omitempty"`
 	NullRefused bool    `json:"null_refused,omitempty"`
+	// Tied is set when the entry's first pass over val matched the
+	// incumbent's on every task exactly (same draws, same rewards: a
+	// change no val rollout noticed). It is stopped there and never
+	// re-scored when the weights change.
+	Tied bool `json:"tied,omitempty"`
 }
 
 // CI95 is a normal-approximation 95 % interval of the entry's mean score.

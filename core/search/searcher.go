@@ -270,7 +270,7 @@ func (a *Archive) restartSet() []*Entry {
 	var out []*Entry
 	seen := map[string]bool{a.Incumbent: true}
 	add := func(e *Entry) {
-		if len(out) < maxRestart && !seen[e.Hash] && e.Complete && e.Status != StatusPruned {
+		if len(out) < maxRestart && !seen[e.Hash] && e.Complete && e.Status != StatusPruned && !e.Tied {
 			seen[e.Hash] = true
 			out = append(out, e)
 		}
@@ -280,7 +280,7 @@ func (a *Archive) restartSet() []*Entry {
 		if top == 3 {
 			break
 		}
-		if e.Complete && e.Status != StatusPruned && e.Hash != a.Incumbent {
+		if e.Complete && e.Status != StatusPruned && e.Hash != a.Incumbent && !e.Tied {
 			add(e)
 			top++
 		}
@@ -410,9 +410,20 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		}
 		live = keep
 	}
+	var untied []*Entry
 	for _, e := range live {
 		e.Complete = true
+		if exactTie(e, inc, len(val)) {
+			// Nothing any val rollout did differed from the incumbent:
+			// more passes or a re-score under new weights would spend
+			// draws to learn it again.
+			e.Tied = true
+			r.Stopped = append(r.Stopped, e.Hash)
+			continue
+		}
+		untied = append(untied, e)
 	}
+	live = untied
 	if err := s.confirm(ctx, inc, live, val, &r); err != nil {
 		return r, err
 	}
@@ -502,6 +513,22 @@ func (s *Searcher) confirm(ctx context.Context, inc *Entry, live []*Entry, val [
 		}
 		r.Confirmed = append(r.Confirmed, lead.Hash)
 	}
+}
+
+// exactTie reports whether e, scored once on all n val tasks, matched
+// inc's per-task mean reward exactly on every one of them.
+func exactTie(e, inc *Entry, n int) bool {
+	if passes(e) != 1 || len(e.Tasks) != n {
+		return false
+	}
+	pi := passes(inc)
+	for t, x := range e.Tasks {
+		y, ok := inc.Tasks[t]
+		if !ok || x != y/pi {
+			return false
+		}
+	}
+	return true
 }
 
 // reachable reports whether a paired gain measured over p passes could
