@@ -194,6 +194,9 @@ func (e *Engine) scorer() search.Scorer {
 		if err != nil {
 			return nil, err
 		}
+		if outs, ok := e.reusedDraws(h.Hash, tasks, pass); ok {
+			return outs, nil
+		}
 		stop := e.timeInto(&e.times.Sampling)
 		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
 		stop()
@@ -336,18 +339,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	if err != nil {
 		return eval.Report{}, err
 	}
-	e.st.Ledger.Eval += len(ts)
-	e.st.Ledger.EvalCalls += modelCalls(ts)
-	e.st.Ledger.EvalTokens += completionTokens(ts)
-	outs := make([]eval.Outcome, len(ts))
-	for i, t := range ts {
-		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure), Answer: t.FinalAnswer()}
-	}
-	rep, err := eval.Summarise(outs, e.Cfg.Seed)
-	if err != nil {
-		return rep, err
-	}
-	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep}))
+	return e.bookEval(name, hash, ts)
 }
 
 // evalTest measures test mean@CurveK of the current weights under harness
@@ -398,7 +390,12 @@ func (e *Engine) evalVal(ctx context.Context) (mean, pass float64, err error) {
 	if v, ok := e.st.ValSeen[key]; ok {
 		return v.Mean, v.Pass, nil
 	}
-	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
+	var rep eval.Report
+	if e.pairedVal() {
+		rep, err = e.evalValPaired(ctx)
+	} else {
+		rep, err = e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
+	}
 	if err != nil {
 		return 0, 0, err
 	}

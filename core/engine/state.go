@@ -148,6 +148,10 @@ type State struct {
 	// the same pair — and a best-val checkpoint is then not picked by the
 	// luckiest of several draws of the same weights.
 	ValSeen map[string]ValMeasure `json:"val_seen,omitempty"`
+	// ValDraws are the last val measurement's outcomes when it drew as
+	// the scorer does (valdraws.go): the next harness phase's first score
+	// of the incumbent reuses them instead of paying again.
+	ValDraws *ValDraws `json:"val_draws,omitempty"`
 	// TestCalls holds the model calls per test episode of each test
 	// measurement, by TestSeen's key: test-time compute, reported beside
 	// the score it bought.

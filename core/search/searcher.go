@@ -16,6 +16,11 @@ type Outcome struct {
 	Reward  float64
 	Failure string
 	Calls   int
+	// Reused marks an outcome the scorer did not pay for now: the same
+	// rollout (same weights, harness and draws) was already run and
+	// booked elsewhere (the engine's val evaluation at a phase boundary).
+	// Its Calls still price the harness; it is not counted as spent.
+	Reused bool
 }
 
 // Scorer runs a harness source once per task (one rollout each) and
@@ -642,7 +647,7 @@ func tQuantile975(df int) float64 {
 }
 
 // score adds the outcomes of val[from:to] to e and returns the rollouts
-// and model calls spent.
+// and model calls spent now (reused outcomes are not: Outcome.Reused).
 func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, to, pass int) (int, int, error) {
 	outs, err := s.Scorer.Score(ctx, e.Source, val[from:to], pass)
 	if err != nil {
@@ -653,7 +658,7 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 	}
 	ids := make([]string, to-from)
 	rw := make([]float64, to-from)
-	calls := 0
+	calls, spent, n := 0, 0, 0
 	if e.Failures == nil {
 		e.Failures = map[string]int{}
 	}
@@ -661,9 +666,13 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 		ids[i] = t.ID
 		rw[i] = outs[i].Reward
 		calls += outs[i].Calls
+		if !outs[i].Reused {
+			spent += outs[i].Calls
+			n++
+		}
 		e.Failures[outs[i].Failure]++
 	}
 	e.add(ids, rw)
 	e.Calls += calls
-	return len(outs), calls, nil
+	return n, spent, nil
 }
