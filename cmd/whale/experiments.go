@@ -168,7 +168,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 			fmt.Fprintf(log, "%s: %v\n", j.ID, err)
 		}
 		prog.Send(tui.BenchRunStarted{ID: j.ID, Events: sub, Opt: tui.Options{RunID: j.ID, Domain: j.Domain, ModelDesc: j.Condition,
-			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Control: eng, History: hist,
+			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Control: eng, History: hist,
 			Samples: tui.StoreSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store)}})
 		return func(err error) {
 			remove()
@@ -200,7 +200,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 func benchJobs(db *store.DB, rec *experiments.Record, jobs []experiments.Job) ([]tui.BenchJob, error) {
 	out := make([]tui.BenchJob, len(jobs))
 	for i, j := range jobs {
-		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.Budget}
+		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.TotalBudget()}
 		r, err := db.GetRun(j.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			out[i].Done = rec != nil && rec.Has(j.ID)

@@ -100,10 +100,8 @@ func TestLedgerConfigurationsAreChecked(t *testing.T) {
 	}{
 		{func(c *Config) { c.Budget, c.TrainCalls, c.SearchCalls = 100, 10, 10 }, "budget"},
 		{func(c *Config) { c.Budget, c.TrainCalls, c.SearchCalls = 0, 10, 0 }, "search_calls"},
-		{func(c *Config) { c.Budget, c.TrainCalls, c.SearchCalls, c.Condition = 0, 10, 10, "weight-only" }, "search_calls"},
 		{func(c *Config) { c.Budget, c.TrainCalls, c.SearchCalls, c.Condition = 0, 0, 10, "weight-only" }, "train_calls"},
 		{func(c *Config) { c.Budget, c.TrainCalls = 0, -1 }, "train_calls"},
-		{func(c *Config) { c.Budget, c.Condition = 10, EvalOnly }, "budget"},
 	} {
 		cfg := tinyConfig(t)
 		tc.mutate(&cfg)
