@@ -135,6 +135,9 @@ type Engine struct {
 	// from counting twice.
 	times      Timings
 	storeDepth int
+	// lastPerTask is the last evaluation's mean reward per task (bookEval),
+	// read by testReport right after it.
+	lastPerTask map[string]float64
 }
 
 // errStopped is returned by Run when stopAfter asked it to stop.
@@ -450,6 +453,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return Summary{}, err
 			}
 			e.st.TestStart = &t
+			e.st.StartCalls = e.st.TestCalls[testKey(e.st.Weights, e.st.Archive.Incumbent, e.Cfg.curveK(), e.Cfg.TestK)]
 		}
 		if err := e.beginPhase(e.Cfg.firstPhase()); err != nil {
 			return Summary{}, err

@@ -365,6 +365,18 @@ func (e *Engine) testReport(ctx context.Context, weights, hash string, k int) (e
 		e.st.TestCalls = map[string]float64{}
 	}
 	e.st.TestCalls[key] = float64(e.st.Ledger.EvalCalls-calls) / float64(max(1, e.st.Ledger.Eval-episodes))
+	if k == e.Cfg.TestK {
+		// The score a report draws intervals from: per test task, in the
+		// split's order, so runs on the same tasks pair task by task.
+		per := make([]float64, len(e.test))
+		for i, t := range e.test {
+			per[i] = e.lastPerTask[t.ID]
+		}
+		if e.st.TestTasks == nil {
+			e.st.TestTasks = map[string][]float64{}
+		}
+		e.st.TestTasks[key] = per
+	}
 	if e.Cfg.CurveTest {
 		if e.st.TestSeen == nil {
 			e.st.TestSeen = map[string]eval.Report{}
@@ -630,10 +642,12 @@ func (e *Engine) finish(ctx context.Context) error {
 	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Condition: e.Cfg.Condition, Rounds: e.st.Round, TestStart: e.st.TestStart,
 		Rollouts: l.Episodes(), EvalRollouts: l.Eval, ModelCalls: l.Budgeted(), EvalCalls: l.EvalCalls,
 		TrainCalls: l.TrainCalls, SearchCalls: l.SearchCalls, TestCallsPerEpisode: e.st.TestCalls[testKey(man.Weights, man.Harness, e.Cfg.TestK, e.Cfg.TestK)],
-		KeptPerCall:       float64(l.TrainKept+l.TrainExtra) / float64(max(1, l.TrainCalls)),
-		KeptPerCallChosen: float64(l.TrainKept) / float64(max(1, l.TrainCalls)),
-		Phases:            e.st.Phases,
-		BestValMean:       e.st.BestVal, BestValMean8: val8, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
+		StartCallsPerEpisode: e.st.StartCalls,
+		TestPerTask:          e.st.TestTasks[testKey(man.Weights, man.Harness, e.Cfg.TestK, e.Cfg.TestK)],
+		KeptPerCall:          float64(l.TrainKept+l.TrainExtra) / float64(max(1, l.TrainCalls)),
+		KeptPerCallChosen:    float64(l.TrainKept) / float64(max(1, l.TrainCalls)),
+		Phases:               e.st.Phases,
+		BestValMean:          e.st.BestVal, BestValMean8: val8, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt,
 		Entropy: runEntropy(e.st.Phases)}
 	e.st.Summary, e.st.Done = sum, true

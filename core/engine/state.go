@@ -156,6 +156,12 @@ type State struct {
 	// measurement, by TestSeen's key: test-time compute, reported beside
 	// the score it bought.
 	TestCalls map[string]float64 `json:"test_calls,omitempty"`
+	// StartCalls is the model calls per test episode of TestStart's
+	// measurement.
+	StartCalls float64 `json:"start_calls,omitempty"`
+	// TestTasks holds the mean reward per test task (in the split's order)
+	// of each test measurement at k = TestK, by TestSeen's key.
+	TestTasks map[string][]float64 `json:"test_tasks,omitempty"`
 	// Exhausted is the weights blob under which a harness iteration found
 	// nothing left to propose (every candidate of the proposer is archived):
 	// the harness phase ends there, and a condition whose next phase is
@@ -243,6 +249,13 @@ type Summary struct {
 	// best checkpoint's test measurement: the test-time compute its score
 	// cost (a SAMPLES = 4 vote: about 4).
 	TestCallsPerEpisode float64 `json:"test_calls_per_episode"`
+	// StartCallsPerEpisode is the same of the starting weights and harness
+	// (Config.CurveTest only; 0 otherwise): what one sample of h0 costs.
+	StartCallsPerEpisode float64 `json:"start_calls_per_episode,omitempty"`
+	// TestPerTask is the best checkpoint's mean reward per test task, in
+	// the split's order: runs on the same test tasks pair task by task,
+	// so a report's interval can carry the test set's own error.
+	TestPerTask []float64 `json:"test_per_task,omitempty"`
 	// KeptPerCall is the training samples the weight steps kept per model
 	// call of the weight ledger, counting every verified-correct sample of
 	// a vote (Ledger.TrainExtra); KeptPerCallChosen counts the chosen

@@ -88,8 +88,15 @@ func (e *Engine) bookEval(name, hash string, ts []harnesses.Trajectory) (eval.Re
 	e.st.Ledger.EvalCalls += modelCalls(ts)
 	e.st.Ledger.EvalTokens += completionTokens(ts)
 	outs := make([]eval.Outcome, len(ts))
+	sums, n := map[string]float64{}, map[string]int{}
 	for i, t := range ts {
 		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure), Answer: t.FinalAnswer()}
+		sums[t.TaskID] += t.Reward
+		n[t.TaskID]++
+	}
+	e.lastPerTask = map[string]float64{}
+	for id, s := range sums {
+		e.lastPerTask[id] = s / float64(n[id])
 	}
 	rep, err := eval.Summarise(outs, e.Cfg.Seed)
 	if err != nil {
