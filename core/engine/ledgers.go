@@ -1,5 +1,12 @@
 package engine
 
+import (
+	"fmt"
+	"strconv"
+
+	"whale/harnesses"
+)
+
 // The paper's two ledgers (Config.TrainCalls, Config.SearchCalls) beside
 // the single budget (Config.Budget): which ledger pays for a phase, what
 // is left of it and when it is spent.
@@ -76,4 +83,19 @@ func (e *Engine) afterSpent(next Phase) (p Phase, switched, ok bool) {
 		return other, true, true
 	}
 	return next, false, false
+}
+
+// VoteHarness is the built-in h0 of domain with SAMPLES = k under its own
+// (plurality) vote: the bench's vote-only control, test-time compute
+// without search.
+func VoteHarness(domain string, k int) (string, error) {
+	src, err := harnesses.Builtin(domain, "h0")
+	if err != nil {
+		return "", fmt.Errorf("engine: vote harness: %w", err)
+	}
+	out, err := harnesses.Mutate(src, "SAMPLES", strconv.Itoa(k))
+	if err != nil {
+		return "", fmt.Errorf("engine: vote harness of %s with SAMPLES = %d: %w", domain, k, err)
+	}
+	return out, nil
 }
