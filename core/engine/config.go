@@ -25,7 +25,8 @@ type Config struct {
 	// baselines, at the same rollout budget: "weight-only" runs only weight
 	// phases under the incumbent harness; "harness-only" only harness
 	// phases over the starting weights; "staged" weight phases until half
-	// of Budget is spent, then harness phases; "fast-slow" (Fast-Slow
+	// of Budget is spent (with two ledgers: until the weight ledger is),
+	// then harness phases; "eval-only" (EvalOnly) nothing but evaluation; "fast-slow" (Fast-Slow
 	// Training) runs, each cycle, one harness-proposal round over a Pareto
 	// population of harnesses, then a few weight steps whose rollouts are
 	// spread across that population. Phase lengths come from Schedule in
