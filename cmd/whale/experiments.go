@@ -50,7 +50,7 @@ type experimentFlags struct {
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl := c.Flags()
-	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess or all")
+	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess, a comma-separated list of them, or all")
 	fl.StringVar(&f.dataPath, "data", "", "import tasks from FILE instead of the generated splits (one domain)")
 	fl.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
 	fl.StringVar(&f.preset, "preset", "small", "run size: small or paper (tiny for tests)")
@@ -87,9 +87,19 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	if f.budget > 0 {
 		budget = f.budget
 	}
-	ds := []string{f.domain}
+	ds := strings.Split(f.domain, ",")
 	if f.domain == "all" {
 		ds = domains.Names()
+	}
+	if len(ds) > 1 {
+		for _, d := range ds {
+			if !slices.Contains(domains.Names(), d) {
+				return p, experiments.Env{}, usageError{fmt.Errorf("--domain %q: %q is not a domain (want a comma-separated list of %s, or all)", f.domain, d, strings.Join(domains.Names(), ", "))}
+			}
+		}
+		if f.dataPath != "" {
+			return p, experiments.Env{}, usageError{errors.New("--data holds one domain's tasks: name that domain alone")}
+		}
 	}
 	// Check the model once now, so a bad --model fails before any run.
 	b, err := openModel(f.modelPath)

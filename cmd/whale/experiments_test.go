@@ -24,6 +24,7 @@ func TestBenchAndSweepMisuse(t *testing.T) {
 		{"bench", "conditions", "--domain", "math", "--budget", "-3"},
 		{"bench", "conditions", "--domain", "math", "--budget", "30", "--train-calls", "10"},
 		{"bench", "conditions", "--domain", "math", "--train-calls", "-1"},
+		{"bench", "conditions", "--domain", "math,poetry"},
 		{"bench", "conditions", "--domain", "math", "--accountings", "total", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"bench", "conditions", "--domain", "math", "--conditions", "magic", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"sweep", "--domain", "all"},
