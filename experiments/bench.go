@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,8 +34,22 @@ type Plan struct {
 	Conditions []string // report.Conditions if empty
 	Seeds      int
 	Preset     string
-	// Budget is the training + harness-scoring rollouts of every run.
+	// Budget is the training + harness-scoring model calls of every run
+	// of a one-ledger plan (the sweep); unused when the plan has ledgers.
 	Budget int
+	// TrainCalls and SearchCalls are the paper's two ledgers: under the
+	// paper accounting every condition that trains gets the weight ledger
+	// and every condition that searches the search ledger; under the
+	// equal-total accounting weight-only and harness-only get their sum
+	// as one budget (the conditions that spend both ledgers already spend
+	// that sum, so their paper runs stand for them there).
+	TrainCalls, SearchCalls int
+	// Accountings lists the accountings to run (report.Accountings if
+	// empty); plans with ledgers only.
+	Accountings []string
+	// VoteK is vote-only's SAMPLES where no finished seed-matched
+	// harness-only run gives one (0: DefaultVoteK).
+	VoteK int
 	// E and I are WHALE-fixed's point; 0 takes the preset's (small: 0.2,
 	// 2, one of the reference's ablations; its main setting is 0.6, 6).
 	E float64
@@ -49,6 +65,10 @@ type Plan struct {
 	Prefix string
 }
 
+// DefaultVoteK is vote-only's SAMPLES when no seed-matched harness-only
+// run gives one: the 4-sample vote the searches accepted most.
+const DefaultVoteK = 4
+
 // Job is one run of a plan.
 type Job struct {
 	ID        string
@@ -56,34 +76,99 @@ type Job struct {
 	Domain    string
 	Seed      uint64
 	Config    engine.Config
+	// Accounting is the report's accounting of the job's row ("" for a
+	// one-ledger plan's). Two jobs of one plan may share a run (ID): a
+	// condition that spends both ledgers stands in both accountings.
+	Accounting string
+	// VoteK is a vote-only job's fixed k, used when its seed-matched
+	// harness-only run is not finished (Run resolves the job first).
+	VoteK int
+	// prefix is the plan's run id prefix, for a vote-only job's id.
+	prefix string
 }
 
-// Jobs lists the plan's runs in report order: domain, condition, seed.
+// ledgers reports whether the plan has the paper's two ledgers.
+func (p Plan) ledgers() bool { return p.TrainCalls > 0 || p.SearchCalls > 0 }
+
+// Jobs lists the plan's runs in report order: accounting, domain,
+// condition, seed.
 func (p Plan) Jobs() ([]Job, error) {
 	conds := p.Conditions
 	if len(conds) == 0 {
 		conds = report.Conditions
 	}
-	if p.Seeds < 1 {
+	accs := []string{""}
+	switch {
+	case p.Seeds < 1:
 		return nil, fmt.Errorf("experiments: seeds = %d, want ≥ 1", p.Seeds)
-	}
-	if p.Budget < 1 {
+	case p.ledgers() && (p.TrainCalls < 1 || p.SearchCalls < 1):
+		return nil, fmt.Errorf("experiments: ledgers of %d training and %d search calls, want ≥ 1 each", p.TrainCalls, p.SearchCalls)
+	case !p.ledgers() && p.Budget < 1:
 		return nil, fmt.Errorf("experiments: budget = %d rollouts, want ≥ 1 (every condition gets the same budget)", p.Budget)
+	case p.ledgers():
+		accs = p.Accountings
+		if len(accs) == 0 {
+			accs = report.Accountings
+		}
+		for _, a := range accs {
+			if !slices.Contains(report.Accountings, a) {
+				return nil, fmt.Errorf("experiments: unknown accounting %q (have %v)", a, report.Accountings)
+			}
+		}
 	}
 	var jobs []Job
-	for _, d := range p.Domains {
-		for _, c := range conds {
-			for s := 1; s <= p.Seeds; s++ {
-				cfg, err := p.config(c, d, uint64(s))
-				if err != nil {
-					return nil, err
+	for _, acc := range accs {
+		for _, d := range p.Domains {
+			for _, c := range conds {
+				for s := 1; s <= p.Seeds; s++ {
+					j, err := p.job(c, d, uint64(s), acc)
+					if err != nil {
+						return nil, err
+					}
+					jobs = append(jobs, j)
 				}
-				id := fmt.Sprintf("%s-%s-%s-b%d-s%d", p.Prefix, d, c, p.Budget, s)
-				jobs = append(jobs, Job{ID: id, Condition: c, Domain: d, Seed: uint64(s), Config: cfg})
 			}
 		}
 	}
 	return jobs, nil
+}
+
+// job is one condition × domain × seed under an accounting.
+func (p Plan) job(c, d string, seed uint64, acc string) (Job, error) {
+	run := acc
+	oneSided := c == report.WeightOnly || c == report.HarnessOnly
+	if acc == report.AccountingEqualTotal && !oneSided {
+		run = report.AccountingPaper // the paper run spends the sum already
+	}
+	cfg, err := p.config(c, d, seed, run)
+	if err != nil {
+		return Job{}, err
+	}
+	var id string
+	switch {
+	case c == report.VoteOnly:
+		id = voteID(p.Prefix, d, cfg.Harness, p.voteK(), seed)
+	case run == "":
+		id = fmt.Sprintf("%s-%s-%s-b%d-s%d", p.Prefix, d, c, p.Budget, seed)
+	case run == report.AccountingEqualTotal:
+		id = fmt.Sprintf("%s-%s-%s-b%d-s%d", p.Prefix, d, c, p.TrainCalls+p.SearchCalls, seed)
+	default:
+		id = fmt.Sprintf("%s-%s-%s-t%d+%d-s%d", p.Prefix, d, c, p.TrainCalls, p.SearchCalls, seed)
+	}
+	return Job{ID: id, Condition: c, Domain: d, Seed: seed, Config: cfg, Accounting: acc, VoteK: p.voteK(), prefix: p.Prefix}, nil
+}
+
+// voteID is a vote-only job's run id: its k is in it, so a k resolved
+// otherwise later is another run, never a clash with the stored one.
+func voteID(prefix, domain, _ string, k int, seed uint64) string {
+	return fmt.Sprintf("%s-%s-%s-k%d-s%d", prefix, domain, report.VoteOnly, k, seed)
+}
+
+func (p Plan) voteK() int {
+	if p.VoteK > 0 {
+		return p.VoteK
+	}
+	return DefaultVoteK
 }
 
 // fixedPoint is WHALE-fixed's (E, I): the plan's, where set, over the
@@ -109,20 +194,37 @@ func (p Plan) FixedPoint() (float64, int, error) {
 	return e, i, nil
 }
 
-// config is the engine configuration of one condition.
-func (p Plan) config(cond, domain string, seed uint64) (engine.Config, error) {
+// config is the engine configuration of one condition under an
+// accounting ("" for a one-ledger plan).
+func (p Plan) config(cond, domain string, seed uint64, acc string) (engine.Config, error) {
 	cfg, err := engine.Preset(p.Preset, domain)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Seed, cfg.DataSeed, cfg.Budget, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, p.Budget, 0, true, p.CurveK
+	cfg.Seed, cfg.DataSeed, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, 0, true, p.CurveK
+	switch acc {
+	case "":
+		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = p.Budget, 0, 0
+	case report.AccountingEqualTotal:
+		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = p.TrainCalls+p.SearchCalls, 0, 0
+	default:
+		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = 0, p.TrainCalls, p.SearchCalls
+	}
 	switch cond {
+	case report.VoteOnly:
+		// h0 voting over k samples: nothing trained, nothing searched.
+		cfg.Condition, cfg.HarnessCalls, cfg.HarnessPasses = engine.EvalOnly, 0, 0
+		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = 0, 0, 0
+		if cfg.Harness, err = engine.VoteHarness(domain, p.voteK()); err != nil {
+			return cfg, err
+		}
 	case "weight-only", "harness-only", "staged":
 		// The baselines keep their own phase lengths: the harness-phase
-		// allowance is WHALE's alone (engine.Config.HarnessCalls).
-		cfg.Condition, cfg.HarnessCalls = cond, 0
+		// allowance is WHALE's alone (engine.Config.HarnessCalls and
+		// HarnessPasses).
+		cfg.Condition, cfg.HarnessCalls, cfg.HarnessPasses = cond, 0, 0
 	case "fast-slow":
-		cfg.Condition, cfg.E, cfg.I, cfg.HarnessCalls = cond, p.FastSlowE, 1, 0
+		cfg.Condition, cfg.E, cfg.I, cfg.HarnessCalls, cfg.HarnessPasses = cond, p.FastSlowE, 1, 0, 0
 	case "whale-fixed":
 		cfg.E, cfg.I = p.fixedPoint(cfg)
 	case "whale-adaptive":
@@ -174,18 +276,73 @@ func (env Env) record(r report.Run, cfg json.RawMessage) error {
 // rows in job order. Env.Workers jobs run at once (each run is
 // deterministic on its own, so the results do not depend on it). A stored
 // run under a job's id must have been started with the same configuration:
-// a bench never silently mixes two plans.
+// a bench never silently mixes two plans. Jobs that share a run (one run
+// standing in two accountings) run it once. Vote-only jobs run last: each
+// takes its k from the finished seed-matched harness-only run of the same
+// domain (its test-time calls per test episode over h0's at the start,
+// rounded, 1–8), or keeps the plan's fixed k (VoteFrom says which).
 func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
+	jobs = slices.Clone(jobs)
+	out := make([]report.Run, len(jobs))
+	errs := make([]error, len(jobs))
+	var first, votes []int
+	for i, j := range jobs {
+		if j.Condition == report.VoteOnly {
+			votes = append(votes, i)
+		} else {
+			first = append(first, i)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runIndices(ctx, env, jobs, first, out, errs, cancel)
+	from := make([]string, len(jobs))
+	if ctx.Err() == nil {
+		for _, i := range votes {
+			if from[i], errs[i] = jobs[i].resolveVote(jobs, out); errs[i] != nil {
+				break
+			}
+		}
+		runIndices(ctx, env, jobs, votes, out, errs, cancel)
+	}
+	var done []report.Run
+	for i, j := range jobs {
+		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+			return done, errs[i]
+		}
+		if errs[i] == nil && out[i].RunID != "" {
+			r := out[i]
+			r.Accounting = j.Accounting
+			if j.Condition == report.VoteOnly {
+				r.VoteK, r.VoteFrom = j.VoteK, from[i]
+			}
+			done = append(done, r)
+		}
+	}
+	if err := ctx.Err(); err != nil && len(done) < len(jobs) {
+		return done, err
+	}
+	return done, nil
+}
+
+// runIndices runs the jobs at idx, Env.Workers at once, each run id once
+// (a job sharing another's run takes its row), filling out and errs; the
+// first error cancels the rest.
+func runIndices(ctx context.Context, env Env, jobs []Job, idx []int, out []report.Run, errs []error, cancel func()) {
 	say := env.Progress
 	if say == nil {
 		say = func(string) {}
 	}
 	var mu sync.Mutex
 	locked := func(line string) { mu.Lock(); defer mu.Unlock(); say(line) }
-	out := make([]report.Run, len(jobs))
-	errs := make([]error, len(jobs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	owner := map[string]int{}
+	var unique []int
+	for _, i := range idx {
+		if _, ok := owner[jobs[i].ID]; !ok {
+			owner[jobs[i].ID] = i
+			unique = append(unique, i)
+		}
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < max(1, env.Workers); w++ {
@@ -203,27 +360,49 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 			}
 		}()
 	}
-	for i := range jobs {
+	for _, i := range unique {
 		if ctx.Err() != nil {
-			break
+			errs[i] = ctx.Err()
+			continue
 		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	var done []report.Run
-	for i := range jobs {
-		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
-			return done, errs[i]
-		}
-		if errs[i] == nil && out[i].RunID != "" {
-			done = append(done, out[i])
+	for _, i := range idx {
+		if o := owner[jobs[i].ID]; o != i {
+			out[i], errs[i] = out[o], errs[o]
 		}
 	}
-	if err := ctx.Err(); err != nil && len(done) < len(jobs) {
-		return done, err
+}
+
+// resolveVote sets a vote-only job's k (and with it its harness and id)
+// from the seed-matched harness-only run among rows (jobs' rows), and
+// returns where k came from: "harness-only", or "fixed" (the plan's k)
+// when that run is not finished or measured no test-time calls.
+func (j *Job) resolveVote(jobs []Job, rows []report.Run) (string, error) {
+	k, from := j.VoteK, "fixed"
+	best := -1
+	for i, o := range jobs {
+		r := rows[i]
+		if o.Condition != report.HarnessOnly || o.Domain != j.Domain || o.Seed != j.Seed || !r.Done || r.TestCallsPerEpisode <= 0 || r.StartCallsPerEpisode <= 0 {
+			continue
+		}
+		// The paper accounting's run where there is one.
+		if best < 0 || (jobs[best].Accounting == report.AccountingEqualTotal && o.Accounting != report.AccountingEqualTotal) {
+			best = i
+		}
 	}
-	return done, nil
+	if best >= 0 {
+		r := rows[best]
+		k, from = max(1, min(8, int(math.Round(r.TestCallsPerEpisode/r.StartCallsPerEpisode)))), report.HarnessOnly
+	}
+	src, err := engine.VoteHarness(j.Domain, k)
+	if err != nil {
+		return "", err
+	}
+	j.VoteK, j.Config.Harness, j.ID = k, src, voteID(j.prefix, j.Domain, src, k, j.Seed)
+	return from, nil
 }
 
 // runJob runs, resumes or reads one job.
@@ -359,6 +538,7 @@ func row(j Job, sr store.Run) (report.Run, error) {
 	}
 	r.Phases = len(st.Phases)
 	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.EvalCalls
+	r.TrainCalls, r.SearchCalls = st.Ledger.TrainCalls, st.Ledger.SearchCalls
 	r.Episodes, r.EvalEpisodes = st.Ledger.Episodes(), st.Ledger.Eval
 	// pass@k ≥ mean@k, so a stored pass@k of 0 beside a mean above 0 is
 	// a record from before whale measured it (with both 0 the spread is 0
@@ -382,6 +562,7 @@ func row(j Job, sr store.Run) (report.Run, error) {
 	if st.Done && st.Summary != nil {
 		r.Done = true
 		r.BestTestMean8, r.TestCI95, r.BestTestPass8 = st.Summary.TestMean8, st.Summary.TestCI95, st.Summary.TestPass8
+		r.TestCallsPerEpisode, r.StartCallsPerEpisode, r.TestPerTask = st.Summary.TestCallsPerEpisode, st.Summary.StartCallsPerEpisode, st.Summary.TestPerTask
 		if e := st.Summary.Entropy; e != nil {
 			r.Entropy, r.HasEntropy = *e, true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -77,7 +78,12 @@ func TestBenchRunsResumesAndRefusesAnotherPlan(t *testing.T) {
 		}
 		// Within one val pass (8 tasks at up to 4 calls) of the budget: a
 		// harness search ends when what is left cannot pay for a score.
-		if r.Rollouts <= plan.Budget-8*4 || r.Rollouts > plan.Budget+8*4 {
+		// Vote-only spends nothing but its evaluation.
+		if r.Condition == report.VoteOnly {
+			if r.Rollouts != 0 || r.VoteK < 1 {
+				t.Fatalf("%s: vote-only spent %d calls with k = %d", r.RunID, r.Rollouts, r.VoteK)
+			}
+		} else if r.Rollouts <= plan.Budget-8*4 || r.Rollouts > plan.Budget+8*4 {
 			t.Fatalf("%s: %d rollouts for a budget of %d", r.RunID, r.Rollouts, plan.Budget)
 		}
 		for i, p := range r.Curve[1:] {
@@ -133,10 +139,10 @@ func TestBenchRunsResumesAndRefusesAnotherPlan(t *testing.T) {
 	// Each stored run names the version of the code that made it; one made
 	// by code that computed its condition otherwise is refused, never
 	// reported as this code's.
-	for _, j := range jobs {
-		sr, err := env.Store.GetRun(j.ID)
-		if err != nil || sr.Labels[labelRunsVersion] != fmt.Sprint(RunsVersion(j.Condition)) {
-			t.Fatalf("%s: labels %v, %v", j.ID, sr.Labels, err)
+	for _, r := range runs { // a vote-only job's id is resolved by Run
+		sr, err := env.Store.GetRun(r.RunID)
+		if err != nil || sr.Labels[labelRunsVersion] != fmt.Sprint(RunsVersion(r.Condition)) {
+			t.Fatalf("%s: labels %v, %v", r.RunID, sr.Labels, err)
 		}
 	}
 	if err := env.Store.SetRunLabel(jobs[4].ID, labelRunsVersion, fmt.Sprint(RunsVersion(jobs[4].Condition)-1)); err != nil {
@@ -222,5 +228,81 @@ func TestSweepGapAndAdvice(t *testing.T) {
 	}
 	if tq := report.TQuantile975(30); tq < 2.041 || tq > 2.043 { // table value 2.042
 		t.Fatalf("t(0.975, 30) = %v", tq)
+	}
+}
+
+func TestABenchRunsBothAccountingsAndTheVoteOnlyControl(t *testing.T) {
+	plan := Plan{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", TrainCalls: 24, SearchCalls: 24, E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t",
+		Conditions: []string{report.WeightOnly, report.HarnessOnly, report.VoteOnly, report.WhaleFixed}}
+	jobs, err := plan.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, j := range jobs {
+		ids[j.ID] = true
+	}
+	// Both accountings list every condition; whale-fixed and vote-only are
+	// one run each in both.
+	if len(jobs) != 8 || len(ids) != 6 {
+		t.Fatalf("%d jobs over %d runs, want 8 over 6", len(jobs), len(ids))
+	}
+	env := testEnv(t, filepath.Join(t.TempDir(), "b.db"))
+	runs, err := Run(context.Background(), env, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 8 {
+		t.Fatalf("%d rows, want 8", len(runs))
+	}
+	get := func(cond, acc string) report.Run {
+		for _, r := range runs {
+			if r.Condition == cond && r.Accounting == acc {
+				return r
+			}
+		}
+		t.Fatalf("no %s row under %s", cond, acc)
+		return report.Run{}
+	}
+	wo, ho, wf := get(report.WeightOnly, report.AccountingPaper), get(report.HarnessOnly, report.AccountingPaper), get(report.WhaleFixed, report.AccountingPaper)
+	if wo.TrainCalls < plan.TrainCalls || wo.SearchCalls != 0 || ho.TrainCalls != 0 || ho.SearchCalls == 0 {
+		t.Errorf("paper: weight-only spent %d + %d, harness-only %d + %d: want each its own ledger", wo.TrainCalls, wo.SearchCalls, ho.TrainCalls, ho.SearchCalls)
+	}
+	if wf.TrainCalls < plan.TrainCalls || wf.SearchCalls == 0 {
+		t.Errorf("paper: whale-fixed spent %d + %d: want weight-only's weight ledger and a search ledger", wf.TrainCalls, wf.SearchCalls)
+	}
+	eq := get(report.WeightOnly, report.AccountingEqualTotal)
+	if eq.RunID == wo.RunID || eq.TrainCalls < plan.TrainCalls+plan.SearchCalls || eq.SearchCalls != 0 {
+		t.Errorf("equal-total weight-only %s spent %d training calls, want its own run with the sum of the ledgers", eq.RunID, eq.TrainCalls)
+	}
+	if w := get(report.WhaleFixed, report.AccountingEqualTotal); w.RunID != wf.RunID {
+		t.Errorf("equal-total whale-fixed is %s, want the paper run %s", w.RunID, wf.RunID)
+	}
+	vo := get(report.VoteOnly, report.AccountingPaper)
+	want := max(1, min(8, int(math.Round(ho.TestCallsPerEpisode/ho.StartCallsPerEpisode))))
+	if vo.VoteFrom != report.HarnessOnly || vo.VoteK != want || vo.Rollouts != 0 || !strings.Contains(vo.RunID, fmt.Sprintf("-k%d-", want)) {
+		t.Errorf("vote-only: k %d from %q (run %s, %d calls); want k %d from the harness-only run", vo.VoteK, vo.VoteFrom, vo.RunID, vo.Rollouts, want)
+	}
+	for _, r := range runs {
+		if !r.Done || r.TestCallsPerEpisode <= 0 || len(r.TestPerTask) == 0 {
+			t.Errorf("%s (%s): done %v, test calls per episode %v, %d per-task scores", r.RunID, r.Accounting, r.Done, r.TestCallsPerEpisode, len(r.TestPerTask))
+		}
+	}
+	if err := report.Write(filepath.Join(t.TempDir(), "out"), runs, report.Meta{Command: "test", Preset: "tiny", TrainCalls: 24, SearchCalls: 24, Seeds: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Without a harness-only run the plan's fixed k stands, and says so.
+	only := Plan{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", TrainCalls: 24, SearchCalls: 24, DataSeed: 1, Prefix: "u", VoteK: 3,
+		Accountings: []string{report.AccountingPaper}, Conditions: []string{report.VoteOnly}}
+	vj, err := only.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr, err := Run(context.Background(), env, vj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vr) != 1 || vr[0].VoteK != 3 || vr[0].VoteFrom != "fixed" {
+		t.Fatalf("vote-only alone: %+v", vr)
 	}
 }

@@ -51,12 +51,20 @@ type Record struct {
 // candidate the budget or the phase cannot pay for is passed over, not
 // begun and stopped): version 4 of the WHALE conditions, 3 of the other
 // conditions that search harnesses. Weight-only searches nothing.
+// Issue 35 (the paper's protocol: two ledgers, val draws reused by the
+// scorer, exact ties stopped, every verified sample of a vote trained on,
+// 256 test tasks) changed every condition: WHALE 5, the other searching
+// conditions 4, weight-only 3; vote-only begins at 1.
 func RunsVersion(condition string) int {
 	switch condition {
 	case "whale-fixed", "whale-adaptive":
-		return 4
+		return 5
 	case "harness-only", "staged", "fast-slow":
+		return 4
+	case "weight-only":
 		return 3
+	case "vote-only":
+		return 1
 	}
 	return baseRunsVersion
 }

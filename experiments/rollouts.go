@@ -31,6 +31,9 @@ func RolloutWorkload(domain string) (engine.Config, error) {
 	}
 	cfg.MaxRounds, cfg.E, cfg.I = 1, 0.125, 2
 	cfg.Candidates, cfg.LR, cfg.KL, cfg.Budget = 3, 1e-4, 0, 8192
+	// One ledger and that preset's harness-phase bound and test tasks (the
+	// small preset now keeps the paper's two ledgers and 256 test tasks).
+	cfg.TrainCalls, cfg.SearchCalls, cfg.HarnessPasses, cfg.HarnessCalls, cfg.TestTasks = 0, 0, 0, 640, 64
 	return cfg, cfg.Validate()
 }
 

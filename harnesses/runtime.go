@@ -661,9 +661,11 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 	call := r.pending
 	cands := make([]starlark.Value, len(comps))
 	texts := make([]string, len(comps))
+	acts := make([]*data.Action, len(comps))
 	for j, c := range comps {
 		texts[j] = c.Text
-		d, err := rt.candidate(r, j, c, texts[j])
+		d, act, err := rt.candidate(r, j, c, texts[j])
+		acts[j] = act
 		if err != nil {
 			r.traj.Calls = append(r.traj.Calls, sampleCall(call, j, c, texts[j], string(FailHarness)))
 			r.harnessError(err)
@@ -704,6 +706,9 @@ func (rt *runner) vote(r *rollout, comps []policy.Completion) {
 		}
 		rec := sampleCall(call, j, c, texts[j], "not_chosen")
 		rec.Prompt, rec.NotChosen = nil, true // the chosen call, recorded next, holds the prompt
+		// A valid sample's action, so the weight phase can verify it and
+		// train on it when it is correct (core/engine's voteExtras).
+		rec.Action = acts[j]
 		r.traj.Calls = append(r.traj.Calls, rec)
 	}
 	call.Key, call.Sample = sampleKey(call.Key, chosen), chosen
@@ -735,21 +740,21 @@ func chosenIndex(cands []starlark.Value, got starlark.Value) int {
 // candidate builds the frozen dict aggregate sees for completion j:
 // index, action (parse_action's result), valid, logprob (summed), tokens,
 // text and finish.
-func (rt *runner) candidate(r *rollout, j int, c policy.Completion, text string) (*starlark.Dict, error) {
+func (rt *runner) candidate(r *rollout, j int, c policy.Completion, text string) (*starlark.Dict, *data.Action, error) {
 	h := rt.h
 	v, err := rt.hook(r, "parse_action", starlark.String(text))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	act, err := toAction(h.where("parse_action"), "parse_action", v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	valid := false
 	if act != nil && (act.Kind == data.ActTool || NormalizeAnswer(act.Text) != "") {
 		ok, _, err := rt.validate(r, v, act)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		valid = ok && (act.Kind == data.ActTool || Extracted(act.Text, text))
 	}
@@ -764,11 +769,14 @@ func (rt *runner) candidate(r *rollout, j int, c policy.Completion, text string)
 	}{{"index", starlark.MakeInt(j)}, {"action", v}, {"valid", starlark.Bool(valid)}, {"logprob", starlark.Float(lp)},
 		{"tokens", starlark.MakeInt(len(c.Tokens))}, {"text", starlark.String(text)}, {"finish", starlark.String(string(c.Finish))}} {
 		if err := d.SetKey(starlark.String(kv.k), kv.v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	d.Freeze()
-	return d, nil
+	if !valid {
+		act = nil
+	}
+	return d, act, nil
 }
 
 // complete handles one completion: parse, validate, retry, or step.

@@ -82,7 +82,7 @@ func (m *Model) runStarted(cfg engine.Config) string {
 	if cfg.Domain != "" {
 		m.opt.Domain = cfg.Domain
 	}
-	m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.ScheduleName(), cfg.Preset, cfg.Budget, cfg.MaxRounds
+	m.opt.Schedule, m.opt.Preset, m.opt.Budget, m.opt.Rounds = cfg.ScheduleName(), cfg.Preset, cfg.TotalBudget(), cfg.MaxRounds
 	m.run.valK = cfg.ValK
 	return fmt.Sprintf("run started: %s, %s, preset %s", cfg.Domain, cfg.ScheduleName(), cfg.Preset)
 }

@@ -82,7 +82,7 @@ func measureText(m *compare.Measure) string {
 	return fmt.Sprintf("%.3f [%.3f, %.3f] @%d", m.Mean, m.CI95[0], m.CI95[1], m.K)
 }
 
-func ledgerText(r compare.Run) string {
+func compareLedgerText(r compare.Run) string {
 	l := r.Ledger
 	return fmt.Sprintf("%d/%d/%d", l.TrainCalls, l.SearchCalls, l.EvalCalls)
 }
@@ -102,7 +102,7 @@ func printComparison(w io.Writer, c compare.Comparison) {
 	}
 	fmt.Fprintf(w, "%-*s  %-9s %-9s %-30s %-30s %s\n", idW, "run", "status", "domain", "best val mean@k [95% CI]", "test mean@k [95% CI]", "model calls train/search/eval")
 	for _, r := range c.Runs {
-		fmt.Fprintf(w, "%-*s  %-9s %-9s %-30s %-30s %s\n", idW, r.ID, r.Status, r.Domain, measureText(r.BestVal), measureText(r.Test), ledgerText(r))
+		fmt.Fprintf(w, "%-*s  %-9s %-9s %-30s %-30s %s\n", idW, r.ID, r.Status, r.Domain, measureText(r.BestVal), measureText(r.Test), compareLedgerText(r))
 	}
 	fmt.Fprintln(w)
 	if len(c.Diffs) == 0 {
@@ -137,7 +137,7 @@ func compareView(c compare.Comparison) tuicompare.Data {
 			run.Test = append(run.Test, tuicompare.XY{X: float64(p.Calls), Y: p.Value})
 		}
 		d.Runs = append(d.Runs, run)
-		ledgers = append(ledgers, ledgerText(r))
+		ledgers = append(ledgers, compareLedgerText(r))
 	}
 	for _, df := range c.Diffs {
 		d.Diff = append(d.Diff, tuicompare.Row{Key: df.Key, Values: df.Values})

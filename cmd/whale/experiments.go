@@ -50,7 +50,7 @@ type experimentFlags struct {
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl := c.Flags()
-	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess or all")
+	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess, a comma-separated list of them, or all")
 	fl.StringVar(&f.dataPath, "data", "", "import tasks from FILE instead of the generated splits (one domain)")
 	fl.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
 	fl.StringVar(&f.preset, "preset", "small", "run size: small or paper (tiny for tests)")
@@ -87,9 +87,19 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	if f.budget > 0 {
 		budget = f.budget
 	}
-	ds := []string{f.domain}
+	ds := strings.Split(f.domain, ",")
 	if f.domain == "all" {
 		ds = domains.Names()
+	}
+	if len(ds) > 1 {
+		for _, d := range ds {
+			if !slices.Contains(domains.Names(), d) {
+				return p, experiments.Env{}, usageError{fmt.Errorf("--domain %q: %q is not a domain (want a comma-separated list of %s, or all)", f.domain, d, strings.Join(domains.Names(), ", "))}
+			}
+		}
+		if f.dataPath != "" {
+			return p, experiments.Env{}, usageError{errors.New("--data holds one domain's tasks: name that domain alone")}
+		}
 	}
 	// Check the model once now, so a bad --model fails before any run.
 	b, err := openModel(f.modelPath)
@@ -168,7 +178,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 			fmt.Fprintf(log, "%s: %v\n", j.ID, err)
 		}
 		prog.Send(tui.BenchRunStarted{ID: j.ID, Events: sub, Opt: tui.Options{RunID: j.ID, Domain: j.Domain, ModelDesc: j.Condition,
-			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Control: eng, History: hist,
+			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Control: eng, History: hist,
 			Samples: tui.StoreSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store)}})
 		return func(err error) {
 			remove()
@@ -198,9 +208,19 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 // benchJobs are the dashboard's rows: each job with what the store (or,
 // for runs it has never seen, the record) holds of its run already.
 func benchJobs(db *store.DB, rec *experiments.Record, jobs []experiments.Job) ([]tui.BenchJob, error) {
+	// A run that stands in two accountings is one row.
+	var uniq []experiments.Job
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if !seen[j.ID] {
+			seen[j.ID] = true
+			uniq = append(uniq, j)
+		}
+	}
+	jobs = uniq
 	out := make([]tui.BenchJob, len(jobs))
 	for i, j := range jobs {
-		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.Budget}
+		out[i] = tui.BenchJob{ID: j.ID, Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, Budget: j.Config.TotalBudget()}
 		r, err := db.GetRun(j.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			out[i].Done = rec != nil && rec.Has(j.ID)
@@ -218,21 +238,27 @@ func benchJobs(db *store.DB, rec *experiments.Record, jobs []experiments.Job) ([
 }
 
 func planTitle(p experiments.Plan) string {
+	if p.TrainCalls > 0 || p.SearchCalls > 0 {
+		return fmt.Sprintf("%s · %s · preset %s · %d training + %d search calls per run · %d seed(s)", p.Prefix, strings.Join(p.Domains, ", "), p.Preset, p.TrainCalls, p.SearchCalls, p.Seeds)
+	}
 	return fmt.Sprintf("%s · %s · preset %s · %d model calls per run · %d seed(s)", p.Prefix, strings.Join(p.Domains, ", "), p.Preset, p.Budget, p.Seeds)
 }
 
 func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
-	var out, conds, record string
+	var out, conds, record, accs string
 	var e float64
-	var i, curveK int
+	var i, curveK, trainCalls, searchCalls, voteK int
 	var tb tensorBoardFlag
 	var cf configFileFlag
 	c := &cobra.Command{
 		Use:   "conditions --domain D|all",
-		Short: "Compare WHALE with weight-only, harness-only, staged and Fast-Slow Training at equal rollout budget",
+		Short: "Compare WHALE with weight-only, harness-only, vote-only, staged and Fast-Slow Training on the paper's ledgers and at equal total calls",
 		Long: "Runs every condition × domain × seed as a stored run (so an interrupted bench resumes where it\n" +
-			"stopped), each with the same training + harness-scoring rollout budget, and writes RESULTS.md,\n" +
+			"stopped) under two accountings: paper (every condition that trains gets the same weight ledger,\n" +
+			"every condition that searches the same search ledger) and equal-total (weight-only and harness-only\n" +
+			"at the ledgers' sum; the others' paper runs already spend it); --budget instead gives every\n" +
+			"condition one budget. It writes RESULTS.md,\n" +
 			"results.csv and one chart per domain to --out. Test scores are each run's best-val checkpoint's;\n" +
 			"the learning curves measure test mean@k (--curve-k) at every phase boundary without selecting on it.\n" +
 			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
@@ -260,9 +286,21 @@ func newBenchConditionsCmd() *cobra.Command {
 					}
 				}
 			}
-			p.E, p.I, p.CurveK = e, i, curveK
+			p.E, p.I, p.CurveK, p.VoteK = e, i, curveK, voteK
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
+			}
+			if !cmd.Flags().Changed("budget") {
+				// The paper's two ledgers, the preset's unless given.
+				if p.TrainCalls, p.SearchCalls, err = benchLedgers(p.Preset, trainCalls, searchCalls); err != nil {
+					return usageError{err}
+				}
+				p.Budget = 0
+				if accs != "" {
+					p.Accountings = strings.Split(accs, ",")
+				}
+			} else if trainCalls > 0 || searchCalls > 0 || accs != "" {
+				return usageError{errors.New("--budget (one ledger, every condition at that total) excludes --train-calls, --search-calls and --accountings")}
 			}
 			t0 := time.Now()
 			stopTB := tb.follow(env.Store, cmd.ErrOrStderr())
@@ -271,6 +309,7 @@ func newBenchConditionsCmd() *cobra.Command {
 				return err
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
+				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls,
 				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0), env.Record)}
 			switch h, err := os.ReadFile(filepath.Join(out, report.HistoryMD)); {
 			case err == nil:
@@ -294,10 +333,14 @@ func newBenchConditionsCmd() *cobra.Command {
 	}
 	f.add(c, 3)
 	c.Flags().StringVar(&out, "out", "docs/results", "folder for RESULTS.md, results.csv and the charts")
-	c.Flags().StringVar(&conds, "conditions", "", "comma-separated subset of the conditions (default: all six)")
+	c.Flags().StringVar(&conds, "conditions", "", "comma-separated subset of the conditions (default: all seven)")
+	c.Flags().IntVar(&trainCalls, "train-calls", 0, "the weight ledger of the paper accounting: training calls of every condition that trains (0: the preset's; small 5760)")
+	c.Flags().IntVar(&searchCalls, "search-calls", 0, "the search ledger of the paper accounting: harness-scoring calls of every condition that searches (0: the preset's; small 6144)")
+	c.Flags().StringVar(&accs, "accountings", "", "comma-separated: paper (the two ledgers), equal-total (weight-only and harness-only at their sum) (default: both)")
+	c.Flags().IntVar(&voteK, "vote-k", 0, fmt.Sprintf("vote-only's SAMPLES where no finished seed-matched harness-only run gives one (0: %d)", experiments.DefaultVoteK))
 	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
-	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.2)")
-	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 2)")
+	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.6)")
+	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 6)")
 	tb.register(c.Flags())
 	cf.register(c.Flags(), "the bench's flags")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
@@ -325,7 +368,8 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 	}
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),
-		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; staged = weights for half the budget, then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule.", p.FastSlowE, e, i),
+		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; vote-only = h0 with SAMPLES = k under its plurality vote, nothing trained or searched, k the seed-matched harness-only run's test-time calls per test episode over h0's (rounded, 1–8; the plan's fixed k, %d, where that run is absent; each row says which); staged = the weight ledger (one budget: half of it), then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule. RSFT trains on every verified-correct sample a voting harness drew, once per distinct completion.", voteKOf(p), p.FastSlowE, e, i),
+		"Test sets: every run is tested on the same 256 test tasks of its domain (data seed of the base model); a seed changes everything the run samples but not the split. Paired differences are bootstrapped over seeds and test tasks together, so their intervals carry the test set's own error. Test is measured at every phase boundary only at the curves' k (--curve-k) and at k = 8 for the best-val checkpoint alone.",
 		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).%s", took.Round(time.Second), read),
 	}
 }
@@ -386,4 +430,39 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// benchLedgerDefaults are the bench's ledgers of presets that have none
+// (tiny: the tests'; paper: the reference's scale).
+var benchLedgerDefaults = map[string][2]int{"tiny": {32, 32}, "paper": {150000, 50000}}
+
+// benchLedgers are the paper accounting's ledgers: the flags', else the
+// preset's, else benchLedgerDefaults.
+func benchLedgers(preset string, train, search int) (int, int, error) {
+	if train < 0 || search < 0 {
+		return 0, 0, fmt.Errorf("--train-calls %d, --search-calls %d: want ≥ 0 (0: the preset's)", train, search)
+	}
+	cfg, err := engine.Preset(preset, "math")
+	if err != nil {
+		return 0, 0, err
+	}
+	t, s := cfg.TrainCalls, cfg.SearchCalls
+	if d, ok := benchLedgerDefaults[preset]; ok && t == 0 && s == 0 {
+		t, s = d[0], d[1]
+	}
+	if train > 0 {
+		t = train
+	}
+	if search > 0 {
+		s = search
+	}
+	return t, s, nil
+}
+
+// voteKOf is vote-only's fixed k under p.
+func voteKOf(p experiments.Plan) int {
+	if p.VoteK > 0 {
+		return p.VoteK
+	}
+	return experiments.DefaultVoteK
 }

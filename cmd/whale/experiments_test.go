@@ -22,6 +22,10 @@ func TestBenchAndSweepMisuse(t *testing.T) {
 		{"bench", "conditions", "--domain", "math", "--seeds", "0"},
 		{"bench", "conditions", "--domain", "math", "--preset", "huge"},
 		{"bench", "conditions", "--domain", "math", "--budget", "-3"},
+		{"bench", "conditions", "--domain", "math", "--budget", "30", "--train-calls", "10"},
+		{"bench", "conditions", "--domain", "math", "--train-calls", "-1"},
+		{"bench", "conditions", "--domain", "math,poetry"},
+		{"bench", "conditions", "--domain", "math", "--accountings", "total", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"bench", "conditions", "--domain", "math", "--conditions", "magic", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"sweep", "--domain", "all"},
 	} {
@@ -118,6 +122,36 @@ func TestBenchConditionsAndSweepEndToEnd(t *testing.T) {
 	lastJSONLine(t, stdout, &g)
 	if g.Side == "" || g.Advice == "" || g.CI95[0] > g.CI95[1] {
 		t.Fatalf("sweep: %+v", g)
+	}
+}
+
+// The paper's protocol end to end: both accountings, the vote-only
+// control, and every report naming the ledgers.
+func TestBenchConditionsOnThePapersLedgers(t *testing.T) {
+	dir := t.TempDir()
+	modelPath := tinyModelFile(t, dir)
+	out := filepath.Join(dir, "results")
+	stdout, err := runWhale(t, "bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "1", "--train-calls", "16", "--search-calls", "16",
+		"--conditions", "weight-only,harness-only,vote-only,whale-fixed", "--workers", "2", "--model", modelPath, "--db", filepath.Join(dir, "w.db"), "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "vote-only") {
+		t.Fatalf("bench table:\n%s", stdout)
+	}
+	csv := readFile(t, filepath.Join(out, "results.csv"))
+	header, _, _ := strings.Cut(csv, "\n")
+	if !strings.Contains(header, ",accounting,train_calls,search_calls,test_calls_per_episode") {
+		t.Fatalf("results.csv header: %s", header)
+	}
+	if strings.Count(csv, ",paper,") != 4 || strings.Count(csv, ",equal-total,") != 4 {
+		t.Fatalf("results.csv: want 4 paper and 4 equal-total rows:\n%s", csv)
+	}
+	md := readFile(t, filepath.Join(out, "RESULTS.md"))
+	for _, want := range []string{"# Accounting: paper", "# Accounting: equal-total", "16 training calls", "test-time calls per test episode", "vote-only = h0 with SAMPLES = k"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
 	}
 }
 

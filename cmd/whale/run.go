@@ -105,6 +105,7 @@ type runFlags struct {
 	proposer, gridKnobs, proposerURL, proposerModel, condition, fromCkpt       string
 	e, lr, kl, harnessPasses                                                   float64
 	i, budget, rounds, replay, candidates, harnessCalls                        int
+	trainCalls, searchCalls                                                    int
 	seed                                                                       uint64
 	headless, asJSON, sampleBF16                                               bool
 	envf                                                                       envFlags
@@ -143,8 +144,10 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&fl.lr, "lr", 0, "the weight operator's learning rate (preset default; small: 1e-5)")
 	f.Float64Var(&fl.kl, "kl", 0, "rsft or grpo: weight of a KL penalty towards each weight phase's starting weights (preset default; 0: off)")
 	f.StringVar(&fl.preset, "preset", "small", "run size: "+strings.Join(engine.PresetNames(), ", "))
-	f.IntVar(&fl.budget, "budget", 0, "training + harness-scoring rollouts (0: the preset's rounds decide)")
-	f.IntVar(&fl.harnessCalls, "harness-calls", 0, "model calls one harness phase may spend in WHALE's alternation, the incoming harness's re-score always paid (preset default; small: 640; 0 with the flag: no bound but I)")
+	f.IntVar(&fl.budget, "budget", 0, "one ledger: model calls of training + harness scoring together, in place of the preset's two ledgers (0: the preset's rounds decide)")
+	f.IntVar(&fl.trainCalls, "train-calls", 0, "the weight ledger: model calls of weight-phase rollouts; weight phases stop at it (preset default; small: 5760). Evaluation spends no ledger")
+	f.IntVar(&fl.searchCalls, "search-calls", 0, "the search ledger: model calls of harness scoring; harness phases stop at it (preset default; small: 6144)")
+	f.IntVar(&fl.harnessCalls, "harness-calls", 0, "model calls one harness phase may spend in WHALE's alternation, the incoming harness's re-score always paid (preset default; small bounds its phases in passes instead, --harness-passes 18; 0 with the flag: no bound but I)")
 	f.Float64Var(&fl.harnessPasses, "harness-passes", 0, "bound each harness phase of WHALE's alternation in passes of its incumbent over the val tasks, at the incumbent's price when the phase begins, instead of --harness-calls (1 + S: its re-score and one S-sample candidate; 2 + 2S: and that candidate's confirming pass)")
 	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
@@ -279,7 +282,18 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	set("E", func() { cfg.E = fl.e })
 	set("I", func() { cfg.I = fl.i })
 	set("weights", func() { cfg.Operator = fl.op })
-	set("budget", func() { cfg.Budget = fl.budget })
+	// --budget alone turns the preset's two ledgers into one, as before
+	// the ledgers were split; a ledger flag turns a preset's budget into
+	// two ledgers (the other one 0 unless given).
+	set("budget", func() { cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = fl.budget, 0, 0 })
+	if flags.Changed("train-calls") || flags.Changed("search-calls") {
+		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = 0, 0, 0
+		set("train-calls", func() { cfg.TrainCalls = fl.trainCalls })
+		set("search-calls", func() { cfg.SearchCalls = fl.searchCalls })
+		if flags.Changed("budget") {
+			return cfg, usageError{errors.New("--budget (one ledger) and --train-calls/--search-calls (two ledgers) exclude each other")}
+		}
+	}
 	set("rounds", func() { cfg.MaxRounds = fl.rounds })
 	set("harness-calls", func() { cfg.HarnessCalls = fl.harnessCalls })
 	set("harness-passes", func() { cfg.HarnessPasses = fl.harnessPasses })
@@ -522,6 +536,8 @@ func printEvent(w io.Writer, ev engine.Event) {
 func printSummary(w io.Writer, s engine.Summary) {
 	fmt.Fprintf(w, "run %s (%s, %s): %d rounds, %d model calls in %d rollouts (+%d calls in %d rollouts of evaluation)\n", s.RunID, s.Domain,
 		engine.ScheduleName(s.Schedule, s.Condition), s.Rounds, s.ModelCalls, s.Rollouts, s.EvalCalls, s.EvalRollouts)
+	fmt.Fprintf(w, "training calls %d + search calls %d = %d; test-time calls per test episode %.2f; kept samples per training call %.3f (chosen completions alone %.3f)\n",
+		s.TrainCalls, s.SearchCalls, s.TrainCalls+s.SearchCalls, s.TestCallsPerEpisode, s.KeptPerCall, s.KeptPerCallChosen)
 	fmt.Fprintf(w, "%-8s %5s %9s %9s %9s %9s %10s %8s %6s\n", "phase", "round", "calls", "rollouts", "val from", "val to", "pass-mean", "entropy", "kept")
 	for _, p := range s.Phases {
 		ent, kept := "-", "-"
@@ -680,7 +696,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 		fmt.Fprintf(w, "LoRA: rank %d, alpha %g on %s; frozen weights %s\n", lc.Rank, lc.Alpha, strings.Join(lc.Targets, ", "), engine.ShortHash(cfg.Base))
 	}
 	l := st.Ledger
-	fmt.Fprintf(w, "model calls (budget): train %d, search %d; evaluation %d\n", l.TrainCalls, l.SearchCalls, l.EvalCalls)
+	fmt.Fprintf(w, "model calls: %s; evaluation %d (spends no ledger)\n", ledgerText(cfg, l.TrainCalls, l.SearchCalls), l.EvalCalls)
 	fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
 	if r.Compute > 0 {
 		fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
@@ -800,4 +816,16 @@ func progressBar(ended, phases int, ev engine.Event) string {
 		where += fmt.Sprintf(" iteration %d", ev.Iteration)
 	}
 	return fmt.Sprintf("%s%s  %d model calls, %d rollouts", bar, where, ev.Calls, ev.Rollouts)
+}
+
+// ledgerText names the training and search calls spent, their sum, and the
+// ledgers (or the one budget) they were spent against.
+func ledgerText(cfg engine.Config, train, search int) string {
+	switch {
+	case cfg.TwoLedgers():
+		return fmt.Sprintf("training %d of %d, search %d of %d, sum %d", train, cfg.TrainCalls, search, cfg.SearchCalls, train+search)
+	case cfg.Budget > 0:
+		return fmt.Sprintf("training %d + search %d = %d of one budget of %d", train, search, train+search, cfg.Budget)
+	}
+	return fmt.Sprintf("training %d + search %d = %d (no budget)", train, search, train+search)
 }

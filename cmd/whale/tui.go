@@ -241,7 +241,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	started, closed := false, false
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
-		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
+		Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Rounds: eng.Cfg.MaxRounds,
 		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
@@ -319,7 +319,7 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 	}
 	m := tui.New(tui.Options{
 		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
-		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds,
+		Preset: cfg.Preset, Budget: cfg.TotalBudget(), Rounds: cfg.MaxRounds,
 		Events: st.Sub, Control: attach.Control{Client: cl, Run: fl.run}, History: st.History,
 		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
 			recs, err := cl.Samples(fl.run, tui.MaxSamples)

@@ -17,7 +17,7 @@ const populationCap = 4
 // firstPhase is the phase a run begins with.
 func (c Config) firstPhase() Phase {
 	switch c.Condition {
-	case "harness-only", "fast-slow":
+	case "harness-only", "fast-slow", EvalOnly:
 		return PhaseHarness
 	}
 	return PhaseWeights
@@ -31,9 +31,16 @@ func (e *Engine) nextPhase() (Phase, bool) {
 	switch e.Cfg.Condition {
 	case "weight-only":
 		return PhaseWeights, true
-	case "harness-only":
+	case "harness-only", EvalOnly:
 		return PhaseHarness, true
 	case "staged":
+		if e.Cfg.TwoLedgers() {
+			// The weight ledger first, then the search ledger.
+			if !e.phaseSpent(PhaseWeights) {
+				return PhaseWeights, true
+			}
+			return PhaseHarness, true
+		}
 		if e.st.Ledger.Budgeted() < e.Cfg.Budget/2 {
 			return PhaseWeights, true
 		}
@@ -53,7 +60,7 @@ func (e *Engine) nextPhase() (Phase, bool) {
 // stageSpent reports whether the staged condition's weight stage has used
 // its half of the budget, which ends the running weight phase.
 func (e *Engine) stageSpent() bool {
-	return e.Cfg.Condition == "staged" && e.st.Phase == PhaseWeights && e.st.Ledger.Budgeted() >= e.Cfg.Budget/2
+	return e.Cfg.Condition == "staged" && !e.Cfg.TwoLedgers() && e.st.Phase == PhaseWeights && e.st.Ledger.Budgeted() >= e.Cfg.Budget/2
 }
 
 // rolloutHarnesses assigns each task of a weight step's batch the harness

@@ -25,7 +25,8 @@ type Config struct {
 	// baselines, at the same rollout budget: "weight-only" runs only weight
 	// phases under the incumbent harness; "harness-only" only harness
 	// phases over the starting weights; "staged" weight phases until half
-	// of Budget is spent, then harness phases; "fast-slow" (Fast-Slow
+	// of Budget is spent (with two ledgers: until the weight ledger is),
+	// then harness phases; "eval-only" (EvalOnly) nothing but evaluation; "fast-slow" (Fast-Slow
 	// Training) runs, each cycle, one harness-proposal round over a Pareto
 	// population of harnesses, then a few weight steps whose rollouts are
 	// spread across that population. Phase lengths come from Schedule in
@@ -115,9 +116,28 @@ type Config struct {
 
 	// Budget bounds the model calls of training plus harness scoring
 	// (evaluation is counted apart), so voting and extra turns are paid
-	// for; 0 means unbounded, then MaxRounds ends the run.
+	// for: one ledger for both phases. 0 means unbounded, then MaxRounds
+	// (or the two ledgers below) end the run.
 	Budget    int `json:"budget"`
 	MaxRounds int `json:"max_rounds"`
+	// TrainCalls and SearchCalls, when either is set, give the run the
+	// paper's two ledgers instead of Budget: weight phases spend the
+	// weight ledger (model calls of weight-step rollouts) and stop at it,
+	// harness phases spend the search ledger (harness-scoring calls) and
+	// stop at theirs. Once one ledger is spent the run goes on with the
+	// other phase kind until that one is spent too, so WHALE spends the
+	// same weight ledger as weight-only and the same search ledger as
+	// harness-only. Evaluation (val and test) spends neither; it is
+	// counted and reported apart (Ledger.EvalCalls).
+	// A condition leaves the ledger it never spends untouched (weight-only
+	// the search ledger, harness-only the weight ledger).
+	TrainCalls  int `json:"train_calls,omitempty"`
+	SearchCalls int `json:"search_calls,omitempty"`
+	// ChosenOnly trains RSFT on the chosen completion of a voting call
+	// alone, as before the harness fed the weights: by default every
+	// verified-correct sample a vote drew is trained on too, once per
+	// distinct token sequence (docs/HARNESS_SEARCH.md).
+	ChosenOnly bool `json:"chosen_only,omitempty"`
 	// HarnessCalls, when > 0, bounds the model calls of one harness phase
 	// of WHALE's alternation (fixed or adaptive; the baselines keep their
 	// own phase lengths): the phase ends once no further score fits in it,
@@ -182,24 +202,37 @@ func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
 
 // Presets size a run. tiny is for tests (a 2-cycle run in under a minute
 // on 2 cores); paper uses the reference's ratios. small is the default
-// demo and the bench's size (issue 19): (E, I) = (0.2, 2), one of the
-// reference's ablations — 6 weight steps of 32 rollouts, then the incoming
-// harness's re-score and one iteration on 128 val tasks — at 4,608 model
-// calls a run, each harness phase bounded to 640 of them (HarnessCalls).
-// Measured in the issue-19 bench without that bound, a math weight phase
-// cost 290–361 calls but a harness phase 452–2,986 (re-scores of the old
-// top entries, extra passes for unresolved leads, voting harnesses paying
-// several calls a rollout): 2 cycles a run where the bench needs 4. With
-// it a full math cycle cost 646–942 calls in the bench, 6 cycles a run. Its learning rate is the reference's, 1e-5: of the
-// operators measured for issue 19 it is the one that keeps a weight
-// phase's samples apart in every domain (docs/EXPLORATION.md).
+// demo and the bench's size, on the paper's protocol (issue 35):
+//
+//   - (E, I) = (0.6, 6), the paper's main setting: an epoch of 256 train
+//     tasks at P × G = 8 × 4 is 32 steps, so a weight phase is
+//     round(0.6 × 32) = 19 steps of 32 rollouts (608 rollouts; h0 costs
+//     1.0 model call a rollout on searchqa and up to 1.9 on math, so
+//     610–1,160 calls).
+//   - Two ledgers: a weight ledger of 5,760 calls (five such phases at
+//     math's 1.9 calls a rollout: 5 × 608 × 1.9 = 5,776, so a run has ≥ 5
+//     cycles under h0) and a search ledger of 6,144 calls. Evaluation
+//     spends neither.
+//   - Each harness phase may spend 18 passes of its incumbent over the
+//     128 val tasks (HarnessPasses): the incumbent's re-score (1 pass,
+//     now free: the boundary's val draws), the dearest candidate the
+//     fragment proposer may draw (SAMPLES = 8 in h0's SEARCH_SPACE: 8
+//     passes) and its confirming pass with the incumbent's (8 + 1): 18.
+//     At h0's 130 (searchqa) to 207 (math) calls a pass that is 2,340–
+//     3,730 calls, more than most phases spend: a phase ends after its I
+//     iterations, and the search ledger bounds them all.
+//   - 256 test tasks (every domain's test split has at least 256).
+//
+// Its learning rate is the reference's, 1e-5: of the operators measured
+// for issue 19 it is the one that keeps a weight phase's samples apart in
+// every domain (docs/EXPLORATION.md).
 var presets = map[string]Config{
 	"tiny": {Schedule: "fixed", E: 0.25, I: 2, Operator: "rsft", Threshold: 0.5, LR: 3e-4,
 		PromptsPerStep: 2, Group: 2, TrainTasks: 32, Candidates: 2, ValTasks: 8, AuditTasks: 4, TestTasks: 8,
 		ValK: 1, TestK: 2, MaxRounds: 2, MaxNewTokens: 48, Temperature: 1, Harness: "h0"},
-	"small": {Schedule: "fixed", E: 0.2, I: 2, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
-		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 2, ValTasks: 128, AuditTasks: 16, TestTasks: 64,
-		ValK: 2, TestK: 8, Budget: 4608, HarnessCalls: 640, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
+	"small": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
+		PromptsPerStep: 8, Group: 4, TrainTasks: 256, Candidates: 2, ValTasks: 128, AuditTasks: 16, TestTasks: 256,
+		ValK: 2, TestK: 8, TrainCalls: 5760, SearchCalls: 6144, HarnessPasses: 18, MaxNewTokens: 128, Temperature: 1, Harness: "h0"},
 	"paper": {Schedule: "fixed", E: 0.6, I: 6, Operator: "rsft", Threshold: 0.5, LR: 1e-5,
 		PromptsPerStep: 256, Group: 8, TrainTasks: 4096, Candidates: 3, ValTasks: 256, AuditTasks: 128, TestTasks: 512,
 		ValK: 2, TestK: 8, MaxRounds: 6, MaxNewTokens: 256, Temperature: 1, Harness: "h0"},
@@ -235,7 +268,13 @@ func PresetNames() []string {
 }
 
 // Conditions are the non-WHALE values of Config.Condition.
-var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow"}
+var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow", EvalOnly}
+
+// EvalOnly is the condition that trains and searches nothing: the run
+// measures its starting weights under its starting harness (val, then
+// test) and finishes. The bench's vote-only control is h0 with SAMPLES = k
+// under it.
+const EvalOnly = "eval-only"
 
 func isCondition(c string) bool {
 	for _, k := range Conditions {
@@ -291,8 +330,8 @@ func (c Config) Validate() error {
 		return bad("schedule", "%q (want fixed or adaptive)", c.Schedule)
 	case c.Condition != "" && !isCondition(c.Condition):
 		return bad("condition", "%q (want one of %v, or empty for WHALE)", c.Condition, Conditions)
-	case c.Condition == "staged" && c.Budget <= 0:
-		return bad("budget", "the staged condition splits a rollout budget in half: set budget > 0")
+	case c.Condition == "staged" && c.Budget <= 0 && !c.TwoLedgers():
+		return bad("budget", "the staged condition splits a rollout budget in half, or spends two ledgers in turn: set budget > 0, or train_calls and search_calls")
 	case c.Condition == "fast-slow" && (c.Schedule != "fixed" || c.I != 1):
 		return bad("i", "the fast-slow condition runs one harness round per cycle: want the fixed schedule with I = 1 (have %s, I = %d)", c.Schedule, c.I)
 	case c.Schedule == "fixed" && !(c.E > 0):
@@ -333,8 +372,16 @@ func (c Config) Validate() error {
 		return bad("harness_calls", "%d (want ≥ 0; 0: a harness phase is bounded by I or its patience alone)", c.HarnessCalls)
 	case !(c.HarnessPasses >= 0) || math.IsInf(c.HarnessPasses, 1):
 		return bad("harness_passes", "%v (want a finite number ≥ 0; 0: harness_calls bounds the phase)", c.HarnessPasses)
-	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0):
-		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each)", c.Budget, c.MaxRounds)
+	case c.TrainCalls < 0 || c.SearchCalls < 0:
+		return bad("train_calls", "train calls %d, search calls %d (want ≥ 0 each)", c.TrainCalls, c.SearchCalls)
+	case c.TwoLedgers() && c.Budget != 0:
+		return bad("budget", "%d beside train_calls %d and search_calls %d: a run has one ledger (budget) or two (train_calls, search_calls), not both", c.Budget, c.TrainCalls, c.SearchCalls)
+	case c.TwoLedgers() && c.runs(PhaseWeights) && c.TrainCalls == 0:
+		return bad("train_calls", "0: the %s condition trains weights, so its weight ledger needs train_calls > 0 beside search_calls %d", c.conditionName(), c.SearchCalls)
+	case c.TwoLedgers() && c.runs(PhaseHarness) && c.SearchCalls == 0:
+		return bad("search_calls", "0: the %s condition searches harnesses, so its search ledger needs search_calls > 0 beside train_calls %d", c.conditionName(), c.TrainCalls)
+	case c.Budget < 0 || c.MaxRounds < 0 || (c.Budget == 0 && c.MaxRounds == 0 && !c.TwoLedgers() && c.Condition != EvalOnly):
+		return bad("budget", "budget %d and max rounds %d: set at least one (≥ 0 each), or the two ledgers train_calls and search_calls", c.Budget, c.MaxRounds)
 	case c.MaxNewTokens < 1:
 		return bad("max_new_tokens", "%d (want ≥ 1)", c.MaxNewTokens)
 	case !(c.Temperature > 0):

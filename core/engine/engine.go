@@ -138,6 +138,9 @@ type Engine struct {
 	// from counting twice.
 	times      Timings
 	storeDepth int
+	// lastPerTask is the last evaluation's mean reward per task (bookEval),
+	// read by testReport right after it.
+	lastPerTask map[string]float64
 }
 
 // errStopped is returned by Run when stopAfter asked it to stop.
@@ -459,6 +462,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return Summary{}, err
 			}
 			e.st.TestStart = &t
+			e.st.StartCalls = e.st.TestCalls[testKey(e.st.Weights, e.st.Archive.Incumbent, e.Cfg.curveK(), e.Cfg.TestK)]
 		}
 		if err := e.beginPhase(e.Cfg.firstPhase()); err != nil {
 			return Summary{}, err
@@ -481,7 +485,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if e.st.Paused {
 			continue
 		}
-		over := e.budgetOver()
+		over := e.phaseSpent(e.st.Phase)
 		end := e.st.Force || over || e.stageSpent()
 		if !end {
 			var err error
@@ -493,12 +497,12 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			if err != nil {
 				return Summary{}, e.interrupted(err)
 			}
-			over = e.budgetOver()
+			over = e.phaseSpent(e.st.Phase)
 			end = end || over || e.stageSpent()
 			e.markConsistent()
 		}
 		if end {
-			if err := e.endPhase(ctx, over); err != nil {
+			if err := e.endPhase(ctx); err != nil {
 				return Summary{}, e.interrupted(err)
 			}
 		}

@@ -133,9 +133,13 @@ type WeightStepData struct {
 	// Replayed counts samples of earlier steps trained on again, and
 	// ReplayDropped those dropped because the current harness reads a
 	// different action from their completion.
-	Replayed      int     `json:"replayed,omitempty"`
-	ReplayDropped int     `json:"replay_dropped,omitempty"`
-	RewardMean    float64 `json:"reward_mean"`
+	Replayed      int `json:"replayed,omitempty"`
+	ReplayDropped int `json:"replay_dropped,omitempty"`
+	// VoteExtra counts the verified-correct samples of voting calls,
+	// passed over by the vote, that the step trained on beside the chosen
+	// completions (Config.ChosenOnly: 0).
+	VoteExtra  int     `json:"vote_extra,omitempty"`
+	RewardMean float64 `json:"reward_mean"`
 	// Entropy is the mean token entropy (nats) of the step's sampled
 	// completions and KeptFraction the share of its fresh rollouts kept
 	// (reward ≥ the threshold): the weight phase's health, which falls

@@ -51,6 +51,14 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	mean /= float64(len(ts))
 	d := WeightStepData{RewardMean: mean, Entropy: meanEntropy(ts)}
 	fresh := samples
+	byID := make(map[string]data.Task, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	if extra := e.voteExtras(byID, ts, samples); len(extra) > 0 {
+		d.VoteExtra = len(extra)
+		samples = append(append([]weights.Sample(nil), samples...), extra...)
+	}
 	if e.Cfg.Replay > 0 {
 		var old []weights.Sample
 		if old, d.ReplayDropped, err = e.replaySamples(h); err != nil {
@@ -94,6 +102,8 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		}
 	}
 	d.KeptFraction = float64(kept) / float64(len(fresh))
+	e.st.Ledger.TrainKept += kept
+	e.st.Ledger.TrainExtra += d.VoteExtra
 	e.st.Health.add(d.Entropy, kept, len(fresh))
 	e.st.Step++
 	e.st.PhaseSteps++
@@ -184,6 +194,9 @@ func (e *Engine) scorer() search.Scorer {
 		if err != nil {
 			return nil, err
 		}
+		if outs, ok := e.reusedDraws(h.Hash, tasks, pass); ok {
+			return outs, nil
+		}
 		stop := e.timeInto(&e.times.Sampling)
 		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
 		stop()
@@ -243,8 +256,8 @@ func (e *Engine) harnessIteration(ctx context.Context) (bool, error) {
 	// cannot pay for and proposes no more candidates than they can score,
 	// so conditions compared at equal budget stay close to it.
 	s := &search.Searcher{Proposer: e.proposer(), Scorer: e.scorer(), M: e.Cfg.Candidates, Admit: e.admit, Samples: e.samplesOf, Check: e.checkCandidate}
-	if e.Cfg.Budget > 0 {
-		s.Left = func() int { return e.Cfg.Budget - e.st.Ledger.Budgeted() }
+	if _, bounded := e.ledgerLeft(PhaseHarness); bounded {
+		s.Left = func() int { left, _ := e.ledgerLeft(PhaseHarness); return left }
 	}
 	allowance := e.harnessAllowance()
 	if allowance > 0 {
@@ -326,18 +339,7 @@ func (e *Engine) evalSplit(ctx context.Context, name string, tasks []data.Task, 
 	if err != nil {
 		return eval.Report{}, err
 	}
-	e.st.Ledger.Eval += len(ts)
-	e.st.Ledger.EvalCalls += modelCalls(ts)
-	e.st.Ledger.EvalTokens += completionTokens(ts)
-	outs := make([]eval.Outcome, len(ts))
-	for i, t := range ts {
-		outs[i] = eval.Outcome{TaskID: t.TaskID, Reward: t.Reward, Failure: string(t.Failure), Answer: t.FinalAnswer()}
-	}
-	rep, err := eval.Summarise(outs, e.Cfg.Seed)
-	if err != nil {
-		return rep, err
-	}
-	return rep, e.emit(EvEval, mustJSON(EvalData{Split: name, Harness: hash, Weights: e.st.Weights, Report: rep, Tasks: eval.TaskMeans(outs)}))
+	return e.bookEval(name, hash, ts)
 }
 
 // evalTest measures test mean@CurveK of the current weights under harness
@@ -354,9 +356,26 @@ func (e *Engine) testReport(ctx context.Context, weights, hash string, k int) (e
 	if rep, ok := e.st.TestSeen[key]; ok {
 		return rep, nil
 	}
+	calls, episodes := e.st.Ledger.EvalCalls, e.st.Ledger.Eval
 	rep, err := e.evalSplit(ctx, data.SplitTest, e.test, hash, k)
 	if err != nil {
 		return rep, err
+	}
+	if e.st.TestCalls == nil {
+		e.st.TestCalls = map[string]float64{}
+	}
+	e.st.TestCalls[key] = float64(e.st.Ledger.EvalCalls-calls) / float64(max(1, e.st.Ledger.Eval-episodes))
+	if k == e.Cfg.TestK {
+		// The score a report draws intervals from: per test task, in the
+		// split's order, so runs on the same tasks pair task by task.
+		per := make([]float64, len(e.test))
+		for i, t := range e.test {
+			per[i] = e.lastPerTask[t.ID]
+		}
+		if e.st.TestTasks == nil {
+			e.st.TestTasks = map[string][]float64{}
+		}
+		e.st.TestTasks[key] = per
 	}
 	if e.Cfg.CurveTest {
 		if e.st.TestSeen == nil {
@@ -383,7 +402,12 @@ func (e *Engine) evalVal(ctx context.Context) (mean, pass float64, err error) {
 	if v, ok := e.st.ValSeen[key]; ok {
 		return v.Mean, v.Pass, nil
 	}
-	rep, err := e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
+	var rep eval.Report
+	if e.pairedVal() {
+		rep, err = e.evalValPaired(ctx)
+	} else {
+		rep, err = e.evalSplit(ctx, data.SplitVal, e.val, e.st.Archive.Incumbent, e.Cfg.ValK)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
@@ -482,8 +506,9 @@ func (e *Engine) prepareReference() error {
 }
 
 // endPhase measures val, records the phase, keeps a checkpoint, and either
-// starts the next phase or finishes the run.
-func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
+// starts the next phase or finishes the run: when the next phase's ledger
+// is spent the other kind runs while its own lasts (afterSpent).
+func (e *Engine) endPhase(ctx context.Context) error {
 	a := e.st.Archive
 	val, pass, err := e.evalVal(ctx)
 	if err != nil {
@@ -518,12 +543,13 @@ func (e *Engine) endPhase(ctx context.Context, budgetOver bool) error {
 	}
 	e.st.ValBefore, e.st.ValPassBefore = val, pass
 	next, newRound := e.nextPhase()
+	next, switched, ok := e.afterSpent(next)
 	round := e.st.Round
-	if newRound {
+	if newRound || switched {
 		round++
 	}
 	exhausted := next == PhaseHarness && e.st.Exhausted != "" && e.st.Exhausted == e.st.Weights
-	if budgetOver || exhausted || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
+	if !ok || exhausted || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
 		return e.finish(ctx)
 	}
 	e.st.Round = round
@@ -612,10 +638,16 @@ func (e *Engine) finish(ctx context.Context) error {
 	}
 	// Rounds counts the rounds begun (the last may have been cut short by
 	// the budget).
+	l := e.st.Ledger
 	sum := &Summary{RunID: e.RunID, Domain: e.Cfg.Domain, Schedule: e.Cfg.Schedule, Condition: e.Cfg.Condition, Rounds: e.st.Round, TestStart: e.st.TestStart,
-		Rollouts: e.st.Ledger.Episodes(), EvalRollouts: e.st.Ledger.Eval, ModelCalls: e.st.Ledger.Budgeted(), EvalCalls: e.st.Ledger.EvalCalls,
-		Phases:      e.st.Phases,
-		BestValMean: e.st.BestVal, BestValMean8: val8, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
+		Rollouts: l.Episodes(), EvalRollouts: l.Eval, ModelCalls: l.Budgeted(), EvalCalls: l.EvalCalls,
+		TrainCalls: l.TrainCalls, SearchCalls: l.SearchCalls, TestCallsPerEpisode: e.st.TestCalls[testKey(man.Weights, man.Harness, e.Cfg.TestK, e.Cfg.TestK)],
+		StartCallsPerEpisode: e.st.StartCalls,
+		TestPerTask:          e.st.TestTasks[testKey(man.Weights, man.Harness, e.Cfg.TestK, e.Cfg.TestK)],
+		KeptPerCall:          float64(l.TrainKept+l.TrainExtra) / float64(max(1, l.TrainCalls)),
+		KeptPerCallChosen:    float64(l.TrainKept) / float64(max(1, l.TrainCalls)),
+		Phases:               e.st.Phases,
+		BestValMean:          e.st.BestVal, BestValMean8: val8, TestMean8: test.MeanAtK, TestPass8: test.PassAtK,
 		TestCI95: test.CI95, TestK: e.Cfg.TestK, FinalHarness: e.st.Archive.Incumbent, FinalWeights: final, BestCkpt: e.st.BestCkpt,
 		Entropy: runEntropy(e.st.Phases)}
 	e.st.Summary, e.st.Done = sum, true
@@ -705,12 +737,6 @@ func (e *Engine) noteFailures(ts []harnesses.Trajectory) {
 		}
 		e.traces = append(e.traces, fmt.Sprintf("task %s failed (%s); last completion:\n%s", t.TaskID, t.Failure, last))
 	}
-}
-
-// budgetOver reports whether the run's budget is spent, or so nearly that
-// the harness search could not pay for its next score.
-func (e *Engine) budgetOver() bool {
-	return e.Cfg.Budget > 0 && (e.st.Ledger.Budgeted() >= e.Cfg.Budget || e.st.Starved)
 }
 
 // runEntropy is the mean step entropy over every weight step of phases.

@@ -32,6 +32,12 @@ type Ledger struct {
 	TrainTokens  int `json:"train_tokens"`
 	SearchTokens int `json:"search_tokens"`
 	EvalTokens   int `json:"eval_tokens"`
+	// TrainKept counts the weight steps' rollouts kept for training (reward
+	// ≥ the threshold: the chosen completions), TrainExtra the other
+	// verified-correct samples of voting calls trained on beside them
+	// (distinct token sequences; Config.ChosenOnly: none).
+	TrainKept  int `json:"train_kept,omitempty"`
+	TrainExtra int `json:"train_extra,omitempty"`
 }
 
 // Budgeted is what the budget counts: the model calls of training and
@@ -142,6 +148,20 @@ type State struct {
 	// the same pair — and a best-val checkpoint is then not picked by the
 	// luckiest of several draws of the same weights.
 	ValSeen map[string]ValMeasure `json:"val_seen,omitempty"`
+	// ValDraws are the last val measurement's outcomes when it drew as
+	// the scorer does (valdraws.go): the next harness phase's first score
+	// of the incumbent reuses them instead of paying again.
+	ValDraws *ValDraws `json:"val_draws,omitempty"`
+	// TestCalls holds the model calls per test episode of each test
+	// measurement, by TestSeen's key: test-time compute, reported beside
+	// the score it bought.
+	TestCalls map[string]float64 `json:"test_calls,omitempty"`
+	// StartCalls is the model calls per test episode of TestStart's
+	// measurement.
+	StartCalls float64 `json:"start_calls,omitempty"`
+	// TestTasks holds the mean reward per test task (in the split's order)
+	// of each test measurement at k = TestK, by TestSeen's key.
+	TestTasks map[string][]float64 `json:"test_tasks,omitempty"`
 	// Exhausted is the weights blob under which a harness iteration found
 	// nothing left to propose (every candidate of the proposer is archived):
 	// the harness phase ends there, and a condition whose next phase is
@@ -218,11 +238,32 @@ type Summary struct {
 	Rollouts     int    `json:"rollouts"`
 	EvalRollouts int    `json:"eval_rollouts"`
 	// ModelCalls is the budget spent (training and scoring completions,
-	// voting samples included); EvalCalls the evaluation's.
-	ModelCalls  int           `json:"model_calls"`
-	EvalCalls   int           `json:"eval_calls"`
-	Phases      []PhaseRecord `json:"phases"`
-	BestValMean float64       `json:"best_val_mean_at_k"`
+	// voting samples included): TrainCalls (the weight ledger) plus
+	// SearchCalls (the search ledger). EvalCalls is the evaluation's (val
+	// and test), which spends neither ledger.
+	ModelCalls  int `json:"model_calls"`
+	TrainCalls  int `json:"train_calls"`
+	SearchCalls int `json:"search_calls"`
+	EvalCalls   int `json:"eval_calls"`
+	// TestCallsPerEpisode is the model calls per test episode of the
+	// best checkpoint's test measurement: the test-time compute its score
+	// cost (a SAMPLES = 4 vote: about 4).
+	TestCallsPerEpisode float64 `json:"test_calls_per_episode"`
+	// StartCallsPerEpisode is the same of the starting weights and harness
+	// (Config.CurveTest only; 0 otherwise): what one sample of h0 costs.
+	StartCallsPerEpisode float64 `json:"start_calls_per_episode,omitempty"`
+	// TestPerTask is the best checkpoint's mean reward per test task, in
+	// the split's order: runs on the same test tasks pair task by task,
+	// so a report's interval can carry the test set's own error.
+	TestPerTask []float64 `json:"test_per_task,omitempty"`
+	// KeptPerCall is the training samples the weight steps kept per model
+	// call of the weight ledger, counting every verified-correct sample of
+	// a vote (Ledger.TrainExtra); KeptPerCallChosen counts the chosen
+	// completions alone, as before the harness fed the weights.
+	KeptPerCall       float64       `json:"kept_per_call"`
+	KeptPerCallChosen float64       `json:"kept_per_call_chosen"`
+	Phases            []PhaseRecord `json:"phases"`
+	BestValMean       float64       `json:"best_val_mean_at_k"`
 	// BestValMean8 re-measures the best checkpoint on val at k = 8 (nil
 	// in runs with learning curves, Config.CurveK).
 	BestValMean8 *float64   `json:"best_val_mean_at_8,omitempty"`

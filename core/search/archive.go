@@ -72,6 +72,11 @@ type Entry struct {
 	// Invalid is why the harness was refused before scoring (it does not
 	// load: the loader's file:line:col and rule); set with StatusInvalid.
 	Invalid string `json:"invalid,omitempty"`
+	// Tied is set when the entry's first pass over val matched the
+	// incumbent's on every task exactly (same draws, same rewards: a
+	// change no val rollout noticed). It is stopped there and never
+	// re-scored when the weights change.
+	Tied bool `json:"tied,omitempty"`
 }
 
 // CI95 is a normal-approximation 95 % interval of the entry's mean score.

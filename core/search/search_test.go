@@ -47,7 +47,12 @@ func quality(src string) float64 {
 // scorer gives — and counts calls.
 // synthetic scores a harness by its quality on draws shared by every
 // harness; each rollout costs calls model calls (0: one).
-type synthetic struct{ rollouts, calls int }
+// With noise, a tenth of each harness's rollouts draw apart from the
+// shared draws, so a neutral change is not an exact tie with its parent.
+type synthetic struct {
+	rollouts, calls int
+	noise           bool
+}
 
 func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass int) ([]Outcome, error) {
 	out := make([]Outcome, len(ts))
@@ -56,7 +61,14 @@ func (s *synthetic) Score(ctx context.Context, src string, ts []data.Task, pass 
 		h := fnv.New64a()
 		fmt.Fprint(h, t.ID, pass)
 		out[i] = Outcome{Failure: "wrong", Calls: calls}
-		if rand.New(rand.NewPCG(h.Sum64(), 1)).Float64() < quality(src) {
+		draw := rand.New(rand.NewPCG(h.Sum64(), 1)).Float64()
+		if s.noise {
+			fmt.Fprint(h, harnesses.Hash(src))
+			if r := rand.New(rand.NewPCG(h.Sum64(), 2)); r.Float64() < 0.1 {
+				draw = r.Float64()
+			}
+		}
+		if draw < quality(src) {
 			out[i] = Outcome{Reward: 1, Calls: calls}
 		}
 	}

@@ -16,6 +16,11 @@ type Outcome struct {
 	Reward  float64
 	Failure string
 	Calls   int
+	// Reused marks an outcome the scorer did not pay for now: the same
+	// rollout (same weights, harness and draws) was already run and
+	// booked elsewhere (the engine's val evaluation at a phase boundary).
+	// Its Calls still price the harness; it is not counted as spent.
+	Reused bool
 }
 
 // Scorer runs a harness source once per task (one rollout each) and
@@ -280,7 +285,7 @@ func (a *Archive) restartSet() []*Entry {
 	var out []*Entry
 	seen := map[string]bool{a.Incumbent: true}
 	add := func(e *Entry) {
-		if len(out) < maxRestart && !seen[e.Hash] && e.Complete && e.Status != StatusPruned {
+		if len(out) < maxRestart && !seen[e.Hash] && e.Complete && e.Status != StatusPruned && !e.Tied {
 			seen[e.Hash] = true
 			out = append(out, e)
 		}
@@ -290,7 +295,7 @@ func (a *Archive) restartSet() []*Entry {
 		if top == 3 {
 			break
 		}
-		if e.Complete && e.Status != StatusPruned && e.Hash != a.Incumbent {
+		if e.Complete && e.Status != StatusPruned && e.Hash != a.Incumbent && !e.Tied {
 			add(e)
 			top++
 		}
@@ -420,9 +425,20 @@ func (s *Searcher) Iterate(ctx context.Context, a *Archive, val []data.Task, rng
 		}
 		live = keep
 	}
+	var untied []*Entry
 	for _, e := range live {
 		e.Complete = true
+		if exactTie(e, inc, len(val)) {
+			// Nothing any val rollout did differed from the incumbent:
+			// more passes or a re-score under new weights would spend
+			// draws to learn it again.
+			e.Tied = true
+			r.Stopped = append(r.Stopped, e.Hash)
+			continue
+		}
+		untied = append(untied, e)
 	}
+	live = untied
 	if err := s.confirm(ctx, inc, live, val, &r); err != nil {
 		return r, err
 	}
@@ -518,6 +534,22 @@ func (s *Searcher) confirm(ctx context.Context, inc *Entry, live []*Entry, val [
 		}
 		r.Confirmed = append(r.Confirmed, lead.Hash)
 	}
+}
+
+// exactTie reports whether e, scored once on all n val tasks, matched
+// inc's per-task mean reward exactly on every one of them.
+func exactTie(e, inc *Entry, n int) bool {
+	if passes(e) != 1 || len(e.Tasks) != n {
+		return false
+	}
+	pi := passes(inc)
+	for t, x := range e.Tasks {
+		y, ok := inc.Tasks[t]
+		if !ok || x != y/pi {
+			return false
+		}
+	}
+	return true
 }
 
 // reachable reports whether a paired gain measured over p passes could
@@ -631,7 +663,7 @@ func tQuantile975(df int) float64 {
 }
 
 // score adds the outcomes of val[from:to] to e and returns the rollouts
-// and model calls spent.
+// and model calls spent now (reused outcomes are not: Outcome.Reused).
 func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, to, pass int) (int, int, error) {
 	outs, err := s.Scorer.Score(ctx, e.Source, val[from:to], pass)
 	if err != nil {
@@ -642,7 +674,7 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 	}
 	ids := make([]string, to-from)
 	rw := make([]float64, to-from)
-	calls := 0
+	calls, spent, n := 0, 0, 0
 	if e.Failures == nil {
 		e.Failures = map[string]int{}
 	}
@@ -650,9 +682,13 @@ func (s *Searcher) score(ctx context.Context, e *Entry, val []data.Task, from, t
 		ids[i] = t.ID
 		rw[i] = outs[i].Reward
 		calls += outs[i].Calls
+		if !outs[i].Reused {
+			spent += outs[i].Calls
+			n++
+		}
 		e.Failures[outs[i].Failure]++
 	}
 	e.add(ids, rw)
 	e.Calls += calls
-	return len(outs), calls, nil
+	return n, spent, nil
 }

@@ -11,13 +11,12 @@ import (
 )
 
 // baselines are the conditions WHALE is compared with, in report order.
-var baselines = []string{"weight-only", "harness-only", "staged", "fast-slow"}
+var baselines = []string{"weight-only", "harness-only", "vote-only", "staged", "fast-slow"}
 
 // Markdown renders RESULTS.md for runs (any order; they are sorted here).
 // It assumes runs passed Validate.
 func Markdown(runs []Run, meta Meta) []byte {
 	runs = sortedRuns(runs)
-	cells := Table(runs)
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 
@@ -26,7 +25,11 @@ func Markdown(runs []Run, meta Meta) []byte {
 	if meta.Preset != "" {
 		p("- Preset: %s\n", meta.Preset)
 	}
-	if meta.Budget > 0 {
+	if meta.TrainCalls > 0 || meta.SearchCalls > 0 {
+		p("- Ledgers per run (paper accounting): %s training calls (the weight ledger: weight-only, staged, fast-slow and WHALE), %s search calls (the search ledger: harness-only, staged, fast-slow and WHALE); evaluation (val and test) spends neither\n",
+			count(meta.TrainCalls), count(meta.SearchCalls))
+		p("- Equal-total accounting: every condition %s model calls of training and search together\n", count(meta.TrainCalls+meta.SearchCalls))
+	} else if meta.Budget > 0 {
 		p("- Budget per run: %s model calls (training and harness scoring)\n", count(meta.Budget))
 	}
 	if meta.Seeds > 0 {
@@ -43,19 +46,30 @@ func Markdown(runs []Run, meta Meta) []byte {
 	p("How to read this: scores are best test mean@8 in points (percent correct over 8 samples per test task), " +
 		"each taken from the run's best-val checkpoint. The 95%% CI is a t interval over seeds " +
 		"(with one finished seed: that run's bootstrap CI over test tasks). " +
-		"A condition \"beats\" another only when the 95%% CI over seeds of their paired difference excludes 0; " +
+		"A condition \"beats\" another only when the 95%% CI of their paired difference excludes 0: where every run kept its per-task test scores " +
+		"(all runs on the same test tasks), that interval is a percentile bootstrap over seeds and test tasks together " +
+		"(seeds resampled, then within each seed the test tasks, the same tasks for both conditions), so it carries the test set's own sampling error; " +
+		"otherwise it is a t interval over seeds; " +
 		"otherwise the difference is called within noise; a difference that is the same on every seed is reported as such " +
 		"(its interval has zero width because the seeds changed nothing, not because it is certain). " +
 		"Unfinished runs are listed, never averaged.\n\n")
 
-	for _, d := range domains(runs) {
-		var dc []Cell
-		for _, c := range cells {
-			if c.Domain == d {
-				dc = append(dc, c)
-			}
+	accs := accountings(runs)
+	for i, acc := range accs {
+		sub := ofAccounting(runs, acc)
+		if len(accs) > 1 || acc == AccountingPaper {
+			p("# Accounting: %s\n\n%s\n\n", acc, accountingText(acc))
 		}
-		writeDomain(&b, runs, dc, d, meta)
+		cells := Table(sub)
+		for _, d := range domains(sub) {
+			var dc []Cell
+			for _, c := range cells {
+				if c.Domain == d {
+					dc = append(dc, c)
+				}
+			}
+			writeDomain(&b, sub, dc, d, meta, i == 0)
+		}
 	}
 	if h := strings.TrimSpace(meta.History); h != "" {
 		p("%s\n", h)
@@ -63,12 +77,14 @@ func Markdown(runs []Run, meta Meta) []byte {
 	return b.Bytes()
 }
 
-func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta) {
+func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta, chart bool) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## %s\n\n", domain)
-	p("![%s: score against the budget spent](%s)\n\n", domain, ChartFile(domain))
-	p("| condition | best test mean@8 | 95%% CI | seeds | model calls to weight-only peak | phases | model calls used (rollouts) | compute per run |\n")
-	p("|---|---:|---|---|---:|---:|---:|---:|\n")
+	p("## %s (%s)\n\n", domain, accountingOf(runs[0]))
+	if chart {
+		p("![%s: score against the budget spent](%s)\n\n", domain, ChartFile(domain))
+	}
+	p("| condition | best test mean@8 | 95%% CI | seeds | model calls to weight-only peak | phases | model calls used: training + search = sum | test-time calls per test episode | compute per run |\n")
+	p("|---|---:|---|---|---:|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		expect := max(c.Seeds, meta.Seeds)
 		seeds := fmt.Sprintf("%d of %d", c.N, expect)
@@ -76,15 +92,23 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 			seeds += " finished"
 		}
 		if c.N == 0 {
-			p("| %s | — | — | %s | — | — | — | — |\n", c.Condition, seeds)
+			p("| %s | — | — | %s | — | — | — | — | — |\n", c.Condition, seeds)
 			continue
 		}
 		ci := fmt.Sprintf("%s – %s", points(c.CI95[0]), points(c.CI95[1]))
 		if c.N == 1 {
 			ci += " (test tasks, 1 seed)"
 		}
-		p("| %s | %s | %s | %s | %s | %.1f | %s | %s |\n", c.Condition, points(c.Mean), ci, seeds,
-			reachText(c), c.Phases, count(int(math.Round(c.MeanRollouts))), cellCompute(c))
+		calls := count(int(math.Round(c.MeanRollouts)))
+		if c.MeanTrain+c.MeanSearch > 0 {
+			calls = fmt.Sprintf("%s + %s = %s", count(int(math.Round(c.MeanTrain))), count(int(math.Round(c.MeanSearch))), calls)
+		}
+		testCalls := "—"
+		if c.MeanTestCalls > 0 {
+			testCalls = fmt.Sprintf("%.2f", c.MeanTestCalls)
+		}
+		p("| %s | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", c.Condition, points(c.Mean), ci, seeds,
+			reachText(c), c.Phases, calls, testCalls, cellCompute(c))
 	}
 	p("\n")
 	writeHealth(b, runs, domain)
@@ -532,4 +556,14 @@ func writeHealth(b *bytes.Buffer, runs []Run, domain string) {
 		p("%s", r)
 	}
 	p("\n")
+}
+
+// accountingText says what an accounting compares.
+func accountingText(acc string) string {
+	if acc == AccountingPaper {
+		return "The paper's protocol: WHALE, staged and fast-slow get weight-only's weight ledger (training calls) and harness-only's search ledger (harness-scoring calls), each phase stopping at its own ledger; " +
+			"vote-only (h0 voting over k samples, nothing trained or searched) spends neither. Test-time calls per test episode are counted apart: a harness that votes buys its score with them."
+	}
+	return "Every condition gets the same total of training and search calls (the sum of the paper's two ledgers): weight-only trains with all of it, harness-only searches with all of it. " +
+		"WHALE, staged, fast-slow and vote-only are the paper accounting's runs (their totals are already that sum)."
 }

@@ -73,15 +73,60 @@ type Run struct {
 	// that ran it; 0 when the store holds no record (runs created before
 	// whale kept one).
 	Compute time.Duration `json:"compute_ns"`
+	// Accounting is how the run's budget compares with the others' (one
+	// of Accountings): "paper" (the paper's two ledgers: every condition
+	// that trains gets the same weight ledger, every condition that
+	// searches the same search ledger) or "equal-total" (every condition
+	// the same total of training and search calls); "" for runs recorded
+	// before the ledgers were split, which ran at an equal total.
+	Accounting string `json:"accounting,omitempty"`
+	// TrainCalls and SearchCalls split Rollouts into the weight ledger's
+	// and the search ledger's calls; TestCallsPerEpisode is the model
+	// calls per test episode of the best checkpoint's test measurement
+	// (test-time compute) and StartCallsPerEpisode that of the starting
+	// weights and harness (0: not measured).
+	TrainCalls           int     `json:"train_calls,omitempty"`
+	SearchCalls          int     `json:"search_calls,omitempty"`
+	TestCallsPerEpisode  float64 `json:"test_calls_per_episode,omitempty"`
+	StartCallsPerEpisode float64 `json:"start_calls_per_episode,omitempty"`
+	// TestPerTask is the best checkpoint's mean reward per test task, in
+	// the test split's order (empty for older runs): paired comparisons
+	// bootstrap over tasks and seeds together from it.
+	TestPerTask []float64 `json:"test_per_task,omitempty"`
+	// VoteK is the vote-only control's SAMPLES and VoteFrom how it was
+	// chosen ("harness-only": the seed-matched harness-only run's
+	// test-time calls per episode over h0's; "fixed": the plan's k).
+	VoteK    int    `json:"vote_k,omitempty"`
+	VoteFrom string `json:"vote_from,omitempty"`
+}
+
+// Accountings are the values of Run.Accounting a bench writes, in report
+// order.
+var Accountings = []string{AccountingPaper, AccountingEqualTotal}
+
+// Accounting names.
+const (
+	AccountingPaper      = "paper"
+	AccountingEqualTotal = "equal-total"
+)
+
+// accountingOf is r's accounting, an unlabelled (older) run's being
+// equal-total.
+func accountingOf(r Run) string {
+	if r.Accounting == "" {
+		return AccountingEqualTotal
+	}
+	return r.Accounting
 }
 
 // Conditions in report order.
-var Conditions = []string{"weight-only", "harness-only", "staged", "fast-slow", "whale-fixed", "whale-adaptive"}
+var Conditions = []string{"weight-only", "harness-only", "vote-only", "staged", "fast-slow", "whale-fixed", "whale-adaptive"}
 
 // Condition names the code itself refers to.
 const (
 	WeightOnly    = "weight-only"
 	HarnessOnly   = "harness-only"
+	VoteOnly      = "vote-only"
 	WhaleFixed    = "whale-fixed"
 	WhaleAdaptive = "whale-adaptive"
 )
@@ -90,8 +135,11 @@ const (
 type Meta struct {
 	Command string // the exact command that made the report (RESULTS.md names it)
 	Preset  string
-	Budget  int // rollout budget per run
-	Seeds   int
+	Budget  int // rollout budget per run (one ledger; 0 with two)
+	// TrainCalls and SearchCalls are the paper accounting's ledgers per
+	// run (0: a one-ledger bench at Budget).
+	TrainCalls, SearchCalls int
+	Seeds                   int
 	// CurveK is the k of the runs' test measurements at phase boundaries
 	// (the curves and the per-round gains; 0: 8, the best checkpoint's).
 	CurveK int
@@ -141,9 +189,20 @@ func Validate(runs []Run) error {
 		if !domainName.MatchString(r.Domain) {
 			return fmt.Errorf("report: run %s: domain %q is not a plain name (letters, digits, '_', '.', '-')", name, r.Domain)
 		}
-		key := fmt.Sprintf("%s/%s/%d", r.Condition, r.Domain, r.Seed)
+		if r.Accounting != "" && !slices.Contains(Accountings, r.Accounting) {
+			return fmt.Errorf("report: run %s: unknown accounting %q (want %s)", name, r.Accounting, strings.Join(Accountings, " or "))
+		}
+		key := fmt.Sprintf("%s/%s/%d/%s", r.Condition, r.Domain, r.Seed, accountingOf(r))
 		if other, ok := seen[key]; ok {
-			return fmt.Errorf("report: runs %s and %s are both %s on %s with seed %d", other, name, r.Condition, r.Domain, r.Seed)
+			return fmt.Errorf("report: runs %s and %s are both %s on %s with seed %d under the %s accounting", other, name, r.Condition, r.Domain, r.Seed, accountingOf(r))
+		}
+		if r.TrainCalls < 0 || r.SearchCalls < 0 || r.TestCallsPerEpisode < 0 || r.StartCallsPerEpisode < 0 || r.VoteK < 0 {
+			return fmt.Errorf("report: run %s: negative training calls (%d), search calls (%d), test-time calls (%g, start %g) or vote k (%d)", name, r.TrainCalls, r.SearchCalls, r.TestCallsPerEpisode, r.StartCallsPerEpisode, r.VoteK)
+		}
+		for j, v := range r.TestPerTask {
+			if err := checkFraction(v); err != nil {
+				return fmt.Errorf("report: run %s: test_per_task[%d]: %w", name, j, err)
+			}
 		}
 		seen[key] = name
 		if r.Rollouts < 0 || r.EvalRollouts < 0 || r.Phases < 0 {
@@ -200,6 +259,9 @@ func checkFraction(v float64) error {
 func sortedRuns(runs []Run) []Run {
 	out := slices.Clone(runs)
 	slices.SortStableFunc(out, func(a, b Run) int {
+		if c := slices.Index(Accountings, accountingOf(a)) - slices.Index(Accountings, accountingOf(b)); c != 0 {
+			return c
+		}
 		if c := strings.Compare(a.Domain, b.Domain); c != 0 {
 			return c
 		}
@@ -251,8 +313,11 @@ func Write(dir string, runs []Run, meta Meta) error {
 	if err := writeFile(filepath.Join(dir, ResultsCSV), csvBytes); err != nil {
 		return err
 	}
-	for _, d := range domains(runs) {
-		png, err := Chart(runs, d, meta)
+	// The charts show the first accounting the runs have (the paper's
+	// where there is one): one chart per domain.
+	charted := ofAccounting(runs, accountings(runs)[0])
+	for _, d := range domains(charted) {
+		png, err := Chart(charted, d, meta)
 		if err != nil {
 			return err
 		}
@@ -289,4 +354,29 @@ func writeFile(path string, data []byte) error {
 		return fmt.Errorf("report: write %s: %w", path, werr)
 	}
 	return nil
+}
+
+// accountings lists the accountings runs have, in Accountings order.
+func accountings(runs []Run) []string {
+	var out []string
+	for _, a := range Accountings {
+		for _, r := range runs {
+			if accountingOf(r) == a {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ofAccounting is the runs of accounting a.
+func ofAccounting(runs []Run, a string) []Run {
+	var out []Run
+	for _, r := range runs {
+		if accountingOf(r) == a {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -85,6 +85,9 @@ func synthRuns() []Run {
 	var runs []Run
 	for _, d := range []string{"searchqa", "math"} { // not sorted: Write must sort
 		for _, c := range Conditions {
+			if _, ok := synthBest[d][c]; !ok {
+				continue // vote-only: a condition these runs predate
+			}
 			for s := uint64(1); s <= 3; s++ {
 				if d == "searchqa" && c == "staged" && s == 3 {
 					continue
@@ -381,7 +384,7 @@ func TestWrite(t *testing.T) {
 		"- Compute: 1 h 08 min summed over 34 runs",
 		"; 1 finished run without a record",
 		"| 2.5 min (2 of 3 runs) |",
-		"| 11,556 | 2.0 min |",
+		"| 11,556 | — | 2.0 min |",
 		"whale-fixed beats weight-only (+11.0 points",
 		"is within noise of harness-only",
 		"### whale-fixed on math",

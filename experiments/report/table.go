@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -31,8 +32,14 @@ type Cell struct {
 	// ReachSeeds is how many finished seeds had a finished weight-only run of
 	// the same seed to compare with; ReachRollouts means nothing when it is 0.
 	ReachSeeds int `json:"reach_seeds"`
-	// MeanRollouts is the mean budgeted rollouts the finished runs used.
+	// MeanRollouts is the mean budgeted rollouts the finished runs used:
+	// MeanTrain training calls plus MeanSearch search calls.
 	MeanRollouts float64 `json:"mean_rollouts"`
+	MeanTrain    float64 `json:"mean_train_calls"`
+	MeanSearch   float64 `json:"mean_search_calls"`
+	// MeanTestCalls is the mean test-time model calls per test episode of
+	// the finished runs' best checkpoints (0: not measured).
+	MeanTestCalls float64 `json:"mean_test_calls_per_episode"`
 	// MeanCompute is the mean compute time of the finished runs that have
 	// one recorded (ComputeRuns of them; 0 runs: unknown).
 	MeanCompute time.Duration `json:"mean_compute_ns"`
@@ -91,6 +98,9 @@ func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
 		best = append(best, r.BestTestMean8)
 		c.Phases += float64(r.Phases)
 		c.MeanRollouts += float64(r.Rollouts)
+		c.MeanTrain += float64(r.TrainCalls)
+		c.MeanSearch += float64(r.SearchCalls)
+		c.MeanTestCalls += r.TestCallsPerEpisode
 		if r.Compute > 0 {
 			c.ComputeRuns++
 			c.MeanCompute += r.Compute
@@ -113,6 +123,9 @@ func cell(runs []Run, domain, cond string, seeds []uint64) Cell {
 	}
 	c.Phases /= float64(c.N)
 	c.MeanRollouts /= float64(c.N)
+	c.MeanTrain /= float64(c.N)
+	c.MeanSearch /= float64(c.N)
+	c.MeanTestCalls /= float64(c.N)
 	if c.ComputeRuns > 0 {
 		c.MeanCompute /= time.Duration(c.ComputeRuns)
 	}
@@ -266,7 +279,12 @@ type Diff struct {
 	Domain string     `json:"domain"`
 	N      int        `json:"n"`    // seeds where both runs finished
 	Mean   float64    `json:"mean"` // mean over those seeds of A's minus B's BestTestMean8 (fraction)
-	CI95   [2]float64 `json:"ci95"` // t interval over the paired seeds; only meaningful for N ≥ 2
+	CI95   [2]float64 `json:"ci95"` // see TasksAndSeeds; only meaningful for N ≥ 2
+	// TasksAndSeeds says CI95 is a percentile bootstrap over seeds and
+	// test tasks together (every pair has per-task scores on the same
+	// tasks): it carries the test set's own sampling error as well as the
+	// seeds'. Otherwise CI95 is a t interval over the paired seeds.
+	TasksAndSeeds bool `json:"tasks_and_seeds,omitempty"`
 	// Same is true when the difference was the same on every paired seed
 	// (N ≥ 2): the seeds then varied nothing that matters to it, the
 	// interval has zero width, and it measures no noise at all.
@@ -289,6 +307,10 @@ func (d Diff) Verdict() string {
 	switch {
 	case d.N < 2:
 		return "cannot be compared with"
+	case d.TasksAndSeeds && d.CI95[0] > 0:
+		return "beats"
+	case d.TasksAndSeeds && d.CI95[1] < 0:
+		return "loses to"
 	case d.Same && d.Mean == 0:
 		return "is identical on every seed to"
 	case d.Same:
@@ -306,6 +328,8 @@ func (d Diff) Verdict() string {
 func Compare(runs []Run, domain, a, b string) Diff {
 	d := Diff{A: a, B: b, Domain: domain}
 	var ds []float64
+	var pairs [][2][]float64
+	perTask := true
 	for _, ra := range sortedRuns(runs) {
 		if ra.Domain != domain || ra.Condition != a || !ra.Done {
 			continue
@@ -315,11 +339,17 @@ func Compare(runs []Run, domain, a, b string) Diff {
 			continue
 		}
 		ds = append(ds, ra.BestTestMean8-rb.BestTestMean8)
+		pairs = append(pairs, [2][]float64{ra.TestPerTask, rb.TestPerTask})
+		perTask = perTask && len(ra.TestPerTask) > 0 && len(ra.TestPerTask) == len(rb.TestPerTask)
 	}
 	d.N = len(ds)
 	var lo, hi float64
 	d.Mean, lo, hi = MeanCI(ds)
 	d.CI95 = [2]float64{lo, hi}
+	if perTask && d.N >= 2 {
+		d.CI95, d.TasksAndSeeds = bootstrapTasksAndSeeds(pairs), true
+		return d
+	}
 	d.Same = d.N >= 2 && slices.Max(ds)-slices.Min(ds) <= sameTol
 	if d.Same && math.Abs(d.Mean) <= sameTol {
 		d.Mean = 0
@@ -393,4 +423,38 @@ func Attribute(r Run) []Attribution {
 		}
 	}
 	return out
+}
+
+// BootstrapResamples is the number of resamples of the bootstrap over
+// tasks and seeds.
+const BootstrapResamples = 4000
+
+// bootstrapTasksAndSeeds is a 95 % percentile interval of the mean paired
+// difference A − B (each pair: one seed's per-task scores of A and of B on
+// the same test tasks), resampling seeds with replacement and, within each
+// drawn seed, test tasks with replacement (the same tasks for A and B, so
+// the pairing by task is kept): the interval carries the seeds' variation
+// and the test set's sampling error together. The resampling is seeded,
+// so a report is the same every time it is written.
+func bootstrapTasksAndSeeds(pairs [][2][]float64) [2]float64 {
+	rng := rand.New(rand.NewPCG(35, 1))
+	means := make([]float64, BootstrapResamples)
+	for i := range means {
+		total := 0.0
+		for range pairs {
+			p := pairs[rng.IntN(len(pairs))]
+			n := len(p[0])
+			sum := 0.0
+			for range n {
+				t := rng.IntN(n)
+				sum += p[0][t] - p[1][t]
+			}
+			total += sum / float64(n)
+		}
+		means[i] = total / float64(len(pairs))
+	}
+	slices.Sort(means)
+	lo := means[int(0.025*float64(len(means)))]
+	hi := means[min(len(means)-1, int(0.975*float64(len(means))))]
+	return [2]float64{lo, hi}
 }
