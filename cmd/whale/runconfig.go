@@ -32,7 +32,7 @@ func (c *configFileFlag) register(f *pflag.FlagSet, what string) {
 // engineKeys are the [engine] table's keys: run settings that no flag of
 // whale run sets, as engine.Config names them in JSON.
 var engineKeys = []string{"threshold", "prompts_per_step", "group", "train_tasks", "val_tasks", "audit_tasks", "test_tasks",
-	"val_k", "test_k", "max_new_tokens", "temperature", "curve_test", "curve_k"}
+	"val_k", "test_k", "max_new_tokens", "temperature", "curve_test", "curve_k", "chosen_only"}
 
 // apply reads the file (if --config was given) and sets every flag it
 // names that the command line left alone. withEngine admits the [engine]
@@ -120,8 +120,15 @@ func configTOML(id string, cfg engine.Config) ([]byte, error) {
 	top := []runconfig.Pair{
 		p("domain", cfg.Domain), p("preset", cfg.Preset), p("seed", int64(cfg.Seed)), p("condition", cond),
 		p("schedule", cfg.Schedule), p("E", cfg.E), p("I", int64(cfg.I)), p("weights", cfg.Operator),
-		p("lr", cfg.LR), p("kl", cfg.KL), p("replay", int64(cfg.Replay)), p("budget", int64(cfg.Budget)), p("rounds", int64(cfg.MaxRounds)),
+		p("lr", cfg.LR), p("kl", cfg.KL), p("replay", int64(cfg.Replay)), p("rounds", int64(cfg.MaxRounds)),
 		p("harness-calls", int64(cfg.HarnessCalls)), p("harness-passes", cfg.HarnessPasses), p("candidates", int64(cfg.Candidates)),
+	}
+	// One ledger (budget) or two (train-calls, search-calls): the flags
+	// exclude each other, so the file names only the kind the run has.
+	if cfg.TwoLedgers() {
+		top = append(top, p("train-calls", int64(cfg.TrainCalls)), p("search-calls", int64(cfg.SearchCalls)))
+	} else {
+		top = append(top, p("budget", int64(cfg.Budget)))
 	}
 	if cfg.Proposer != "" {
 		top = append(top, runconfig.Pair{Key: "proposer", Value: cfg.Proposer})
@@ -157,7 +164,7 @@ func configTOML(id string, cfg engine.Config) ([]byte, error) {
 		p("train_tasks", int64(cfg.TrainTasks)), p("val_tasks", int64(cfg.ValTasks)), p("audit_tasks", int64(cfg.AuditTasks)),
 		p("test_tasks", int64(cfg.TestTasks)), p("val_k", int64(cfg.ValK)), p("test_k", int64(cfg.TestK)),
 		p("max_new_tokens", int64(cfg.MaxNewTokens)), p("temperature", float64(cfg.Temperature)),
-		p("curve_test", cfg.CurveTest), p("curve_k", int64(cfg.CurveK)),
+		p("curve_test", cfg.CurveTest), p("curve_k", int64(cfg.CurveK)), p("chosen_only", cfg.ChosenOnly),
 	}
 	return runconfig.Encode(comment, top, eng)
 }
