@@ -101,6 +101,12 @@ func (m *Model) harnessIteration(ev engine.Event, d engine.HarnessIterationData)
 	r := &m.run
 	r.board, r.patience, r.phase = d.Board, &d.Patience, engine.PhaseHarness
 	r.knobs, r.frozen = d.Knobs, map[string]bool{}
+	// The engine's board now shows every command it has applied.
+	for h, mk := range r.marks {
+		if !mk.queued {
+			delete(r.marks, h)
+		}
+	}
 	for _, k := range d.Frozen {
 		r.frozen[k] = true
 	}
@@ -135,6 +141,7 @@ func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
 
 func (m *Model) control(d engine.JournaledCommand) string {
 	r := &m.run
+	m.settle(d)
 	if d.Error == "" {
 		switch d.Kind {
 		case "pause":

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -57,6 +56,10 @@ type Options struct {
 	// workbench watches a run another process owns ("attached": commands
 	// go to the owner; "attached, read-only"), shown in the footer.
 	Attached string
+	// ReadOnly, when set, is why this workbench may not steer the run (a
+	// viewer of a run a bench owns, or one opened with --read-only): keys
+	// that change the run are refused with it.
+	ReadOnly string
 	// StreamEnd, when set, says why Events closed (the owner exited, the
 	// run finished): the footer shows it once the events stop.
 	StreamEnd func() string
@@ -85,10 +88,14 @@ type Model struct {
 	width, height int
 	pane          pane
 	help          bool
-	confirm       bool   // f was pressed; y sends force
+	confirm       *engine.Command // f was pressed: y sends this force, meant for the phase then on screen
 	forkAsk       string // r was pressed on this checkpoint; y forks it
 	err           string
 	status        string // the run's end, once known
+	// ack acknowledges the last control command: queued, applied at a
+	// step, or refused; pending are those sent and not yet journaled.
+	ack     string
+	pending []pendingCmd
 	started       time.Time
 	now           time.Time
 
@@ -154,6 +161,9 @@ type runView struct {
 	dropped     int
 	paused      bool
 	finished    bool
+	// marks are leaderboard rows this workbench pruned or unpruned, shown
+	// before the engine's next board says so (control.go).
+	marks map[string]rowMark
 	summary     *engine.Summary
 	// valK is the k of the val mean@k charted (from the run's config).
 	valK int
@@ -221,7 +231,7 @@ func New(opt Options) *Model {
 		m.apply(ev)
 	}
 	// A refusal in the history is in the log; the footer is for now.
-	m.err = ""
+	m.err, m.ack = "", ""
 	return m
 }
 
@@ -313,26 +323,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) send(c engine.Command) {
-	if m.opt.Control == nil {
-		m.err = "no run to control"
-		return
-	}
-	if err := m.opt.Control.Send(c); err != nil {
-		m.err = fmt.Sprintf("%s: %v", c.Kind, err)
-	}
-}
-
 func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	m.err = ""
 	if m.filtering {
 		m.filterKey(k)
 		return m, nil
 	}
-	if m.confirm {
-		m.confirm = false
+	if c := m.confirm; c != nil {
+		m.confirm = nil
 		if key.Matches(k, keys.Yes) {
-			m.send(engine.Command{Kind: "force"})
+			m.send(*c)
+		} else {
+			m.ack = "force not sent"
 		}
 		return m, nil
 	}
@@ -359,7 +361,16 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, keys.Help):
 		m.help = true
 	case key.Matches(k, keys.Force):
-		m.confirm = true
+		if why := m.steerRefusal(); why != "" {
+			m.err = "force refused: " + why
+			break
+		}
+		c, ok := m.forceTarget()
+		if !ok {
+			m.err = "no phase is running to force"
+			break
+		}
+		m.confirm = &c
 	case key.Matches(k, keys.Filter):
 		if m.pane == paneRun || (m.pane == paneSamples && m.panes.samples.detail) {
 			m.err = "nothing to filter here"
@@ -367,7 +378,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.startFilter()
 		}
 	case key.Matches(k, keys.Pause):
-		if m.run.paused {
+		if m.run.paused || m.pendingKind("pause") {
 			m.send(engine.Command{Kind: "resume"})
 		} else {
 			m.send(engine.Command{Kind: "pause"})

@@ -156,7 +156,7 @@ func (p *harnessPane) loaded(d diffMsg) {
 // rows is the leaderboard narrowed by the pane's filter.
 func (p *harnessPane) rows(m *Model) []BoardRow {
 	var out []BoardRow
-	for _, r := range m.run.board {
+	for _, r := range m.markedBoard() {
 		if matches(m.filter[paneHarnesses], r.Hash, r.Parent, r.Mechanism, r.Status) {
 			out = append(out, r)
 		}

@@ -56,8 +56,8 @@ func (m *Model) viewTabs() string {
 
 func (m *Model) viewFooter() string {
 	switch {
-	case m.confirm:
-		return stConfirm.Render("force a phase switch now? y/n")
+	case m.confirm != nil:
+		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? y/n", m.confirm.ForRound, m.confirm.ForPhase))
 	case m.forkAsk != "":
 		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. y/n")
 	case m.filtering:
@@ -73,11 +73,24 @@ func (m *Model) viewFooter() string {
 		state = "finished"
 	case m.run.paused:
 		state = "paused"
+	case m.pendingKind("pause"):
+		state = "pausing"
 	}
 	if m.opt.Attached != "" {
 		state = m.opt.Attached + " · " + state
 	}
-	return stMuted.Render(state + " · f force · space pause · ? keys · q quit")
+	help := " · f force · space pause · ? keys · q quit"
+	if m.steerRefusal() != "" {
+		help = " · ? keys · q quit"
+		if m.opt.ReadOnly != "" && !strings.Contains(state, "read-only") {
+			state += " · read-only"
+		}
+	}
+	out := stMuted.Render(state + help)
+	if m.ack != "" {
+		out = stConfirm.Render(m.ack) + stMuted.Render(" · ") + out
+	}
+	return out
 }
 
 func (m *Model) viewHelp() []string {
