@@ -89,15 +89,15 @@ type Model struct {
 	pane          pane
 	help          bool
 	confirm       *engine.Command // f was pressed: y sends this force, meant for the phase then on screen
-	forkAsk       string // r was pressed on this checkpoint; y forks it
+	forkAsk       string          // r was pressed on this checkpoint; y forks it
 	err           string
 	status        string // the run's end, once known
 	// ack acknowledges the last control command: queued, applied at a
 	// step, or refused; pending are those sent and not yet journaled.
 	ack     string
 	pending []pendingCmd
-	started       time.Time
-	now           time.Time
+	started time.Time
+	now     time.Time
 
 	run   runView
 	panes struct {
@@ -163,8 +163,8 @@ type runView struct {
 	finished    bool
 	// marks are leaderboard rows this workbench pruned or unpruned, shown
 	// before the engine's next board says so (control.go).
-	marks map[string]rowMark
-	summary     *engine.Summary
+	marks   map[string]rowMark
+	summary *engine.Summary
 	// valK is the k of the val mean@k charted (from the run's config).
 	valK int
 	// origin is where the run came from when it was forked.
