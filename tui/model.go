@@ -60,6 +60,9 @@ type Options struct {
 	// viewer of a run a bench owns, or one opened with --read-only): keys
 	// that change the run are refused with it.
 	ReadOnly string
+	// Status is the footer's state at the start ("" : running), for a
+	// stored run that nothing runs.
+	Status string
 	// StreamEnd, when set, says why Events closed (the owner exited, the
 	// run finished): the footer shows it once the events stop.
 	StreamEnd func() string
@@ -225,6 +228,7 @@ func New(opt Options) *Model {
 	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput()}
 	m.panes.harnesses.diffView = newScroller()
 	m.panes.samples.detailView = newScroller()
+	m.status = opt.Status
 	m.started = opt.Now()
 	m.now = m.started
 	for _, ev := range opt.History {

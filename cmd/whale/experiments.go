@@ -143,6 +143,10 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 	defer cancel()
 	srv := serveStore(cmd, env.Store)
 	defer srv.Close()
+	// A bench's runs are measurements: viewers in other terminals watch
+	// them read-only unless they ask to steer (whale tui --steer), and a
+	// steered run is marked in the report and the record.
+	srv.ServeReadOnly("bench")
 	bjobs, err := benchJobs(env.Store, env.Record, jobs)
 	if err != nil {
 		return nil, err

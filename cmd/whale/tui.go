@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ func init() { register(newTUICmd) }
 type tuiFlags struct {
 	db, domain, preset, run, model string
 	fresh                          bool
+	// readOnly opens the run to watch only; steer lets a viewer steer a
+	// run whose owner serves it read-only (a bench).
+	readOnly, steer bool
 	seed                           uint64
 	sampleBF16                     bool
 	lora                           loraFlags
@@ -58,6 +62,12 @@ func newTUICmd() *cobra.Command {
 			if fl.loraCfg != nil && fl.run != "" {
 				return usageError{errors.New("--lora-rank sizes a new run's adapters: a resumed run (--run) keeps its own")}
 			}
+			if fl.readOnly && fl.steer {
+				return usageError{errors.New("--read-only and --steer contradict each other: pick one")}
+			}
+			if (fl.readOnly || fl.steer) && fl.run == "" {
+				return usageError{errors.New("--read-only and --steer apply to a run named with --run ID")}
+			}
 			if fl.sampleBF16 && fl.run != "" {
 				return usageError{errors.New("--sample-bf16 configures a new run: a resumed run (--run) keeps its own")}
 			}
@@ -73,6 +83,8 @@ func newTUICmd() *cobra.Command {
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
 	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, "new run: "+sampleBF16Usage)
+	f.BoolVar(&fl.readOnly, "read-only", false, "watch --run ID without steering it (nothing is run or changed)")
+	f.BoolVar(&fl.steer, "steer", false, "steer --run ID although its owner (a bench) serves it read-only; the bench records that it was steered")
 	fl.lora.register(f)
 	return c
 }
@@ -143,6 +155,12 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 	if !isTerminal(cmd.OutOrStdout()) {
 		return noTerminal(fl)
 	}
+	if fl.readOnly {
+		// Watching never creates a workspace.
+		if _, err := os.Stat(fl.db); err != nil {
+			return fmt.Errorf("--db %s: no workspace there (%v): name the file that holds run %s", fl.db, err, fl.run)
+		}
+	}
 	db, err := openStore(fl.db)
 	if err != nil {
 		return attachedWorkbench(cmd, fl, err)
@@ -172,8 +190,8 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) error {
 		if err != nil {
 			return err
 		}
-		if r.Status == "finished" {
-			return usageError{fmt.Errorf("run %s is finished: 'whale show %s' reports it", runID, runID)}
+		if r.Status == "finished" || fl.readOnly {
+			return watchStored(cmd, db, r, cfg, fl)
 		}
 		dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
 		if err != nil {
@@ -310,14 +328,11 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 		return err
 	}
 	defer st.Close()
-	mode := "attached, read-only"
-	if st.Live {
-		mode = "attached"
-	}
+	ctl, readOnly, mode := viewerControl(cl, info, st.Live, fl)
 	m := tui.New(tui.Options{
 		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds,
-		Events: st.Sub, Control: attach.Control{Client: cl, Run: fl.run}, History: st.History,
+		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History,
 		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
 			recs, err := cl.Samples(fl.run, tui.MaxSamples)
 			for _, r := range recs {
@@ -341,6 +356,60 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "left run %s running in %s\n", fl.run, info.Owner)
 	}
 	return nil
+}
+
+// watchStored opens a stored run that nobody runs to read only: a
+// finished run, or one named with --read-only. Nothing runs and nothing
+// in the workspace changes; export still writes a checkpoint out of it.
+func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Config, fl tuiFlags) error {
+	history, err := engine.StoredEvents(db, r.ID, 0, 0)
+	if err != nil {
+		return err
+	}
+	why, state := "opened with --read-only", "stored, not running"
+	if r.Status == "finished" {
+		why, state = "the run has finished: there is nothing left to steer", "finished"
+	}
+	m := tui.New(tui.Options{
+		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
+		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
+		Samples: tui.StoreSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state,
+		Export: func(id string) (string, error) {
+			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
+			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
+			return dir, err
+		},
+	})
+	_, perr := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run()
+	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
+		return fmt.Errorf("tui: %w", perr)
+	}
+	return nil
+}
+
+// viewerControl is what a viewer of a run another process owns may do:
+// where its commands go, why it may not steer ("" when it may) and the
+// footer's word for it. A run the owner is not running, one opened with
+// --read-only, and one whose owner serves it read-only (a bench) without
+// --steer are watched only.
+func viewerControl(cl *attach.Client, info attach.RunInfo, live bool, fl tuiFlags) (tui.Controller, string, string) {
+	ctl := attach.Control{Client: cl, Run: fl.run, Steer: fl.steer}
+	switch {
+	case !live:
+		return ctl, "the owner (" + info.Owner + ") is not running this run: there is nothing to steer", "attached, read-only"
+	case fl.readOnly:
+		return ctl, "opened with --read-only", "attached, read-only"
+	case info.ReadOnly && !fl.steer:
+		kind := info.OwnerKind
+		if kind == "" {
+			kind = "owner"
+		}
+		return ctl, fmt.Sprintf("run %s belongs to a %s (%s); 'whale tui --db %s --run %s --steer' steers it, and the %s records that",
+			fl.run, kind, info.Owner, fl.db, fl.run, kind), "attached, read-only"
+	case fl.steer:
+		return ctl, "", "attached, steering"
+	}
+	return ctl, "", "attached"
 }
 
 // harnessSource reads a stored harness's source (the workbench's diff).

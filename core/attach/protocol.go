@@ -45,6 +45,10 @@ type request struct {
 	// Limit bounds the samples sent (the newest; 0: all).
 	Limit   int             `json:"limit,omitempty"`
 	Command *engine.Command `json:"command,omitempty"`
+	// Steer says the person asked to steer (`whale tui --steer`): the
+	// runs of an owner that serves viewers read-only (a bench) take
+	// commands only then.
+	Steer bool `json:"steer,omitempty"`
 }
 
 // reply is the answer to every request but events; Error is a sentence.
@@ -72,6 +76,13 @@ type RunInfo struct {
 	Origin *engine.ForkOrigin `json:"origin,omitempty"`
 	// Owner names the process that holds the workspace ("pid 1234").
 	Owner string `json:"owner"`
+	// ReadOnly says the owner serves its runs to viewers read-only unless
+	// they ask to steer (Client.Steer): a bench, whose runs are
+	// measurements that a stray key must not change.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// OwnerKind is what the owner is ("bench"; "" for a run or a
+	// workbench).
+	OwnerKind string `json:"owner_kind,omitempty"`
 }
 
 // Record is one stored sample, as the store keeps it, with its sequence.

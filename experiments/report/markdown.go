@@ -34,7 +34,11 @@ func Markdown(runs []Run, meta Meta) []byte {
 	}
 	p("- Conditions: %s\n", strings.Join(Conditions, ", "))
 	p("- Domains: %s\n", strings.Join(domains(runs), ", "))
-	p("- Compute: %s\n\n", computeText(runs))
+	p("- Compute: %s\n", computeText(runs))
+	if s := steeredText(runs); s != "" {
+		p("- Steered: %s\n", s)
+	}
+	p("\n")
 	for _, n := range meta.Notes {
 		if n = strings.TrimSpace(n); n != "" {
 			p("%s\n\n", n)
@@ -532,4 +536,19 @@ func writeHealth(b *bytes.Buffer, runs []Run, domain string) {
 		p("%s", r)
 	}
 	p("\n")
+}
+
+// steeredText names the runs a person steered (control commands that
+// change what a run computes), "" when none was.
+func steeredText(runs []Run) string {
+	var parts []string
+	for _, r := range runs {
+		if r.Steered > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%s)", r.RunID, plural(r.Steered, "control command")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return joinAnd(parts) + ": a person changed these runs while they ran, so they are not plain measurements of their condition"
 }
