@@ -34,9 +34,9 @@ type tuiFlags struct {
 	// readOnly opens the run to watch only; steer lets a viewer steer a
 	// run whose owner serves it read-only (a bench).
 	readOnly, steer bool
-	seed                           uint64
-	sampleBF16                     bool
-	lora                           loraFlags
+	seed            uint64
+	sampleBF16      bool
+	lora            loraFlags
 	// loraCfg is what --lora-rank and its companions give a new run
 	// (checked before anything opens).
 	loraCfg *model.LoRAConfig
