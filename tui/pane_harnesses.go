@@ -89,14 +89,18 @@ func (p *harnessPane) boardKey(m *Model, k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
 	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
+		kind := "prune"
+		if key.Matches(k, keys.Unprune) {
+			kind = "unprune"
+		}
+		if why := m.steerRefusal(); why != "" {
+			m.err = kind + " refused: " + why
+			return nil
+		}
 		rows := p.rows(m)
 		if p.sel >= len(rows) {
 			m.err = "no harness selected"
 			return nil
-		}
-		kind := "prune"
-		if key.Matches(k, keys.Unprune) {
-			kind = "unprune"
 		}
 		m.send(engine.Command{Kind: kind, Target: rows[p.sel].Hash})
 	}
