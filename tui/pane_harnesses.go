@@ -177,8 +177,8 @@ func (p *harnessPane) view(m *Model, w, h int) []string {
 	case len(m.run.board) == 0:
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
-	out := p.boardTable(m, h-2)
-	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
+	out := p.boardTable(m, h-2, w)
+	return append(out, stMuted.Render("enter diff · x prune · u unprune · k knobs · ↑↓ select · * incumbent"))
 }
 
 func (p *harnessPane) viewKnobs(m *Model, h int) []string {
@@ -230,19 +230,43 @@ func (p *harnessPane) viewDiff(h int) []string {
 	return append(out, stMuted.Render("esc back · ↑↓ scroll"))
 }
 
-// boardTable is the leaderboard's header and up to rows rows, scrolled to
-// keep the selected one in view. It is drawn by hand: bubbles' table pads
-// and styles its cells its own way and cannot draw this layout.
-func (p *harnessPane) boardTable(m *Model, rows int) []string {
+// boardColumns are the leaderboard's columns. As the window narrows they
+// drop in this order: paired gain, fragments, iteration, calls, rank;
+// the incumbent marker (*), id, score and status always stay.
+var boardColumns = []column{
+	{head: "", width: 1},
+	{head: "#", width: 3, drop: 5},
+	{head: "id", width: 8},
+	{head: "fragments (vs parent)", width: 24, drop: 2},
+	{head: "score ± CI", width: 12},
+	{head: "paired gain [95% CI]", width: 22, drop: 1},
+	{head: "calls", width: 6, drop: 4, right: true},
+	{head: "it", width: 4, drop: 3, right: true},
+	{head: "status"},
+}
+
+// boardTable is the leaderboard's header and up to rows rows in w cells,
+// scrolled to keep the selected one in view. It is drawn by hand: bubbles'
+// table pads and styles its cells its own way and cannot drop columns by
+// priority.
+func (p *harnessPane) boardTable(m *Model, rows, w int) []string {
 	b := p.rows(m)
-	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-24s %-15s %-22s %6s %4s %s", "#", "id", "fragments (vs parent)", "score ± CI", "paired gain [95% CI]", "calls", "it", "status"))}
+	widest := len("status")
+	for _, r := range b {
+		widest = max(widest, len([]rune(boardStatus(r))))
+	}
+	kept := fitColumns(boardColumns, w, min(widest, 40))
+	out := []string{stHeader.Render("  " + headLine(boardColumns, kept))}
 	first := max(0, min(p.sel-rows+1, len(b)-rows))
 	for i := first; i < len(b) && i < first+rows; i++ {
 		r := b[i]
-		line := fmt.Sprintf("%-3d %-8s %-24s %.3f ±%.3f %-22s %6d %4d %s", i+1, short(r.Hash), boardMechanism(r.Mechanism, 24),
-			r.Score, (r.CIHi-r.CILo)/2, pairedGain(r), r.Calls, r.Iteration, boardStatus(r))
-		line = listLine(line, i == p.sel)
-		out = append(out, line)
+		mark := " "
+		if r.Status == "incumbent" {
+			mark = "*"
+		}
+		cells := []string{mark, fmt.Sprint(i + 1), short(r.Hash), boardMechanism(r.Mechanism, 24),
+			fmt.Sprintf("%.3f ±%.3f", r.Score, (r.CIHi-r.CILo)/2), pairedGain(r), fmt.Sprint(r.Calls), fmt.Sprint(r.Iteration), boardStatus(r)}
+		out = append(out, listLine(joinCells(boardColumns, kept, cells), i == p.sel))
 	}
 	return out
 }

@@ -28,7 +28,7 @@ func (p runPane) view(m *Model, w, h int) []string {
 		return p.main(m, w, h)
 	}
 	lw := w - max(sideWidth, w*2/5) - 3
-	return sideBySide(fit(p.main(m, lw, h), h), p.side(m, h), lw)
+	return sideBySide(fit(p.main(m, lw, h), h), p.side(m, w-lw-3, h), lw)
 }
 
 // main draws the header, the phase timeline, the charts, patience and
@@ -44,10 +44,15 @@ func (runPane) main(m *Model, w, h int) []string {
 		rounds += fmt.Sprintf("/%d", o.Rounds)
 	}
 	elapsed := m.now.Sub(m.started).Truncate(time.Second)
-	top := []string{
-		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
-		fmt.Sprintf("model calls %d/%s · rollouts %d · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, r.episodes, rounds, r.step, r.iter, elapsed),
+	// The header wraps at " · " rather than lose its last fields.
+	top := wrapParts([]string{stHeader.Render("run " + o.RunID), stMuted.Render(o.Domain), stMuted.Render(o.ModelDesc),
+		stMuted.Render(o.Schedule), stMuted.Render("preset " + o.Preset)}, w)
+	calls := fmt.Sprintf("model calls %d/%s", r.rollouts, of)
+	if o.Budget > 0 {
+		calls += fmt.Sprintf(" (%d left)", max(0, o.Budget-r.rollouts))
 	}
+	top = append(top, wrapParts([]string{calls, fmt.Sprintf("rollouts %d", r.episodes), "round " + rounds,
+		fmt.Sprintf("step %d", r.step), fmt.Sprintf("iteration %d", r.iter), "elapsed " + elapsed.String()}, w)...)
 	if g := r.origin; g != nil {
 		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
 	}
@@ -335,12 +340,12 @@ const (
 
 // side is the right column of a wide Run pane: the leaderboard (up to
 // half the height), then as many of the latest events as fit.
-func (runPane) side(m *Model, h int) []string {
+func (runPane) side(m *Model, w, h int) []string {
 	out := []string{stHeader.Render("harnesses") + stMuted.Render("  (2 to prune, diff or freeze)")}
 	if len(m.run.board) == 0 {
 		out = append(out, stMuted.Render("no leaderboard yet: it appears with the first harness iteration"))
 	} else {
-		out = append(out, m.panes.harnesses.boardTable(m, max(1, min(len(m.run.board), h/2-2)))...)
+		out = append(out, m.panes.harnesses.boardTable(m, max(1, min(len(m.run.board), h/2-2)), w)...)
 	}
 	out = append(out, "", stHeader.Render("events"))
 	l := m.run.log
@@ -361,6 +366,28 @@ func sideBySide(left, right []string, lw int) []string {
 			r = right[i]
 		}
 		out[i] = l + strings.Repeat(" ", max(0, lw-ansi.StringWidth(l))) + sep + r
+	}
+	return out
+}
+
+// wrapParts joins parts with " · " into lines of at most w cells,
+// breaking between parts (a part wider than w gets a line of its own).
+func wrapParts(parts []string, w int) []string {
+	var out []string
+	line := ""
+	for _, p := range parts {
+		switch {
+		case line == "":
+			line = p
+		case ansi.StringWidth(line)+3+ansi.StringWidth(p) <= w:
+			line += " · " + p
+		default:
+			out = append(out, line)
+			line = "  " + p
+		}
+	}
+	if line != "" {
+		out = append(out, line)
 	}
 	return out
 }
