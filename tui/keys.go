@@ -5,7 +5,8 @@ import "github.com/charmbracelet/bubbles/key"
 // keyMap is every key the workbench answers to; `?` shows it whole.
 type keyMap struct {
 	Run, Harnesses, Samples, Checkpoints, Log key.Binding
-	Tab, Up, Down, Enter, Back                key.Binding
+	Tab, Up, Down, PageUp, PageDown, Enter    key.Binding
+	Back                                      key.Binding
 	Force, Pause, Help, Quit                  key.Binding
 	Prune, Unprune, Knobs, Export, Fork       key.Binding
 	Kind, Kept, Reload                        key.Binding
@@ -23,7 +24,9 @@ var keys = keyMap{
 	Tab:         key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 	Up:          key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "up")),
 	Down:        key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "down")),
-	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open sample / harness diff")),
+	PageUp:      key.NewBinding(key.WithKeys("pgup"), key.WithHelp("PgUp", "a page up (lists, log, open views)")),
+	PageDown:    key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("PgDn", "a page down")),
+	Enter:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open: sample, harness diff, a log line or a cut error whole")),
 	Back:        key.NewBinding(key.WithKeys("esc", "backspace"), key.WithHelp("esc", "back")),
 	Force:       key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "force a phase switch (asks y/n)")),
 	Pause:       key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "pause / resume")),
@@ -46,5 +49,5 @@ var keys = keyMap{
 
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
-		k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Export, k.Kind, k.Kept, k.Reload}
+		k.PageUp, k.PageDown, k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Export, k.Kind, k.Kept, k.Reload}
 }

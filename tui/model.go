@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"whale/core/engine"
 	"whale/core/weights"
@@ -99,6 +100,9 @@ type Model struct {
 	// step, or refused; pending are those sent and not yet journaled.
 	ack     string
 	pending []pendingCmd
+	// whole is a footer message shown whole (enter on a cut one).
+	whole     *string
+	wholeView scroller
 	started time.Time
 	now     time.Time
 
@@ -164,6 +168,8 @@ type runView struct {
 	dropped     int
 	paused      bool
 	finished    bool
+	// ended is the last phase end not yet matched with its checkpoint.
+	ended *engine.PhaseRecord
 	// marks are leaderboard rows this workbench pruned or unpruned, shown
 	// before the engine's next board says so (control.go).
 	marks   map[string]rowMark
@@ -203,7 +209,9 @@ type BoardRow = engine.BoardRow
 type checkpoint struct {
 	ID, Weights, Harness string
 	Round, Step          int
-	Val                  float64
+	// Val is val mean@k at the checkpoint's boundary, once known.
+	Val    float64
+	HasVal bool
 }
 
 const logCap = 1000
@@ -228,6 +236,8 @@ func New(opt Options) *Model {
 	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput()}
 	m.panes.harnesses.diffView = newScroller()
 	m.panes.samples.detailView = newScroller()
+	m.panes.log.whole = newScroller()
+	m.wholeView = newScroller()
 	m.status = opt.Status
 	m.started = opt.Now()
 	m.now = m.started
@@ -328,6 +338,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// A message the footer had to cut opens whole on enter; ↑↓ scroll
+	// it and any other key closes it.
+	if m.whole != nil {
+		if key.Matches(k, keys.Up) || key.Matches(k, keys.Down) || key.Matches(k, keys.PageUp) || key.Matches(k, keys.PageDown) {
+			m.wholeView.update(k)
+			return m, nil
+		}
+		m.whole = nil
+		m.wholeView.top()
+		return m, nil
+	}
+	if msg := m.footerMessage(); msg != "" && ansi.StringWidth(msg) > m.width && key.Matches(k, keys.Enter) {
+		m.whole, m.err = &msg, ""
+		return m, nil
+	}
 	m.err = ""
 	if m.filtering {
 		m.filterKey(k)

@@ -178,30 +178,42 @@ func TestPaneGolden(t *testing.T) {
 		keys []string
 		w, h int
 		wait string // text the program must show before it is stopped
+		err  error  // what the controller answers
 	}{
-		{"run_80x24", nil, 80, 24, ""},
-		{"run_120x30", nil, 120, 30, ""},
-		{"run_160x48", nil, 160, 48, ""},
-		{"run_140x24", nil, 140, 24, ""},
-		{"harnesses_160x48", []string{"2", "down"}, 160, 48, ""},
-		{"checkpoints_160x48", []string{"4"}, 160, 48, ""},
-		{"harnesses_80x24", []string{"2", "down"}, 80, 24, ""},
-		{"samples_80x24", []string{"3"}, 80, 24, ""},
-		{"samples_kept_80x24", []string{"3", "a"}, 80, 24, ""},
-		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24, ""},
-		{"checkpoints_80x24", []string{"4"}, 80, 24, ""},
-		{"log_80x24", []string{"5"}, 80, 24, ""},
-		{"help_80x24", []string{"?"}, 80, 24, ""},
-		{"confirm_80x24", []string{"f"}, 80, 24, ""},
-		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24, "FORMAT_RETRIES = 2"},
-		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24, ""},
-		{"fork_confirm_80x24", []string{"4", "r"}, 80, 24, ""},
+		{"run_80x24", nil, 80, 24, "", nil},
+		{"run_120x30", nil, 120, 30, "", nil},
+		{"run_160x48", nil, 160, 48, "", nil},
+		{"run_140x24", nil, 140, 24, "", nil},
+		{"harnesses_160x48", []string{"2", "down"}, 160, 48, "", nil},
+		{"checkpoints_160x48", []string{"4"}, 160, 48, "", nil},
+		{"harnesses_80x24", []string{"2", "down"}, 80, 24, "", nil},
+		{"samples_80x24", []string{"3"}, 80, 24, "", nil},
+		{"samples_kept_80x24", []string{"3", "a"}, 80, 24, "", nil},
+		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24, "", nil},
+		{"checkpoints_80x24", []string{"4"}, 80, 24, "", nil},
+		{"log_80x24", []string{"5"}, 80, 24, "", nil},
+		{"help_80x24", []string{"?"}, 80, 24, "", nil},
+		{"confirm_80x24", []string{"f"}, 80, 24, "", nil},
+		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24, "FORMAT_RETRIES = 2", nil},
+		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24, "", nil},
+		{"fork_confirm_80x24", []string{"4", "r"}, 80, 24, "", nil},
+		{"samples_160x48", []string{"3"}, 160, 48, "", nil},
+		{"sample_detail_160x48", []string{"3", "enter"}, 160, 48, "", nil},
+		{"log_160x48", []string{"5"}, 160, 48, "", nil},
+		{"log_open_80x24", []string{"5", "up", "up", "up", "up", "up", "enter"}, 80, 24, "", nil},
+		{"help_160x48", []string{"?"}, 160, 48, "", nil},
+		{"confirm_160x48", []string{"f"}, 160, 48, "", nil},
+		{"queued_80x24", []string{"2", "down", "x"}, 80, 24, "", nil},
+		{"error_long_80x24", []string{"f", "y"}, 80, 24, "", errLong},
+		{"error_long_160x48", []string{"f", "y"}, 160, 48, "", errLong},
+		{"error_whole_80x24", []string{"f", "y", "enter"}, 80, 24, "", errLong},
+		{"knobs_80x24", []string{"2", "k"}, 80, 24, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The real program loop drives the model: the size arrives
 			// as a WindowSizeMsg, keys one message each, and commands
 			// (the diff's source load) run as they would on a terminal.
-			tm := teatest.NewTestModel(t, newTest(t, &fakeControl{}), teatest.WithInitialTermSize(tc.w, tc.h))
+			tm := teatest.NewTestModel(t, newTest(t, &fakeControl{err: tc.err}), teatest.WithInitialTermSize(tc.w, tc.h))
 			for _, k := range tc.keys {
 				tm.Send(keyMsg(k))
 			}
@@ -590,3 +602,6 @@ func TestScrolledViewsStopAtTheirEnds(t *testing.T) {
 		t.Fatalf("a reopened sample does not start at its top:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// errLong is an owner's refusal longer than any screen is wide.
+var errLong = errors.New("run math-test belongs to a bench (pid 4242) and is read-only to viewers: 'whale tui --db /home/someone/experiments/bench.db --run math-test --steer' steers it, and the bench records that it was steered, in RESULTS.md and in runs.jsonl beside it")

@@ -15,9 +15,13 @@ import (
 func (m *Model) View() string {
 	w, h := max(20, m.width), max(6, m.height)
 	var body []string
-	if m.help {
+	switch {
+	case m.whole != nil:
+		m.wholeView.set(wholeLines(*m.whole, w), h-3)
+		body = append(m.wholeView.window(), stMuted.Render("↑↓ scroll · any other key closes"))
+	case m.help:
 		body = m.viewHelp()
-	} else {
+	default:
 		body = m.focused().view(m, w, h-2)
 	}
 	if f := m.filter[m.pane]; f != "" && !m.filtering && m.pane != paneRun {
@@ -63,7 +67,11 @@ func (m *Model) viewFooter() string {
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":
-		return stError.Render("error: " + m.err)
+		msg := "error: " + m.err
+		if w := max(20, m.width); ansi.StringWidth(msg) > w {
+			return stError.Render(ansi.Truncate(msg, w-14, "…")) + stMuted.Render(" enter: whole")
+		}
+		return stError.Render(msg)
 	}
 	state := "running"
 	switch {
@@ -124,4 +132,13 @@ func listLine(line string, selected bool) string {
 		return stSelected.Render("> " + line)
 	}
 	return "  " + line
+}
+
+// footerMessage is the error the footer shows, in full ("" for none).
+// (An acknowledgement is also a log line, which opens whole there.)
+func (m *Model) footerMessage() string {
+	if m.err != "" {
+		return "error: " + m.err
+	}
+	return ""
 }

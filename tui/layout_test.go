@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"whale/core/engine"
+)
+
+// The engine keeps a phase's checkpoint before it reports the phase's
+// end: the checkpoint's val is the one measured at that boundary, not the
+// one before the phase.
+func TestCheckpointValIsTheValAtItsBoundary(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	m.apply(ev(t, 13, engine.EvCheckpoint, 1, 3, 2, 120, map[string]any{"id": "math-test/01-harness", "weights": "wwwwwwww9999", "harness": "aaaaaaaa1111"}))
+	m.apply(ev(t, 14, engine.EvPhaseEnded, 1, 3, 2, 120, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 1, ValBefore: 0.36, ValAfter: 0.47}))
+	cs := m.run.checkpoints
+	if c := cs[len(cs)-1]; !c.HasVal || c.Val != 0.47 {
+		t.Fatalf("checkpoint %+v: want val 0.470, measured at its boundary", c)
+	}
+	m.Update(sizeMsg(80, 24))
+	press(m, "4")
+	if v := m.View(); !strings.Contains(v, "val mean@8") || !strings.Contains(v, "0.470") {
+		t.Fatalf("checkpoints pane:\n%s", v)
+	}
+}
+
+// Every header field is on screen at 80 and 160 columns.
+func TestHeaderFits(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		m := newTest(t, &fakeControl{})
+		m.Update(sizeMsg(w, 24))
+		if v := m.View(); !strings.Contains(v, "elapsed 1m15s") || !strings.Contains(v, "preset tiny") {
+			t.Fatalf("at %d columns the header lost a field:\n%s", w, v)
+		}
+	}
+}
+
+// At 80 columns the leaderboard keeps every row's status and the
+// incumbent's marker.
+func TestNarrowBoardKeepsStatusAndMarker(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	m.Update(sizeMsg(80, 24))
+	press(m, "2")
+	v := m.View()
+	for _, want := range []string{"* 1", "incumbent", "candidate", "pruned"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("80-column board lacks %q:\n%s", want, v)
+		}
+	}
+	for i, l := range strings.Split(v, "\n") {
+		if ansi.StringWidth(l) > 80 {
+			t.Fatalf("line %d is %d wide", i, ansi.StringWidth(l))
+		}
+	}
+}
+
+// A log line cut at the window's edge opens whole on enter.
+func TestCutLogLineOpensWhole(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	m.Update(sizeMsg(80, 24))
+	press(m, "5", "up", "up", "up", "up", "up")
+	if strings.Contains(m.View(), "kept 38%") {
+		t.Fatal("the phase-end line fits at 80 columns: the test needs a cut one")
+	}
+	press(m, "enter")
+	if v := m.View(); !strings.Contains(strings.ReplaceAll(v, "\n", " "), "kept 38%") {
+		t.Fatalf("the opened line is not whole:\n%s", v)
+	}
+	press(m, "esc")
+	if strings.Contains(m.View(), "esc back") {
+		t.Fatal("esc did not close the opened line")
+	}
+}
+
+// An error longer than the footer opens whole on enter.
+func TestCutErrorOpensWhole(t *testing.T) {
+	m := newTest(t, &fakeControl{err: errLong})
+	m.Update(sizeMsg(80, 24))
+	press(m, "f", "y")
+	if f := footer(m); !strings.Contains(f, "enter: whole") {
+		t.Fatalf("cut error footer: %q", f)
+	}
+	press(m, "enter")
+	if v := strings.ReplaceAll(m.View(), "\n", " "); !strings.Contains(v, "runs.jsonl beside it") {
+		t.Fatalf("the error is not whole:\n%s", m.View())
+	}
+	press(m, "1")
+	if strings.Contains(m.View(), "runs.jsonl") {
+		t.Fatal("a key did not close the whole error")
+	}
+}
