@@ -103,8 +103,8 @@ type Model struct {
 	// whole is a footer message shown whole (enter on a cut one).
 	whole     *string
 	wholeView scroller
-	started time.Time
-	now     time.Time
+	started   time.Time
+	now       time.Time
 
 	run   runView
 	panes struct {

@@ -87,7 +87,6 @@ func (p *logPane) view(m *Model, w, h int) []string {
 	return append(out, stMuted.Render(fmt.Sprintf("↑↓ PgUp PgDn select · enter open whole · line %d of %d", sel+1, len(l))))
 }
 
-
 // wholeLines is text wrapped to w, every line of it.
 func wholeLines(text string, w int) []string {
 	return strings.Split(ansi.Wrap(text, max(10, w), ""), "\n")
