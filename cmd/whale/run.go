@@ -452,7 +452,13 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	<-done
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with 'whale resume %s'\n", eng.RunID)
+			// Ctrl-C is how a person stops a run: it stops at a resume
+			// point, so the command succeeds after saying how to go on.
+			if !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(log, "while stopping: %v\n", err)
+			}
+			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with %s\n", resumeHint(eng.RunID, db.Path()))
+			return nil
 		}
 		return err
 	}

@@ -296,9 +296,9 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	}
 	st := eng.State()
 	if st.Done {
-		fmt.Fprintf(cmd.ErrOrStderr(), "run %s finished: 'whale show %s'\n", eng.RunID, eng.RunID)
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s finished: %s reports it\n", eng.RunID, showHint(eng.RunID, db.Path()))
 	} else {
-		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: 'whale tui --run %s' or 'whale resume %s --headless' continues it\n", eng.RunID, eng.RunID, eng.RunID)
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: %s continues it\n", eng.RunID, resumeHint(eng.RunID, db.Path()))
 	}
 	return forkID, nil
 }
