@@ -1,10 +1,14 @@
 package tui
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
 
 	"whale/core/engine"
 )
@@ -90,5 +94,28 @@ func TestCutErrorOpensWhole(t *testing.T) {
 	press(m, "1")
 	if strings.Contains(m.View(), "runs.jsonl") {
 		t.Fatal("a key did not close the whole error")
+	}
+}
+
+// Long work shows a bar with its rollouts and an ETA, and the ledger per
+// purpose against the budget.
+func TestProgressBarAndLedger(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		m := newTest(t, &fakeControl{})
+		t0 := m.opt.Now()
+		m.opt.Progress = func() engine.Progress {
+			return engine.Progress{What: "val evaluation", Done: 12, Total: 48, Since: t0.Add(-30 * time.Second), Budget: 200,
+				Ledger: engine.Ledger{TrainCalls: 64, SearchCalls: 48, EvalCalls: 96}}
+		}
+		tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(size[0], size[1]))
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("ETA")) },
+			teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+		v := m.View()
+		for _, want := range []string{"val evaluation", "12/48 rollouts", "ETA 1m30s", "training 64 calls", "search 48 calls", "88 left", "evaluation 96 calls"} {
+			if !strings.Contains(v, want) {
+				t.Fatalf("%dx%d: the Run pane lacks %q:\n%s", size[0], size[1], want, v)
+			}
+		}
+		goldenView(t, tm, fmt.Sprintf("run_progress_%dx%d", size[0], size[1]), size[0], size[1])
 	}
 }

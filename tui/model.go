@@ -61,6 +61,10 @@ type Options struct {
 	// viewer of a run a bench owns, or one opened with --read-only): keys
 	// that change the run are refused with it.
 	ReadOnly string
+	// Progress, when set, is polled on every tick: the work in flight
+	// (a bar with its rollouts and an ETA) and the ledger per purpose.
+	// Only the process that runs the engine has it.
+	Progress func() engine.Progress
 	// Status is the footer's state at the start ("" : running), for a
 	// stored run that nothing runs.
 	Status string
@@ -100,6 +104,8 @@ type Model struct {
 	// step, or refused; pending are those sent and not yet journaled.
 	ack     string
 	pending []pendingCmd
+	// prog is the last polled progress (nil without Options.Progress).
+	prog *engine.Progress
 	// whole is a footer message shown whole (enter on a cut one).
 	whole     *string
 	wholeView scroller
@@ -287,6 +293,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 	case tickMsg:
 		m.now = m.opt.Now()
+		if m.opt.Progress != nil {
+			p := m.opt.Progress()
+			m.prog = &p
+		}
 		return m, tick()
 	case eventsMsg:
 		for _, ev := range msg.events {

@@ -53,6 +53,7 @@ func (runPane) main(m *Model, w, h int) []string {
 	}
 	top = append(top, wrapParts([]string{calls, fmt.Sprintf("rollouts %d", r.episodes), "round " + rounds,
 		fmt.Sprintf("step %d", r.step), fmt.Sprintf("iteration %d", r.iter), "elapsed " + elapsed.String()}, w)...)
+	top = append(top, m.progressLines(w)...)
 	if g := r.origin; g != nil {
 		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
 	}
@@ -368,6 +369,32 @@ func sideBySide(left, right []string, lw int) []string {
 		out[i] = l + strings.Repeat(" ", max(0, lw-ansi.StringWidth(l))) + sep + r
 	}
 	return out
+}
+
+// progressLines are the work in flight as a bar with its rollouts and an
+// ETA, and the ledger per purpose against the budget; none without a
+// polled progress (a viewer of another process's run).
+func (m *Model) progressLines(w int) []string {
+	p := m.prog
+	if p == nil {
+		return nil
+	}
+	var out []string
+	if p.Total > 0 && p.Done < p.Total {
+		eta := "ETA —"
+		if d, ok := p.ETA(m.now); ok {
+			eta = "ETA " + d.Round(time.Second).String()
+		}
+		bw := max(5, min(20, w/5))
+		out = append(out, wrapParts([]string{fmt.Sprintf("%s %s %d/%d rollouts", p.What, bar(p.Done, p.Total, bw), p.Done, p.Total), eta}, w)...)
+	}
+	l := p.Ledger
+	parts := []string{fmt.Sprintf("ledger: training %d calls", l.TrainCalls), fmt.Sprintf("search %d calls", l.SearchCalls)}
+	if p.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("budget %d used, %d left", l.Budgeted(), max(0, p.Budget-l.Budgeted())))
+	}
+	parts = append(parts, fmt.Sprintf("evaluation %d calls (outside the budget)", l.EvalCalls))
+	return append(out, wrapParts(parts, w)...)
 }
 
 // wrapParts joins parts with " · " into lines of at most w cells,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"whale/core/engine"
 )
 
 func TestPrintedCommandsNameTheWorkspace(t *testing.T) {
@@ -75,4 +77,17 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A headless run's lines say the budget used and left per ledger, and the
+// bar names the work in flight with its ETA.
+func TestHeadlessLinesShowLedgerAndWork(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := engine.Progress{What: "val evaluation", Done: 8, Total: 32, Since: t0, Budget: 200, Ledger: engine.Ledger{TrainCalls: 64, SearchCalls: 48, EvalCalls: 30}}
+	if got, want := ledgerText(p), "ledger: training 64, search 48 model calls (budget 200: 112 used, 88 left); evaluation 30 apart"; got != want {
+		t.Errorf("ledgerText = %q, want %q", got, want)
+	}
+	if got, want := workText(p, t0.Add(16*time.Second)), "  val evaluation 8/32, ETA 48s  budget 88 left"; got != want {
+		t.Errorf("workText = %q, want %q", got, want)
+	}
 }

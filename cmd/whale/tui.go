@@ -257,7 +257,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
-		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
+		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID), Progress: eng.Progress,
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {

@@ -123,6 +123,8 @@ type Engine struct {
 	traces  []string
 	broker  *Broker[Event]
 	control chan Command
+	// prog is the work in flight, for screens (Progress).
+	prog progress
 
 	// clock is when the work toward the next resume point began (zero
 	// outside Run): saveResume adds the time since to the run's compute
@@ -642,7 +644,8 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 }
 
 func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
-	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix}
+	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix,
+		Progress: e.progressOf(prefix)}
 }
 
 func modelCalls(ts []harnesses.Trajectory) int {
