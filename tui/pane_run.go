@@ -386,7 +386,8 @@ func (m *Model) progressLines(w int) []string {
 			eta = "ETA " + d.Round(time.Second).String()
 		}
 		bw := max(5, min(20, w/5))
-		out = append(out, wrapParts([]string{fmt.Sprintf("%s %s %d/%d rollouts", p.What, bar(p.Done, p.Total, bw), p.Done, p.Total), eta}, w)...)
+		took := m.now.Sub(p.Since).Truncate(time.Second).String() + " so far"
+		out = append(out, wrapParts([]string{fmt.Sprintf("%s %s %d/%d rollouts", p.What, bar(p.Done, p.Total, bw), p.Done, p.Total), took, eta}, w)...)
 	}
 	l := p.Ledger
 	parts := []string{fmt.Sprintf("ledger: training %d calls", l.TrainCalls), fmt.Sprintf("search %d calls", l.SearchCalls)}

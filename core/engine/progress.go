@@ -17,6 +17,10 @@ type Progress struct {
 	What        string    `json:"what,omitempty"`
 	Done, Total int       // rollouts of that work
 	Since       time.Time `json:"since"`
+	// Last is how long the last finished work of the same name and size
+	// took (0: none yet): the ETA before the first rollout is done (a
+	// policy that cannot stream finishes them all at once).
+	Last time.Duration `json:"last,omitempty"`
 	// Ledger is the run's ledger at its last event (model calls per
 	// purpose: training and search count against the budget).
 	Ledger Ledger `json:"ledger"`
@@ -27,10 +31,16 @@ type Progress struct {
 // ETA is the time the work in flight still needs at the pace of its
 // done rollouts; false before the first is done or once all are.
 func (p Progress) ETA(now time.Time) (time.Duration, bool) {
-	if p.Done <= 0 || p.Total <= p.Done || p.Since.IsZero() {
+	if p.Total <= p.Done || p.Since.IsZero() {
 		return 0, false
 	}
 	el := now.Sub(p.Since)
+	if p.Done <= 0 {
+		if p.Last <= 0 {
+			return 0, false
+		}
+		return max(0, p.Last-el), true
+	}
 	return time.Duration(float64(el) / float64(p.Done) * float64(p.Total-p.Done)), true
 }
 
@@ -38,6 +48,13 @@ func (p Progress) ETA(now time.Time) (time.Duration, bool) {
 type progress struct {
 	mu sync.Mutex
 	p  Progress
+	// took is how long the last finished work of each name and size took.
+	took map[workKey]time.Duration
+}
+
+type workKey struct {
+	what  string
+	total int
 }
 
 // Progress returns the snapshot of the work in flight. Safe to call from
@@ -57,11 +74,20 @@ func (e *Engine) progressOf(prefix string) func(done, total int) {
 	return func(done, total int) {
 		e.prog.mu.Lock()
 		defer e.prog.mu.Unlock()
-		if e.prog.p.What != what || done == 0 || e.prog.p.Total != total || done < e.prog.p.Done {
+		pr := &e.prog
+		now := time.Now()
+		if pr.p.What != what || done == 0 || pr.p.Total != total || done < pr.p.Done {
 			// A new piece of work begins.
-			e.prog.p.What, e.prog.p.Since = what, time.Now()
+			pr.p.What, pr.p.Since = what, now
+			pr.p.Last = pr.took[workKey{what, total}]
 		}
-		e.prog.p.Done, e.prog.p.Total = done, total
+		pr.p.Done, pr.p.Total = done, total
+		if done == total && total > 0 {
+			if pr.took == nil {
+				pr.took = map[workKey]time.Duration{}
+			}
+			pr.took[workKey{what, total}] = now.Sub(pr.p.Since)
+		}
 	}
 }
 

@@ -12,6 +12,10 @@ func TestProgressETA(t *testing.T) {
 	if eta, ok := p.ETA(t0.Add(20 * time.Second)); !ok || eta != 60*time.Second {
 		t.Fatalf("ETA = %v %v, want 1m0s (10 done in 20s, 30 to go)", eta, ok)
 	}
+	// Before the first rollout is done: the last such work's time.
+	if eta, ok := (Progress{Total: 40, Since: t0, Last: 50 * time.Second}).ETA(t0.Add(20 * time.Second)); !ok || eta != 30*time.Second {
+		t.Fatalf("ETA from the last run = %v %v, want 30s", eta, ok)
+	}
 	for _, q := range []Progress{{Done: 0, Total: 40, Since: t0}, {Done: 40, Total: 40, Since: t0}} {
 		if _, ok := q.ETA(t0.Add(time.Second)); ok {
 			t.Fatalf("ETA of %+v should be unknown", q)
