@@ -61,6 +61,9 @@ type Options struct {
 	// viewer of a run a bench owns, or one opened with --read-only): keys
 	// that change the run are refused with it.
 	ReadOnly string
+	// Gold, when set, is the gold answer of a task by id (the sample
+	// inspector shows it beside what the sample answered).
+	Gold func(taskID string) (string, bool)
 	// Progress, when set, is polled on every tick: the work in flight
 	// (a bar with its rollouts and an ETA) and the ledger per purpose.
 	// Only the process that runs the engine has it.
@@ -255,6 +258,18 @@ func New(opt Options) *Model {
 	return m
 }
 
+// gold is a task's gold answer, "—" when unknown.
+func (m *Model) gold(taskID string) (string, bool) {
+	if m.opt.Gold == nil {
+		return "—", false
+	}
+	g, ok := m.opt.Gold(taskID)
+	if !ok {
+		return "—", false
+	}
+	return g, true
+}
+
 // Stop cancels the run the model started; the engine stops at its next
 // check and keeps its last resume point.
 func (m *Model) Stop() { m.cancel() }
@@ -297,10 +312,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p := m.opt.Progress()
 			m.prog = &p
 		}
+		// The Samples pane follows the run live: it reloads (a store
+		// read, in a tea.Cmd) once new samples exist, at most once a
+		// second.
+		sp := &m.panes.samples
+		if m.pane == paneSamples && sp.stale && !sp.loading && m.now.Sub(sp.loadedAt) >= time.Second {
+			sp.stale, sp.loadedAt = false, m.now
+			return m, tea.Batch(tick(), sp.load(m.opt.Samples))
+		}
 		return m, tick()
 	case eventsMsg:
 		for _, ev := range msg.events {
 			m.apply(ev)
+			if ev.Kind == engine.EvWeightStep || ev.Kind == engine.EvHarnessIteration {
+				m.panes.samples.stale = true // new samples are stored
+			}
 		}
 		m.run.dropped += msg.dropped
 		if msg.closed {

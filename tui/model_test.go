@@ -22,6 +22,7 @@ import (
 	"whale/core/engine"
 	"whale/core/eval"
 	"whale/core/weights"
+	"whale/data"
 	"whale/harnesses"
 )
 
@@ -105,7 +106,8 @@ func sample(seq uint64, kept bool, why string) Sample {
 	return Sample{Seq: seq, SampleRecord: engine.SampleRecord{Kind: "w", Step: 2, Round: 1, Kept: kept, Why: why, Harness: "aaaaaaaa1111",
 		Trajectory: harnesses.Trajectory{TaskID: "math-17", Reward: 0.2, Turns: 2,
 			Messages: []harnesses.Message{{Role: "user", Content: "What is 6 * 7?"}, {Role: "assistant", Content: "Answer: 41"}},
-			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop"}},
+			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop", Action: &data.Action{Kind: data.ActAnswer, Text: "41"}, Outcome: string(data.ActAnswer)}},
+			Failure:  data.FailureKind(why),
 			Tools:    []harnesses.ToolCall{{Turn: 1, Tool: "calc", Args: "6*7", Shown: "42"}}}}}
 }
 
@@ -123,6 +125,7 @@ func newTest(t *testing.T, ctl Controller) *Model {
 			return "", errors.New("not archived")
 		},
 		Fork: func(string) {},
+		Gold: func(id string) (string, bool) { return "42", id == "math-17" },
 		Now:  func() time.Time { return t0.Add(75 * time.Second) }})
 	m.started = t0
 	m.Update(tickMsg(t0))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -102,10 +103,19 @@ func (m *Model) viewFooter() string {
 }
 
 func (m *Model) viewHelp() []string {
-	// The five pane keys share one line so the map fits 80×24.
-	out := []string{stHeader.Render("Keys"), "", fmt.Sprintf("  %-8s %s", "1-5", "panes: run, harnesses, samples, checkpoints, log")}
-	for _, b := range keys.all()[5:] {
-		out = append(out, fmt.Sprintf("  %-8s %s", b.Help().Key, b.Help().Desc))
+	// Keys that go together share a line, so the map fits 80×24.
+	out := []string{stHeader.Render("Keys"), ""}
+	line := func(k, desc string) { out = append(out, fmt.Sprintf("  %-12s %s", k, desc)) }
+	line("1-5", "panes: run, harnesses, samples, checkpoints, log")
+	for _, b := range []key.Binding{keys.Tab} {
+		line(b.Help().Key, b.Help().Desc)
+	}
+	line("↑↓ PgUp PgDn", "move in a list, scroll an open view")
+	for _, b := range keys.all()[10:] {
+		if b.Help().Key == "" {
+			continue
+		}
+		line(b.Help().Key, b.Help().Desc)
 	}
 	return append(out, "", stMuted.Render("any key closes this"))
 }

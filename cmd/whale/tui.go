@@ -21,6 +21,7 @@ import (
 	"whale/core/engine"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/data"
 	"whale/data/domains"
 	"whale/tui"
 )
@@ -257,7 +258,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
-		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID), Progress: eng.Progress,
+		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
@@ -332,7 +333,7 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 	m := tui.New(tui.Options{
 		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds,
-		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History,
+		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History, Gold: goldOf(cfg),
 		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
 			recs, err := cl.Samples(fl.run, tui.MaxSamples)
 			for _, r := range recs {
@@ -373,7 +374,7 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 	m := tui.New(tui.Options{
 		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
-		Samples: tui.StoreSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state,
+		Samples: tui.StoreSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
@@ -385,6 +386,35 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 		return fmt.Errorf("tui: %w", perr)
 	}
 	return nil
+}
+
+// goldOf returns the gold answers of a run's tasks for the sample
+// inspector of a run this process does not run: its domain is generated
+// again from the run's data seed (once, on first use). A domain that does
+// not open (one imported with --data) leaves the answers unknown.
+func goldOf(cfg engine.Config) func(taskID string) (string, bool) {
+	var once sync.Once
+	var answers map[string]string
+	return func(id string) (string, bool) {
+		once.Do(func() {
+			answers = map[string]string{}
+			dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
+			if err != nil {
+				return
+			}
+			for _, split := range []string{data.SplitTrain, data.SplitVal, data.SplitAudit, data.SplitTest} {
+				ts, err := dom.Tasks(split)
+				if err != nil {
+					continue
+				}
+				for _, t := range ts {
+					answers[t.ID] = t.Answer
+				}
+			}
+		})
+		a, ok := answers[id]
+		return a, ok
+	}
 }
 
 // viewerControl is what a viewer of a run another process owns may do:

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"whale/data"
 )
 
 // Progress is the run's work in flight, for screens that poll it (the
@@ -113,4 +115,18 @@ func workName(prefix string) string {
 		return "null-policy audit"
 	}
 	return "weight-step rollouts"
+}
+
+// Gold is the gold answer of one of the run's tasks, by id (the
+// workbench's sample inspector); false for a task the run does not hold.
+// Safe from any goroutine: the run's task lists never change.
+func (e *Engine) Gold(taskID string) (string, bool) {
+	for _, ts := range [][]data.Task{e.train, e.val, e.audit, e.test} {
+		for _, t := range ts {
+			if t.ID == taskID {
+				return t.Answer, true
+			}
+		}
+	}
+	return "", false
 }
