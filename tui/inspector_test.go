@@ -110,3 +110,18 @@ func runCmds(m *Model, cmd tea.Cmd) {
 		// a tick: not run
 	}
 }
+
+// PgDn scrolls an open sample by a page.
+func TestOpenSamplePages(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	long := sample(9, false, "wrong_answer")
+	long.Trajectory.Messages[0].Content = strings.Repeat("a long problem statement line. ", 200)
+	m.Update(samplesMsg{samples: []Sample{long}})
+	m.Update(sizeMsg(80, 24))
+	press(m, "3", "enter")
+	before := m.View()
+	m.Update(tea.KeyMsg{Type: tea.KeyPgDown})
+	if m.View() == before || m.panes.samples.detailView.vp.YOffset < 10 {
+		t.Fatalf("PgDn did not scroll the open sample (offset %d)", m.panes.samples.detailView.vp.YOffset)
+	}
+}

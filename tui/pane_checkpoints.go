@@ -61,6 +61,10 @@ func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
+	case key.Matches(k, keys.PageUp):
+		p.sel = max(0, p.sel-max(1, m.height-5))
+	case key.Matches(k, keys.PageDown):
+		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
 	}
 	return nil
 }

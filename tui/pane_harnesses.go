@@ -88,6 +88,10 @@ func (p *harnessPane) boardKey(m *Model, k tea.KeyMsg) tea.Cmd {
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
+	case key.Matches(k, keys.PageUp):
+		p.sel = max(0, p.sel-max(1, m.height-5))
+	case key.Matches(k, keys.PageDown):
+		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
 	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
 		kind := "prune"
 		if key.Matches(k, keys.Unprune) {
