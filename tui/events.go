@@ -42,7 +42,7 @@ func (m *Model) apply(ev engine.Event) {
 		line = m.phaseStarted(ev, d)
 	case engine.WeightStepData:
 		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Calls, mean: d.RewardMean})
-		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
+		r.lastStep, r.patience, r.phase = &d, &d.Patience, engine.PhaseWeights
 		r.entropies = append(r.entropies, d.Entropy)
 		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f, entropy %.3f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Entropy)
 		if d.Skipped != "" {

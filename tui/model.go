@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"whale/core/engine"
-	"whale/core/weights"
 )
 
 // Controller is where control commands go: the engine in a run, a fake in
@@ -168,7 +167,7 @@ type runView struct {
 	entropies   []float64
 	spreads     []float64
 	patience    *engine.Patience
-	stats       *weights.Stats
+	lastStep    *engine.WeightStepData // the last weight step
 	board       []BoardRow
 	knobs       []string
 	frozen      map[string]bool

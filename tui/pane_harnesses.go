@@ -8,7 +8,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"whale/core/engine"
-	"whale/harnesses"
 )
 
 // harnessPane is the Harnesses pane: the leaderboard; the incumbent's
@@ -138,7 +137,7 @@ func (p *harnessPane) openDiff(m *Model) tea.Cmd {
 }
 
 // loadDiff reads both sources through src (store I/O, so in a tea.Cmd) and
-// diffs them with harnesses.Diff, the diff `whale harness diff` prints.
+// diffs them as `whale harness diff` does (engine.DiffHarnesses).
 func loadDiff(src func(hash string) (string, error), hash, against string) tea.Cmd {
 	return func() tea.Msg {
 		a, err := src(against)
@@ -149,7 +148,7 @@ func loadDiff(src func(hash string) (string, error), hash, against string) tea.C
 		if err != nil {
 			return diffMsg{hash: hash, against: against, err: fmt.Errorf("harness %s: %w", short(hash), err)}
 		}
-		d := harnesses.Diff("incumbent", a, "harness", b)
+		d := engine.DiffHarnesses("incumbent", a, "harness", b)
 		return diffMsg{hash: hash, against: against, lines: strings.Split(strings.TrimSuffix(d, "\n"), "\n")}
 	}
 }

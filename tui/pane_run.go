@@ -63,7 +63,8 @@ func (runPane) main(m *Model, w, h int) []string {
 	top = append(top, "")
 
 	bottom := append([]string{""}, r.patienceLines(w)...)
-	if s := r.stats; s != nil {
+	if r.lastStep != nil {
+		s := r.lastStep.Stats
 		rej := make([]string, 0, len(s.Rejected))
 		for _, k := range sortedKeys(s.Rejected) {
 			rej = append(rej, fmt.Sprintf("%s %d", k, s.Rejected[k]))

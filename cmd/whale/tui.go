@@ -258,7 +258,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.Budget, Rounds: eng.Cfg.MaxRounds,
-		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
+		Events: sub, Control: eng, History: history, Samples: storeSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
@@ -374,7 +374,7 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 	m := tui.New(tui.Options{
 		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
-		Samples: tui.StoreSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
+		Samples: storeSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
@@ -448,4 +448,10 @@ func harnessSource(db *store.DB) func(hash string) (string, error) {
 		h, err := db.GetHarness(hash)
 		return h.Source, err
 	}
+}
+
+// storeSamples is a loader of run's samples from db, newest first (the
+// workbench's Samples pane, run in a tea.Cmd).
+func storeSamples(db *store.DB, run string) func() ([]tui.Sample, error) {
+	return tui.SampleLoader(run, func(fn func(seq uint64, rec []byte) error) error { return db.Samples(run, 0, fn) })
 }
