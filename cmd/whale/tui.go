@@ -51,9 +51,10 @@ func newTUICmd() *cobra.Command {
 		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
 			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
 			"Without --run it offers to resume the newest unfinished run in --db, else starts a new run with\n" +
-			"the embedded model (or --model). q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.\n" +
+			"the embedded model (or --model). q quits at once; 'whale tui --run ID' or 'whale resume ID --headless' continues later.\n" +
 			"When another whale process (a run, a workbench, a bench) holds --db, --run ID attaches to that\n" +
-			"run: its events stream from the owner, commands go to it, and q leaves it running.",
+			"run: its events stream from the owner, commands go to it, and q leaves it running. A bench's runs\n" +
+			"are read-only to viewers unless --steer (the bench marks a steered run); --read-only watches any run.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
