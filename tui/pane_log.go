@@ -89,5 +89,5 @@ func (p *logPane) view(m *Model, w, h int) []string {
 
 // wholeLines is text wrapped to w, every line of it.
 func wholeLines(text string, w int) []string {
-	return strings.Split(ansi.Wrap(text, max(10, w), ""), "\n")
+	return strings.Split(ansi.Hardwrap(ansi.Wordwrap(text, max(10, w), ""), max(10, w), true), "\n")
 }
