@@ -87,7 +87,29 @@ func (p *logPane) view(m *Model, w, h int) []string {
 	return append(out, stMuted.Render(fmt.Sprintf("↑↓ PgUp PgDn select · enter open whole · line %d of %d", sel+1, len(l))))
 }
 
-// wholeLines is text wrapped to w, every line of it.
+// wholeLines is text wrapped to w, every line of it: at spaces only (a
+// command in the text stays copyable), a word wider than w cut hard.
 func wholeLines(text string, w int) []string {
-	return strings.Split(ansi.Hardwrap(ansi.Wordwrap(text, max(10, w), ""), max(10, w), true), "\n")
+	w = max(10, w)
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			switch {
+			case line == "":
+				line = word
+			case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= w:
+				line += " " + word
+			default:
+				out = append(out, line)
+				line = word
+			}
+			for ansi.StringWidth(line) > w {
+				out = append(out, ansi.Truncate(line, w, ""))
+				line = ansi.TruncateLeft(line, w, "")
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
