@@ -122,7 +122,7 @@ func TestProgressBarAndLedger(t *testing.T) {
 
 func TestWholeLinesWrapAtSpacesAndCutLongWords(t *testing.T) {
 	got := wholeLines("run 'whale tui --db a-b-c.db --steer' now "+strings.Repeat("x", 25), 12)
-	want := []string{"run 'whale", "tui --db", "a-b-c.db", "--steer'", "now", strings.Repeat("x", 12), strings.Repeat("x", 12), "x"}
+	want := []string{"run 'whale", "tui --db", "a-b-c.db", "--steer' now", strings.Repeat("x", 12), strings.Repeat("x", 12), "x"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("wholeLines = %q, want %q", got, want)
 	}
