@@ -144,3 +144,16 @@ func TestFinishedRunCannotBeSteered(t *testing.T) {
 }
 
 func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+// Pruning the incumbent is refused in the frame x is pressed, whole on an
+// 80-column footer, without waiting for the engine.
+func TestPruningTheIncumbentIsRefusedAtOnce(t *testing.T) {
+	ctl := &fakeControl{}
+	m := newTest(t, ctl)
+	m.Update(sizeMsg(80, 24))
+	press(m, "2", "x")
+	f := footer(m)
+	if len(ctl.sent) != 0 || !strings.Contains(f, "aaaaaaaa is the incumbent") || strings.Contains(f, "…") {
+		t.Fatalf("x on the incumbent sent %v; footer %q", ctl.sent, f)
+	}
+}

@@ -105,6 +105,19 @@ func (p *harnessPane) boardKey(m *Model, k tea.KeyMsg) tea.Cmd {
 			m.err = "no harness selected"
 			return nil
 		}
+		// The engine refuses these too, but only after the step in
+		// flight: the screen knows now.
+		switch r := rows[p.sel]; {
+		case kind == "prune" && r.Status == "incumbent":
+			m.err = short(r.Hash) + " is the incumbent: it cannot be pruned"
+			return nil
+		case kind == "prune" && strings.HasPrefix(r.Status, "pruned"):
+			m.err = short(r.Hash) + " is already pruned (u unprunes it)"
+			return nil
+		case kind == "unprune" && !strings.HasPrefix(r.Status, "pruned"):
+			m.err = "unprune refused: " + short(r.Hash) + " is not pruned"
+			return nil
+		}
 		m.send(engine.Command{Kind: kind, Target: rows[p.sel].Hash})
 	}
 	return nil
