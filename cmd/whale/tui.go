@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
@@ -331,10 +332,12 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 	}
 	defer st.Close()
 	ctl, readOnly, mode := viewerControl(cl, info, st.Live, fl)
+	progress, stopProgress := pollProgress(cl, fl.run, st.Live)
+	defer stopProgress()
 	m := tui.New(tui.Options{
 		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds,
-		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History, Gold: goldOf(cfg),
+		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History, Gold: goldOf(cfg), Progress: progress,
 		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
 			recs, err := cl.Samples(fl.run, tui.MaxSamples)
 			for _, r := range recs {
@@ -387,6 +390,44 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 		return fmt.Errorf("tui: %w", perr)
 	}
 	return nil
+}
+
+// pollProgress asks the owner for the run's work in flight once a second,
+// off the screen's goroutine (Update never waits on a socket); the
+// workbench reads the latest answer. nil when the owner is not running
+// the run or does not answer.
+func pollProgress(cl *attach.Client, run string, live bool) (func() engine.Progress, func()) {
+	if !live {
+		return nil, func() {}
+	}
+	first, err := cl.Progress(run)
+	if err != nil {
+		return nil, func() {}
+	}
+	var mu sync.Mutex
+	last := first
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if p, err := cl.Progress(run); err == nil {
+				mu.Lock()
+				last = p
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() engine.Progress {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}, func() { close(stop) }
 }
 
 // goldOf returns the gold answers of a run's tasks for the sample

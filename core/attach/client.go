@@ -115,6 +115,14 @@ func (c *Client) Steer(run string, cmd engine.Command) error {
 	return c.callWithin(request{Op: opCommand, Run: run, Command: &cmd, Steer: true}, nil, commandTimeout)
 }
 
+// Progress asks the owner for the work in flight of a run it runs (the
+// bar and ledger of an attached workbench); an owner that is not running
+// the run says so.
+func (c *Client) Progress(run string) (engine.Progress, error) {
+	var p engine.Progress
+	return p, c.callWithin(request{Op: opProgress, Run: run}, &p, commandTimeout)
+}
+
 // Stream is a run's events as the owner sends them.
 type Stream struct {
 	// History are the events stored when the stream began.

@@ -34,6 +34,9 @@ const (
 	// opCheckpoints lists a run's kept checkpoints (manifests).
 	opCheckpoints = "checkpoints"
 	opCommand     = "command" // a control command for a run the owner runs
+	// opProgress is the work in flight of a run the owner runs
+	// (engine.Progress): what, rollouts done, the ledger.
+	opProgress = "progress"
 )
 
 // request is one line a client sends; one request per connection.

@@ -38,3 +38,29 @@ func TestReadOnlyOwnerTakesCommandsOnlyFromSteeringViewers(t *testing.T) {
 		t.Fatalf("the engine got %v, want only the steering viewer's force", run.sent)
 	}
 }
+
+type progressRun struct {
+	*fakeRun
+	p engine.Progress
+}
+
+func (r progressRun) Progress() engine.Progress { return r.p }
+
+// A viewer reads the work in flight of a run the owner runs.
+func TestViewerReadsProgress(t *testing.T) {
+	db := openStore(t)
+	srv, cl := serve(t, db)
+	want := engine.Progress{What: "val evaluation", Done: 3, Total: 8, Budget: 64, Ledger: engine.Ledger{TrainCalls: 12}}
+	run := progressRun{newFakeRun(t, db, "r"), want}
+	if _, err := cl.Progress("r"); err == nil {
+		t.Fatal("progress of a run nobody runs was answered")
+	}
+	defer srv.Add("r", run)()
+	got, err := cl.Progress("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.What != want.What || got.Done != 3 || got.Total != 8 || got.Budget != 64 || got.Ledger != want.Ledger {
+		t.Fatalf("progress %+v, want %+v", got, want)
+	}
+}

@@ -268,9 +268,11 @@ func (s *Server) answer(req request) (json.RawMessage, error) {
 		v, err = s.checkpoints(req.Run)
 	case opCommand:
 		err = s.command(req)
+	case opProgress:
+		v, err = s.progress(req.Run)
 	default:
-		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s, %s and %s)", req.Op,
-			opRuns, opRun, opEvents, opSamples, opHarness, opCheckpoints, opCommand)
+		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s, %s, %s and %s)", req.Op,
+			opRuns, opRun, opEvents, opSamples, opHarness, opCheckpoints, opCommand, opProgress)
 	}
 	if err != nil || v == nil {
 		return nil, err
@@ -340,6 +342,23 @@ func (s *Server) checkpoints(run string) ([]store.Checkpoint, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// progressor is a Runner that reports its work in flight (an
+// *engine.Engine does).
+type progressor interface{ Progress() engine.Progress }
+
+// progress is the work in flight of a run this process runs.
+func (s *Server) progress(run string) (engine.Progress, error) {
+	lr := s.lookup(run)
+	if lr == nil {
+		return engine.Progress{}, fmt.Errorf("run %s is not running in %s: it has no work in flight", run, s.owner)
+	}
+	p, ok := lr.eng.(progressor)
+	if !ok {
+		return engine.Progress{}, fmt.Errorf("run %s: its owner does not report progress", run)
+	}
+	return p.Progress(), nil
 }
 
 // info is run r as this owner reports it.

@@ -16,9 +16,10 @@ import (
 type Progress struct {
 	// What names the work: "val evaluation", "test evaluation",
 	// "scoring a harness", "weight-step rollouts", "null-policy audit".
-	What        string    `json:"what,omitempty"`
-	Done, Total int       // rollouts of that work
-	Since       time.Time `json:"since"`
+	What  string    `json:"what,omitempty"`
+	Done  int       `json:"done"` // rollouts of that work done
+	Total int       `json:"total"`
+	Since time.Time `json:"since"`
 	// Last is how long the last finished work of the same name and size
 	// took (0: none yet): the ETA before the first rollout is done (a
 	// policy that cannot stream finishes them all at once).
