@@ -3,9 +3,11 @@
 // writer, so a second process cannot open it; the writer serves a local
 // unix socket beside the database instead, and answers read requests
 // (the runs, one run, its stored events — streamed live while it runs —,
-// its samples, a harness's source) and control commands for the runs it
-// is running, which go to the engine's control queue and are journaled
-// there as the workbench's own are.
+// its samples, a harness's source, the work in flight of a run it runs)
+// and control commands for the runs it is running, which go to the
+// engine's control queue and are journaled there as the workbench's own
+// are. An owner may serve its runs read-only (a bench: ServeReadOnly):
+// it then takes commands only from viewers that asked to steer.
 //
 // The socket is only ever a reader of the store on behalf of others: it
 // never writes to it and never blocks an engine. A stream reads events
