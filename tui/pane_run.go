@@ -51,8 +51,13 @@ func (runPane) main(m *Model, w, h int) []string {
 	if o.Budget > 0 {
 		calls += fmt.Sprintf(" (%d left)", max(0, o.Budget-r.rollouts))
 	}
-	top = append(top, wrapParts([]string{calls, fmt.Sprintf("rollouts %d", r.episodes), "round " + rounds,
-		fmt.Sprintf("step %d", r.step), fmt.Sprintf("iteration %d", r.iter), "elapsed " + elapsed.String()}, w)...)
+	head := []string{calls, fmt.Sprintf("rollouts %d", r.episodes), "round " + rounds, fmt.Sprintf("step %d", r.step), fmt.Sprintf("iteration %d", r.iter)}
+	if o.Status == "" {
+		// How long this workbench has watched the run; a stored run
+		// that nothing runs (opened with a Status) has no such time.
+		head = append(head, "elapsed "+elapsed.String())
+	}
+	top = append(top, wrapParts(head, w)...)
 	top = append(top, m.progressLines(w)...)
 	if g := r.origin; g != nil {
 		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))

@@ -95,6 +95,9 @@ func newTUICmd() *cobra.Command {
 // noTerminal says what the workbench would have done and how to run
 // without it; it is an error (exit 1), not a usage error.
 func noTerminal(fl tuiFlags) error {
+	if fl.readOnly {
+		return fmt.Errorf("stdout is not a terminal: the workbench would show run %s in %s read-only; %s reports it without one", fl.run, fl.db, showHint(fl.run, fl.db))
+	}
 	adapters, extra := "", ""
 	if fl.model != "" {
 		extra += " --model " + fl.model
