@@ -479,8 +479,8 @@ func viewerControl(cl *attach.Client, info attach.RunInfo, live bool, fl tuiFlag
 		if kind == "" {
 			kind = "owner"
 		}
-		return ctl, fmt.Sprintf("run %s belongs to a %s (%s); 'whale tui --db %s --run %s --steer' steers it, and the %s records that",
-			fl.run, kind, info.Owner, fl.db, fl.run, kind), "attached, read-only"
+		return ctl, fmt.Sprintf("run %s belongs to a %s (%s); 'whale tui --run %s%s --steer' steers it, and the %s records that",
+			fl.run, kind, info.Owner, fl.run, dbArg(fl.db), kind), "attached, read-only"
 	case fl.steer:
 		return ctl, "", "attached, steering"
 	}
