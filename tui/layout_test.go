@@ -127,3 +127,23 @@ func TestWholeLinesWrapAtSpacesAndCutLongWords(t *testing.T) {
 		t.Fatalf("wholeLines = %q, want %q", got, want)
 	}
 }
+
+// A bench run's checkpoint ids are long: at 80 columns each row keeps its
+// round and val, the id cut from the left so its round and phase show.
+func TestLongCheckpointIDsFit(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	id := "bench-math-whale-adaptive-b4608-s3/07-harness"
+	m.apply(ev(t, 13, engine.EvCheckpoint, 7, 30, 12, 190, map[string]any{"id": id, "weights": "wwwwwwww9999", "harness": "aaaaaaaa1111"}))
+	m.apply(ev(t, 14, engine.EvPhaseEnded, 7, 30, 12, 190, engine.PhaseRecord{Kind: engine.PhaseHarness, Round: 7, ValAfter: 0.512}))
+	m.Update(sizeMsg(80, 24))
+	press(m, "4")
+	var row string
+	for _, l := range strings.Split(m.View(), "\n") {
+		if strings.Contains(l, "07-harness") {
+			row = l
+		}
+	}
+	if row == "" || !strings.Contains(row, "0.512") || !strings.Contains(row, " 7 ") || ansi.StringWidth(row) > 80 {
+		t.Fatalf("long checkpoint row %q: want its round, val and phase within 80 columns\n%s", row, m.View())
+	}
+}

@@ -211,6 +211,10 @@ func TestPaneGolden(t *testing.T) {
 		{"error_long_160x48", []string{"f", "y"}, 160, 48, "", errLong},
 		{"error_whole_80x24", []string{"f", "y", "enter"}, 80, 24, "", errLong},
 		{"knobs_80x24", []string{"2", "k"}, 80, 24, "", nil},
+		{"knobs_160x48", []string{"2", "k"}, 160, 48, "", nil},
+		{"harness_diff_160x48", []string{"2", "down", "enter"}, 160, 48, "FORMAT_RETRIES = 2", nil},
+		{"log_open_160x48", []string{"5", "up", "up", "up", "up", "up", "enter"}, 160, 48, "", nil},
+		{"queued_160x48", []string{"2", "down", "x"}, 160, 48, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The real program loop drives the model: the size arrives
