@@ -84,8 +84,8 @@ func (s *syncBuffer) String() string {
 func TestHeadlessLinesShowLedgerAndWork(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := engine.Progress{What: "val evaluation", Done: 8, Total: 32, Since: t0, Budget: 200, Ledger: engine.Ledger{TrainCalls: 64, SearchCalls: 48, EvalCalls: 30}}
-	if got, want := ledgerText(p), "ledger: training 64, search 48 model calls (budget 200: 112 used, 88 left); evaluation 30 apart"; got != want {
-		t.Errorf("ledgerText = %q, want %q", got, want)
+	if got, want := progressLedger(p), "ledger: training 64, search 48 model calls (budget 200: 112 used, 88 left); evaluation 30 apart"; got != want {
+		t.Errorf("progressLedger = %q, want %q", got, want)
 	}
 	if got, want := workText(p, t0.Add(16*time.Second)), "  val evaluation 8/32, ETA 48s  budget 88 left"; got != want {
 		t.Errorf("workText = %q, want %q", got, want)

@@ -459,7 +459,7 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 				if !bar {
 					printEvent(log, ev)
 					if ev.Kind == engine.EvPhaseEnded {
-						fmt.Fprintf(log, "  %s\n", ledgerText(eng.Progress()))
+						fmt.Fprintf(log, "  %s\n", progressLedger(eng.Progress()))
 					}
 					continue
 				}
@@ -815,8 +815,8 @@ func workText(p engine.Progress, now time.Time) string {
 	return s
 }
 
-// ledgerText is the run's ledger per purpose against its budget.
-func ledgerText(p engine.Progress) string {
+// progressLedger is the run's ledger per purpose against its budget.
+func progressLedger(p engine.Progress) string {
 	l := p.Ledger
 	s := fmt.Sprintf("ledger: training %d, search %d model calls", l.TrainCalls, l.SearchCalls)
 	if p.Budget > 0 {
