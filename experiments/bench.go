@@ -504,7 +504,7 @@ func collect(db *store.DB, j Job) (report.Run, json.RawMessage, error) {
 		return report.Run{}, nil, fmt.Errorf("experiments: run %s in %s was made by code that computes %s as version %s, and this whale computes it as version %d: move %s aside or use another --db to run it again (finished runs stay in the record)",
 			j.ID, db.Path(), j.Condition, v, RunsVersion(j.Condition), db.Path())
 	}
-	r, err := row(j, sr)
+	r, err := row(db, j, sr)
 	return r, sr.Config, err
 }
 
@@ -527,8 +527,13 @@ func (j Job) ranAs(stored []byte) error {
 }
 
 // row is a stored run's report row.
-func row(j Job, sr store.Run) (report.Run, error) {
+func row(db *store.DB, j Job, sr store.Run) (report.Run, error) {
 	r := report.Run{Condition: j.Condition, Domain: j.Domain, Seed: j.Seed, RunID: j.ID, Compute: sr.Compute}
+	steered, err := Steered(db, j.ID)
+	if err != nil {
+		return r, err
+	}
+	r.Steered = steered
 	if len(sr.Cursor) == 0 {
 		return r, nil
 	}
@@ -568,4 +573,22 @@ func row(j Job, sr store.Run) (report.Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// Steered counts the control commands applied to run that change what it
+// computes: every one in the run's journal that the engine took (a
+// refused or dropped one changed nothing) other than pause and resume.
+func Steered(db *store.DB, run string) (int, error) {
+	n := 0
+	err := db.Control(run, func(seq uint64, b []byte) error {
+		var j engine.JournaledCommand
+		if err := json.Unmarshal(b, &j); err != nil {
+			return fmt.Errorf("experiments: run %s: control journal entry %d: %w", run, seq, err)
+		}
+		if j.Error == "" && j.Kind != "pause" && j.Kind != "resume" {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }

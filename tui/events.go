@@ -42,7 +42,7 @@ func (m *Model) apply(ev engine.Event) {
 		line = m.phaseStarted(ev, d)
 	case engine.WeightStepData:
 		r.rewards = append(r.rewards, rewardPoint{from: prev, to: ev.Calls, mean: d.RewardMean})
-		r.stats, r.patience, r.phase = &d.Stats, &d.Patience, engine.PhaseWeights
+		r.lastStep, r.patience, r.phase = &d, &d.Patience, engine.PhaseWeights
 		r.entropies = append(r.entropies, d.Entropy)
 		line = fmt.Sprintf("step %d: reward %.3f, kept %d/%d, loss %.4f, entropy %.3f", ev.Step, d.RewardMean, d.Stats.Kept, d.Stats.Rollouts, d.Stats.Loss, d.Entropy)
 		if d.Skipped != "" {
@@ -60,9 +60,12 @@ func (m *Model) apply(ev engine.Event) {
 	case engine.JournaledCommand:
 		line = m.control(d)
 	case engine.CheckpointData:
+		// A checkpoint's val is the one measured at its boundary, which
+		// the phase's end reports: the engine keeps the checkpoint
+		// first, so it usually arrives just after.
 		c := checkpoint{ID: d.ID, Weights: d.Weights, Harness: d.Harness, Round: ev.Round, Step: ev.Step}
-		if n := len(r.vals); n > 0 {
-			c.Val = r.vals[n-1].mean
+		if e := r.ended; e != nil {
+			c.Val, c.HasVal, r.ended = e.ValAfter, true, nil
 		}
 		r.checkpoints = append(r.checkpoints, c)
 		line = "checkpoint " + d.ID
@@ -71,7 +74,13 @@ func (m *Model) apply(ev engine.Event) {
 		if n := len(r.segments); n > 0 && r.segments[n-1].end < 0 {
 			r.segments[n-1].end = ev.Calls
 		}
-		line = fmt.Sprintf("run finished: test mean@8 %.3f, best val %.3f", d.TestMean8, d.BestValMean)
+		// The summary's TestMean8 is test mean@TestK (8 unless the
+		// preset says otherwise): the line names the k it holds.
+		k := d.TestK
+		if k == 0 {
+			k = 8
+		}
+		line = fmt.Sprintf("run finished: test mean@%d %.3f, best %s %.3f", k, d.TestMean8, valLabel(r.valK), d.BestValMean)
 	default:
 		line = ev.Kind
 	}
@@ -101,6 +110,12 @@ func (m *Model) harnessIteration(ev engine.Event, d engine.HarnessIterationData)
 	r := &m.run
 	r.board, r.patience, r.phase = d.Board, &d.Patience, engine.PhaseHarness
 	r.knobs, r.frozen = d.Knobs, map[string]bool{}
+	// The engine's board now shows every command it has applied.
+	for h, mk := range r.marks {
+		if !mk.queued {
+			delete(r.marks, h)
+		}
+	}
 	for _, k := range d.Frozen {
 		r.frozen[k] = true
 	}
@@ -121,11 +136,15 @@ func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
 		r.segments[n-1].val, r.segments[n-1].hasVal = rec.ValAfter, true
 	}
 	r.vals = append(r.vals, valPoint{rollouts: ev.Calls, mean: rec.ValAfter})
+	r.ended = &rec
+	if n := len(r.checkpoints); n > 0 && !r.checkpoints[n-1].HasVal {
+		r.checkpoints[n-1].Val, r.checkpoints[n-1].HasVal, r.ended = rec.ValAfter, true, nil
+	}
 	if len(r.spreads) == 0 {
 		r.spreads = append(r.spreads, rec.ValPassBefore-rec.ValBefore)
 	}
 	r.spreads = append(r.spreads, rec.ValPassAfter-rec.ValAfter)
-	line := fmt.Sprintf("round %d: %s phase ended, val %.3f → %.3f, pass−mean %+.3f", rec.Round, rec.Kind, rec.ValBefore, rec.ValAfter, rec.ValPassAfter-rec.ValAfter)
+	line := fmt.Sprintf("round %d: %s phase ended, %s %.3f → %.3f, pass−mean %+.3f", rec.Round, rec.Kind, valLabel(r.valK), rec.ValBefore, rec.ValAfter, rec.ValPassAfter-rec.ValAfter)
 	line += rec.HealthText()
 	if rec.Forced {
 		line += " (forced)"
@@ -135,6 +154,7 @@ func (m *Model) phaseEnded(ev engine.Event, rec engine.PhaseRecord) string {
 
 func (m *Model) control(d engine.JournaledCommand) string {
 	r := &m.run
+	m.settle(d)
 	if d.Error == "" {
 		switch d.Kind {
 		case "pause":
@@ -157,4 +177,13 @@ func (m *Model) control(d engine.JournaledCommand) string {
 		m.err = line
 	}
 	return line
+}
+
+// valLabel names val mean@k with the run's k ("val mean@k" before the
+// run's config is known).
+func valLabel(k int) string {
+	if k <= 0 {
+		return "val mean@k"
+	}
+	return fmt.Sprintf("val mean@%d", k)
 }

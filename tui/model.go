@@ -2,15 +2,14 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"whale/core/engine"
-	"whale/core/weights"
 )
 
 // Controller is where control commands go: the engine in a run, a fake in
@@ -57,6 +56,20 @@ type Options struct {
 	// workbench watches a run another process owns ("attached": commands
 	// go to the owner; "attached, read-only"), shown in the footer.
 	Attached string
+	// ReadOnly, when set, is why this workbench may not steer the run (a
+	// viewer of a run a bench owns, or one opened with --read-only): keys
+	// that change the run are refused with it.
+	ReadOnly string
+	// Gold, when set, is the gold answer of a task by id (the sample
+	// inspector shows it beside what the sample answered).
+	Gold func(taskID string) (string, bool)
+	// Progress, when set, is polled on every tick: the work in flight
+	// (a bar with its rollouts and an ETA) and the ledger per purpose.
+	// Only the process that runs the engine has it.
+	Progress func() engine.Progress
+	// Status is the footer's state at the start ("" : running), for a
+	// stored run that nothing runs.
+	Status string
 	// StreamEnd, when set, says why Events closed (the owner exited, the
 	// run finished): the footer shows it once the events stop.
 	StreamEnd func() string
@@ -85,12 +98,21 @@ type Model struct {
 	width, height int
 	pane          pane
 	help          bool
-	confirm       bool   // f was pressed; y sends force
-	forkAsk       string // r was pressed on this checkpoint; y forks it
+	confirm       *engine.Command // f was pressed: y sends this force, meant for the phase then on screen
+	forkAsk       string          // r was pressed on this checkpoint; y forks it
 	err           string
 	status        string // the run's end, once known
-	started       time.Time
-	now           time.Time
+	// ack acknowledges the last control command: queued, applied at a
+	// step, or refused; pending are those sent and not yet journaled.
+	ack     string
+	pending []pendingCmd
+	// prog is the last polled progress (nil without Options.Progress).
+	prog *engine.Progress
+	// whole is a footer message shown whole (enter on a cut one).
+	whole     *string
+	wholeView scroller
+	started   time.Time
+	now       time.Time
 
 	run   runView
 	panes struct {
@@ -145,7 +167,7 @@ type runView struct {
 	entropies   []float64
 	spreads     []float64
 	patience    *engine.Patience
-	stats       *weights.Stats
+	lastStep    *engine.WeightStepData // the last weight step
 	board       []BoardRow
 	knobs       []string
 	frozen      map[string]bool
@@ -154,7 +176,12 @@ type runView struct {
 	dropped     int
 	paused      bool
 	finished    bool
-	summary     *engine.Summary
+	// ended is the last phase end not yet matched with its checkpoint.
+	ended *engine.PhaseRecord
+	// marks are leaderboard rows this workbench pruned or unpruned, shown
+	// before the engine's next board says so (control.go).
+	marks   map[string]rowMark
+	summary *engine.Summary
 	// valK is the k of the val mean@k charted (from the run's config).
 	valK int
 	// origin is where the run came from when it was forked.
@@ -190,7 +217,9 @@ type BoardRow = engine.BoardRow
 type checkpoint struct {
 	ID, Weights, Harness string
 	Round, Step          int
-	Val                  float64
+	// Val is val mean@k at the checkpoint's boundary, once known.
+	Val    float64
+	HasVal bool
 }
 
 const logCap = 1000
@@ -215,14 +244,29 @@ func New(opt Options) *Model {
 	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput()}
 	m.panes.harnesses.diffView = newScroller()
 	m.panes.samples.detailView = newScroller()
+	m.panes.log.whole = newScroller()
+	m.wholeView = newScroller()
+	m.status = opt.Status
 	m.started = opt.Now()
 	m.now = m.started
 	for _, ev := range opt.History {
 		m.apply(ev)
 	}
 	// A refusal in the history is in the log; the footer is for now.
-	m.err = ""
+	m.err, m.ack = "", ""
 	return m
+}
+
+// gold is a task's gold answer, "—" when unknown.
+func (m *Model) gold(taskID string) (string, bool) {
+	if m.opt.Gold == nil {
+		return "—", false
+	}
+	g, ok := m.opt.Gold(taskID)
+	if !ok {
+		return "—", false
+	}
+	return g, true
 }
 
 // Stop cancels the run the model started; the engine stops at its next
@@ -263,10 +307,25 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 	case tickMsg:
 		m.now = m.opt.Now()
+		if m.opt.Progress != nil {
+			p := m.opt.Progress()
+			m.prog = &p
+		}
+		// The Samples pane follows the run live: it reloads (a store
+		// read, in a tea.Cmd) once new samples exist, at most once a
+		// second.
+		sp := &m.panes.samples
+		if m.pane == paneSamples && sp.stale && !sp.loading && m.now.Sub(sp.loadedAt) >= time.Second {
+			sp.stale, sp.loadedAt = false, m.now
+			return m, tea.Batch(tick(), sp.load(m.opt.Samples))
+		}
 		return m, tick()
 	case eventsMsg:
 		for _, ev := range msg.events {
 			m.apply(ev)
+			if ev.Kind == engine.EvWeightStep || ev.Kind == engine.EvHarnessIteration {
+				m.panes.samples.stale = true // new samples are stored
+			}
 		}
 		m.run.dropped += msg.dropped
 		if msg.closed {
@@ -313,26 +372,33 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) send(c engine.Command) {
-	if m.opt.Control == nil {
-		m.err = "no run to control"
-		return
-	}
-	if err := m.opt.Control.Send(c); err != nil {
-		m.err = fmt.Sprintf("%s: %v", c.Kind, err)
-	}
-}
-
 func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// A message the footer had to cut opens whole on enter; ↑↓ scroll
+	// it and any other key closes it.
+	if m.whole != nil {
+		if key.Matches(k, keys.Up) || key.Matches(k, keys.Down) || key.Matches(k, keys.PageUp) || key.Matches(k, keys.PageDown) {
+			m.wholeView.update(k)
+			return m, nil
+		}
+		m.whole = nil
+		m.wholeView.top()
+		return m, nil
+	}
+	if msg := m.footerMessage(); msg != "" && ansi.StringWidth(msg) > m.width && key.Matches(k, keys.Enter) {
+		m.whole, m.err = &msg, ""
+		return m, nil
+	}
 	m.err = ""
 	if m.filtering {
 		m.filterKey(k)
 		return m, nil
 	}
-	if m.confirm {
-		m.confirm = false
+	if c := m.confirm; c != nil {
+		m.confirm = nil
 		if key.Matches(k, keys.Yes) {
-			m.send(engine.Command{Kind: "force"})
+			m.send(*c)
+		} else {
+			m.ack = "force not sent"
 		}
 		return m, nil
 	}
@@ -359,7 +425,16 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, keys.Help):
 		m.help = true
 	case key.Matches(k, keys.Force):
-		m.confirm = true
+		if why := m.steerRefusal(); why != "" {
+			m.err = "force refused: " + why
+			break
+		}
+		c, ok := m.forceTarget()
+		if !ok {
+			m.err = "no phase is running to force"
+			break
+		}
+		m.confirm = &c
 	case key.Matches(k, keys.Filter):
 		if m.pane == paneRun || (m.pane == paneSamples && m.panes.samples.detail) {
 			m.err = "nothing to filter here"
@@ -367,7 +442,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.startFilter()
 		}
 	case key.Matches(k, keys.Pause):
-		if m.run.paused {
+		if m.run.paused || m.pendingKind("pause") {
 			m.send(engine.Command{Kind: "resume"})
 		} else {
 			m.send(engine.Command{Kind: "pause"})

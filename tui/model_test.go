@@ -22,6 +22,7 @@ import (
 	"whale/core/engine"
 	"whale/core/eval"
 	"whale/core/weights"
+	"whale/data"
 	"whale/harnesses"
 )
 
@@ -105,7 +106,8 @@ func sample(seq uint64, kept bool, why string) Sample {
 	return Sample{Seq: seq, SampleRecord: engine.SampleRecord{Kind: "w", Step: 2, Round: 1, Kept: kept, Why: why, Harness: "aaaaaaaa1111",
 		Trajectory: harnesses.Trajectory{TaskID: "math-17", Reward: 0.2, Turns: 2,
 			Messages: []harnesses.Message{{Role: "user", Content: "What is 6 * 7?"}, {Role: "assistant", Content: "Answer: 41"}},
-			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop"}},
+			Calls:    []harnesses.Call{{Text: "Answer: 41", Finish: "stop", Action: &data.Action{Kind: data.ActAnswer, Text: "41"}, Outcome: string(data.ActAnswer)}},
+			Failure:  data.FailureKind(why),
 			Tools:    []harnesses.ToolCall{{Turn: 1, Tool: "calc", Args: "6*7", Shown: "42"}}}}}
 }
 
@@ -123,6 +125,7 @@ func newTest(t *testing.T, ctl Controller) *Model {
 			return "", errors.New("not archived")
 		},
 		Fork: func(string) {},
+		Gold: func(id string) (string, bool) { return "42", id == "math-17" },
 		Now:  func() time.Time { return t0.Add(75 * time.Second) }})
 	m.started = t0
 	m.Update(tickMsg(t0))
@@ -178,30 +181,46 @@ func TestPaneGolden(t *testing.T) {
 		keys []string
 		w, h int
 		wait string // text the program must show before it is stopped
+		err  error  // what the controller answers
 	}{
-		{"run_80x24", nil, 80, 24, ""},
-		{"run_120x30", nil, 120, 30, ""},
-		{"run_160x48", nil, 160, 48, ""},
-		{"run_140x24", nil, 140, 24, ""},
-		{"harnesses_160x48", []string{"2", "down"}, 160, 48, ""},
-		{"checkpoints_160x48", []string{"4"}, 160, 48, ""},
-		{"harnesses_80x24", []string{"2", "down"}, 80, 24, ""},
-		{"samples_80x24", []string{"3"}, 80, 24, ""},
-		{"samples_kept_80x24", []string{"3", "a"}, 80, 24, ""},
-		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24, ""},
-		{"checkpoints_80x24", []string{"4"}, 80, 24, ""},
-		{"log_80x24", []string{"5"}, 80, 24, ""},
-		{"help_80x24", []string{"?"}, 80, 24, ""},
-		{"confirm_80x24", []string{"f"}, 80, 24, ""},
-		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24, "FORMAT_RETRIES = 2"},
-		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24, ""},
-		{"fork_confirm_80x24", []string{"4", "r"}, 80, 24, ""},
+		{"run_80x24", nil, 80, 24, "", nil},
+		{"run_120x30", nil, 120, 30, "", nil},
+		{"run_160x48", nil, 160, 48, "", nil},
+		{"run_140x24", nil, 140, 24, "", nil},
+		{"harnesses_160x48", []string{"2", "down"}, 160, 48, "", nil},
+		{"checkpoints_160x48", []string{"4"}, 160, 48, "", nil},
+		{"harnesses_80x24", []string{"2", "down"}, 80, 24, "", nil},
+		{"samples_80x24", []string{"3"}, 80, 24, "", nil},
+		{"samples_kept_80x24", []string{"3", "a"}, 80, 24, "", nil},
+		{"sample_detail_80x24", []string{"3", "enter"}, 80, 24, "", nil},
+		{"checkpoints_80x24", []string{"4"}, 80, 24, "", nil},
+		{"log_80x24", []string{"5"}, 80, 24, "", nil},
+		{"help_80x24", []string{"?"}, 80, 24, "", nil},
+		{"confirm_80x24", []string{"f"}, 80, 24, "", nil},
+		{"harness_diff_80x24", []string{"2", "down", "enter"}, 80, 24, "FORMAT_RETRIES = 2", nil},
+		{"log_filtered_80x24", []string{"5", "/", "s", "t", "e", "p", "enter"}, 80, 24, "", nil},
+		{"fork_confirm_80x24", []string{"4", "r"}, 80, 24, "", nil},
+		{"samples_160x48", []string{"3"}, 160, 48, "", nil},
+		{"sample_detail_160x48", []string{"3", "enter"}, 160, 48, "", nil},
+		{"log_160x48", []string{"5"}, 160, 48, "", nil},
+		{"log_open_80x24", []string{"5", "up", "up", "up", "up", "up", "enter"}, 80, 24, "", nil},
+		{"help_160x48", []string{"?"}, 160, 48, "", nil},
+		{"confirm_160x48", []string{"f"}, 160, 48, "", nil},
+		{"queued_80x24", []string{"2", "down", "x"}, 80, 24, "", nil},
+		{"error_long_80x24", []string{"f", "y"}, 80, 24, "", errLong},
+		{"error_long_160x48", []string{"f", "y"}, 160, 48, "", errLong},
+		{"error_whole_80x24", []string{"f", "y", "enter"}, 80, 24, "", errLong},
+		{"knobs_80x24", []string{"2", "k"}, 80, 24, "", nil},
+		{"knobs_160x48", []string{"2", "k"}, 160, 48, "", nil},
+		{"harness_diff_160x48", []string{"2", "down", "enter"}, 160, 48, "FORMAT_RETRIES = 2", nil},
+		{"log_open_160x48", []string{"5", "up", "up", "up", "up", "up", "enter"}, 160, 48, "", nil},
+		{"queued_160x48", []string{"2", "down", "x"}, 160, 48, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The real program loop drives the model: the size arrives
 			// as a WindowSizeMsg, keys one message each, and commands
 			// (the diff's source load) run as they would on a terminal.
-			tm := teatest.NewTestModel(t, newTest(t, &fakeControl{}), teatest.WithInitialTermSize(tc.w, tc.h))
+			tm := teatest.NewTestModel(t, newTest(t, &fakeControl{err: tc.err}), teatest.WithInitialTermSize(tc.w, tc.h))
 			for _, k := range tc.keys {
 				tm.Send(keyMsg(k))
 			}
@@ -590,3 +609,6 @@ func TestScrolledViewsStopAtTheirEnds(t *testing.T) {
 		t.Fatalf("a reopened sample does not start at its top:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// errLong is an owner's refusal longer than any screen is wide.
+var errLong = errors.New("run math-test belongs to a bench (pid 4242) and is read-only to viewers: 'whale tui --db /home/someone/experiments/bench.db --run math-test --steer' steers it, and the bench records that it was steered, in RESULTS.md and in runs.jsonl beside it")

@@ -61,6 +61,10 @@ func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
+	case key.Matches(k, keys.PageUp):
+		p.sel = max(0, p.sel-max(1, m.height-5))
+	case key.Matches(k, keys.PageDown):
+		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
 	}
 	return nil
 }
@@ -81,14 +85,33 @@ func (p *checkpointPane) view(m *Model, w, h int) []string {
 	if len(m.run.checkpoints) == 0 {
 		return []string{stMuted.Render("no checkpoint yet: one is kept at each phase boundary")}
 	}
-	out := []string{stHeader.Render(fmt.Sprintf("  %-24s %-5s %-5s %-8s %-8s %s", "id", "round", "step", "harness", "weights", "val"))}
+	// Ids grow with the run's id: the column is as wide as the widest, and
+	// the hashes drop before it is cut (from the left, keeping the
+	// round and phase that tell checkpoints apart).
+	idw := len("id")
+	for _, c := range cs {
+		idw = max(idw, len(c.ID))
+	}
+	cols := []column{{head: "id", width: idw}, {head: "round", width: 5}, {head: "step", width: 5, drop: 3},
+		{head: "harness", width: 8, drop: 2}, {head: "weights", width: 8, drop: 1}, {head: valLabel(m.run.valK)}}
+	kept := fitColumns(cols, w, 5)
+	if need := 2 + idw + 1 + 5 + 1 + 5; need > w {
+		cols[0].width = max(8, idw-(need-w))
+	}
+	out := []string{stHeader.Render("  " + headLine(cols, kept))}
 	rows := h - 2
 	first := max(0, min(p.sel-rows+1, len(cs)-rows))
 	for i := first; i < len(cs) && i < first+rows; i++ {
 		c := cs[i]
-		line := fmt.Sprintf("%-24s %-5d %-5d %-8s %-8s %.3f", c.ID, c.Round, c.Step, short(c.Harness), short(c.Weights), c.Val)
-		line = listLine(line, i == p.sel)
-		out = append(out, line)
+		id := c.ID
+		if r := []rune(id); len(r) > cols[0].width {
+			id = "…" + string(r[len(r)-cols[0].width+1:])
+		}
+		cells := []string{id, fmt.Sprint(c.Round), fmt.Sprint(c.Step), short(c.Harness), short(c.Weights), "—"}
+		if c.HasVal {
+			cells[5] = fmt.Sprintf("%.3f", c.Val)
+		}
+		out = append(out, listLine(joinCells(cols, kept, cells), i == p.sel))
 	}
 	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))
 }

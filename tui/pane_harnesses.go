@@ -8,7 +8,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"whale/core/engine"
-	"whale/harnesses"
 )
 
 // harnessPane is the Harnesses pane: the leaderboard; the incumbent's
@@ -88,15 +87,36 @@ func (p *harnessPane) boardKey(m *Model, k tea.KeyMsg) tea.Cmd {
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
+	case key.Matches(k, keys.PageUp):
+		p.sel = max(0, p.sel-max(1, m.height-5))
+	case key.Matches(k, keys.PageDown):
+		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
 	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
+		kind := "prune"
+		if key.Matches(k, keys.Unprune) {
+			kind = "unprune"
+		}
+		if why := m.steerRefusal(); why != "" {
+			m.err = kind + " refused: " + why
+			return nil
+		}
 		rows := p.rows(m)
 		if p.sel >= len(rows) {
 			m.err = "no harness selected"
 			return nil
 		}
-		kind := "prune"
-		if key.Matches(k, keys.Unprune) {
-			kind = "unprune"
+		// The engine refuses these too, but only after the step in
+		// flight: the screen knows now.
+		switch r := rows[p.sel]; {
+		case kind == "prune" && r.Status == "incumbent":
+			m.err = short(r.Hash) + " is the incumbent: it cannot be pruned"
+			return nil
+		case kind == "prune" && strings.HasPrefix(r.Status, "pruned"):
+			m.err = short(r.Hash) + " is already pruned (u unprunes it)"
+			return nil
+		case kind == "unprune" && !strings.HasPrefix(r.Status, "pruned"):
+			m.err = "unprune refused: " + short(r.Hash) + " is not pruned"
+			return nil
 		}
 		m.send(engine.Command{Kind: kind, Target: rows[p.sel].Hash})
 	}
@@ -130,7 +150,7 @@ func (p *harnessPane) openDiff(m *Model) tea.Cmd {
 }
 
 // loadDiff reads both sources through src (store I/O, so in a tea.Cmd) and
-// diffs them with harnesses.Diff, the diff `whale harness diff` prints.
+// diffs them as `whale harness diff` does (engine.DiffHarnesses).
 func loadDiff(src func(hash string) (string, error), hash, against string) tea.Cmd {
 	return func() tea.Msg {
 		a, err := src(against)
@@ -141,7 +161,7 @@ func loadDiff(src func(hash string) (string, error), hash, against string) tea.C
 		if err != nil {
 			return diffMsg{hash: hash, against: against, err: fmt.Errorf("harness %s: %w", short(hash), err)}
 		}
-		d := harnesses.Diff("incumbent", a, "harness", b)
+		d := engine.DiffHarnesses("incumbent", a, "harness", b)
 		return diffMsg{hash: hash, against: against, lines: strings.Split(strings.TrimSuffix(d, "\n"), "\n")}
 	}
 }
@@ -156,7 +176,7 @@ func (p *harnessPane) loaded(d diffMsg) {
 // rows is the leaderboard narrowed by the pane's filter.
 func (p *harnessPane) rows(m *Model) []BoardRow {
 	var out []BoardRow
-	for _, r := range m.run.board {
+	for _, r := range m.markedBoard() {
 		if matches(m.filter[paneHarnesses], r.Hash, r.Parent, r.Mechanism, r.Status) {
 			out = append(out, r)
 		}
@@ -173,8 +193,8 @@ func (p *harnessPane) view(m *Model, w, h int) []string {
 	case len(m.run.board) == 0:
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
-	out := p.boardTable(m, h-2)
-	return append(out, stMuted.Render("enter diff vs incumbent · x prune · u unprune · k knobs · ↑↓ select"))
+	out := p.boardTable(m, h-2, w)
+	return append(out, stMuted.Render("enter diff · x prune · u unprune · k knobs · ↑↓ select · * incumbent"))
 }
 
 func (p *harnessPane) viewKnobs(m *Model, h int) []string {
@@ -226,19 +246,43 @@ func (p *harnessPane) viewDiff(h int) []string {
 	return append(out, stMuted.Render("esc back · ↑↓ scroll"))
 }
 
-// boardTable is the leaderboard's header and up to rows rows, scrolled to
-// keep the selected one in view. It is drawn by hand: bubbles' table pads
-// and styles its cells its own way and cannot draw this layout.
-func (p *harnessPane) boardTable(m *Model, rows int) []string {
+// boardColumns are the leaderboard's columns. As the window narrows they
+// drop in this order: paired gain, fragments, iteration, calls, rank;
+// the incumbent marker (*), id, score and status always stay.
+var boardColumns = []column{
+	{head: "", width: 1},
+	{head: "#", width: 3, drop: 5},
+	{head: "id", width: 8},
+	{head: "fragments (vs parent)", width: 24, drop: 2},
+	{head: "score ± CI", width: 12},
+	{head: "paired gain [95% CI]", width: 22, drop: 1},
+	{head: "calls", width: 6, drop: 4, right: true},
+	{head: "it", width: 4, drop: 3, right: true},
+	{head: "status"},
+}
+
+// boardTable is the leaderboard's header and up to rows rows in w cells,
+// scrolled to keep the selected one in view. It is drawn by hand: bubbles'
+// table pads and styles its cells its own way and cannot drop columns by
+// priority.
+func (p *harnessPane) boardTable(m *Model, rows, w int) []string {
 	b := p.rows(m)
-	out := []string{stHeader.Render(fmt.Sprintf("  %-3s %-8s %-24s %-15s %-22s %6s %4s %s", "#", "id", "fragments (vs parent)", "score ± CI", "paired gain [95% CI]", "calls", "it", "status"))}
+	widest := len("status")
+	for _, r := range b {
+		widest = max(widest, len([]rune(boardStatus(r))))
+	}
+	kept := fitColumns(boardColumns, w, min(widest, 40))
+	out := []string{stHeader.Render("  " + headLine(boardColumns, kept))}
 	first := max(0, min(p.sel-rows+1, len(b)-rows))
 	for i := first; i < len(b) && i < first+rows; i++ {
 		r := b[i]
-		line := fmt.Sprintf("%-3d %-8s %-24s %.3f ±%.3f %-22s %6d %4d %s", i+1, short(r.Hash), boardMechanism(r.Mechanism, 24),
-			r.Score, (r.CIHi-r.CILo)/2, pairedGain(r), r.Calls, r.Iteration, boardStatus(r))
-		line = listLine(line, i == p.sel)
-		out = append(out, line)
+		mark := " "
+		if r.Status == "incumbent" {
+			mark = "*"
+		}
+		cells := []string{mark, fmt.Sprint(i + 1), short(r.Hash), boardMechanism(r.Mechanism, 24),
+			fmt.Sprintf("%.3f ±%.3f", r.Score, (r.CIHi-r.CILo)/2), pairedGain(r), fmt.Sprint(r.Calls), fmt.Sprint(r.Iteration), boardStatus(r)}
+		out = append(out, listLine(joinCells(boardColumns, kept, cells), i == p.sel))
 	}
 	return out
 }

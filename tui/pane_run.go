@@ -28,7 +28,7 @@ func (p runPane) view(m *Model, w, h int) []string {
 		return p.main(m, w, h)
 	}
 	lw := w - max(sideWidth, w*2/5) - 3
-	return sideBySide(fit(p.main(m, lw, h), h), p.side(m, h), lw)
+	return sideBySide(fit(p.main(m, lw, h), h), p.side(m, w-lw-3, h), lw)
 }
 
 // main draws the header, the phase timeline, the charts, patience and
@@ -44,10 +44,21 @@ func (runPane) main(m *Model, w, h int) []string {
 		rounds += fmt.Sprintf("/%d", o.Rounds)
 	}
 	elapsed := m.now.Sub(m.started).Truncate(time.Second)
-	top := []string{
-		stHeader.Render("run "+o.RunID) + stMuted.Render(fmt.Sprintf("  %s · %s · %s · preset %s", o.Domain, o.ModelDesc, o.Schedule, o.Preset)),
-		fmt.Sprintf("model calls %d/%s · rollouts %d · round %s · step %d · iteration %d · elapsed %s", r.rollouts, of, r.episodes, rounds, r.step, r.iter, elapsed),
+	// The header wraps at " · " rather than lose its last fields.
+	top := wrapParts([]string{stHeader.Render("run " + o.RunID), stMuted.Render(o.Domain), stMuted.Render(o.ModelDesc),
+		stMuted.Render(o.Schedule), stMuted.Render("preset " + o.Preset)}, w)
+	calls := fmt.Sprintf("model calls %d/%s", r.rollouts, of)
+	if o.Budget > 0 {
+		calls += fmt.Sprintf(" (%d left)", max(0, o.Budget-r.rollouts))
 	}
+	head := []string{calls, fmt.Sprintf("rollouts %d", r.episodes), "round " + rounds, fmt.Sprintf("step %d", r.step), fmt.Sprintf("iteration %d", r.iter)}
+	if o.Status == "" {
+		// How long this workbench has watched the run; a stored run
+		// that nothing runs (opened with a Status) has no such time.
+		head = append(head, "elapsed "+elapsed.String())
+	}
+	top = append(top, wrapParts(head, w)...)
+	top = append(top, m.progressLines(w)...)
 	if g := r.origin; g != nil {
 		top = append(top, stMuted.Render(fmt.Sprintf("from checkpoint %s (run %s, round %d %s phase)", g.Checkpoint, g.Run, g.Round, g.Phase)))
 	}
@@ -57,7 +68,8 @@ func (runPane) main(m *Model, w, h int) []string {
 	top = append(top, "")
 
 	bottom := append([]string{""}, r.patienceLines(w)...)
-	if s := r.stats; s != nil {
+	if r.lastStep != nil {
+		s := r.lastStep.Stats
 		rej := make([]string, 0, len(s.Rejected))
 		for _, k := range sortedKeys(s.Rejected) {
 			rej = append(rej, fmt.Sprintf("%s %d", k, s.Rejected[k]))
@@ -335,12 +347,12 @@ const (
 
 // side is the right column of a wide Run pane: the leaderboard (up to
 // half the height), then as many of the latest events as fit.
-func (runPane) side(m *Model, h int) []string {
+func (runPane) side(m *Model, w, h int) []string {
 	out := []string{stHeader.Render("harnesses") + stMuted.Render("  (2 to prune, diff or freeze)")}
 	if len(m.run.board) == 0 {
 		out = append(out, stMuted.Render("no leaderboard yet: it appears with the first harness iteration"))
 	} else {
-		out = append(out, m.panes.harnesses.boardTable(m, max(1, min(len(m.run.board), h/2-2)))...)
+		out = append(out, m.panes.harnesses.boardTable(m, max(1, min(len(m.run.board), h/2-2)), w)...)
 	}
 	out = append(out, "", stHeader.Render("events"))
 	l := m.run.log
@@ -361,6 +373,55 @@ func sideBySide(left, right []string, lw int) []string {
 			r = right[i]
 		}
 		out[i] = l + strings.Repeat(" ", max(0, lw-ansi.StringWidth(l))) + sep + r
+	}
+	return out
+}
+
+// progressLines are the work in flight as a bar with its rollouts and an
+// ETA, and the ledger per purpose against the budget; none without a
+// polled progress (a viewer of another process's run).
+func (m *Model) progressLines(w int) []string {
+	p := m.prog
+	if p == nil {
+		return nil
+	}
+	var out []string
+	if p.Total > 0 && p.Done < p.Total {
+		eta := "ETA —"
+		if d, ok := p.ETA(m.now); ok {
+			eta = "ETA " + d.Round(time.Second).String()
+		}
+		bw := max(5, min(20, w/5))
+		took := m.now.Sub(p.Since).Truncate(time.Second).String() + " so far"
+		out = append(out, wrapParts([]string{fmt.Sprintf("%s %s %d/%d rollouts", p.What, bar(p.Done, p.Total, bw), p.Done, p.Total), took, eta}, w)...)
+	}
+	l := p.Ledger
+	parts := []string{fmt.Sprintf("ledger: training %d calls", l.TrainCalls), fmt.Sprintf("search %d calls", l.SearchCalls)}
+	if p.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("budget %d used, %d left", l.Budgeted(), max(0, p.Budget-l.Budgeted())))
+	}
+	parts = append(parts, fmt.Sprintf("evaluation %d calls (outside the budget)", l.EvalCalls))
+	return append(out, wrapParts(parts, w)...)
+}
+
+// wrapParts joins parts with " · " into lines of at most w cells,
+// breaking between parts (a part wider than w gets a line of its own).
+func wrapParts(parts []string, w int) []string {
+	var out []string
+	line := ""
+	for _, p := range parts {
+		switch {
+		case line == "":
+			line = p
+		case ansi.StringWidth(line)+3+ansi.StringWidth(p) <= w:
+			line += " · " + p
+		default:
+			out = append(out, line)
+			line = "  " + p
+		}
+	}
+	if line != "" {
+		out = append(out, line)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -23,6 +24,10 @@ type samplePane struct {
 	detailView scroller
 	err        string // the last load's error
 	loading    bool
+	// stale says samples were stored since the last load; loadedAt is
+	// when the last live reload began.
+	stale    bool
+	loadedAt time.Time
 }
 
 type samplesMsg struct {
@@ -51,8 +56,19 @@ func (p *samplePane) loaded(m *Model, msg samplesMsg) {
 		return
 	}
 	p.err = ""
+	// A reload (by hand or live) keeps the selected sample selected.
+	var selSeq uint64
+	if vis := p.visible(m); p.sel < len(vis) {
+		selSeq = vis[p.sel].Seq
+	}
 	p.samples = msg.samples
-	n := len(p.visible(m))
+	vis := p.visible(m)
+	n := len(vis)
+	for i, s := range vis {
+		if s.Seq == selSeq {
+			p.sel = i
+		}
+	}
 	p.sel = min(p.sel, max(0, n-1))
 	if n == 0 {
 		p.detail = false
@@ -61,21 +77,41 @@ func (p *samplePane) loaded(m *Model, msg samplesMsg) {
 
 // update handles the list, its filters, and an open sample.
 func (p *samplePane) update(m *Model, k tea.KeyMsg) tea.Cmd {
+	vis := p.visible(m)
 	if p.detail {
-		if key.Matches(k, keys.Back) || key.Matches(k, keys.Enter) {
+		switch {
+		case key.Matches(k, keys.Back) || key.Matches(k, keys.Enter):
 			p.detail = false
 			p.detailView.top()
-		} else {
+		case key.Matches(k, keys.Next):
+			if p.sel+1 < len(vis) {
+				p.sel++
+				p.detailView.top()
+			} else {
+				m.err = "this is the last sample"
+			}
+		case key.Matches(k, keys.Prev):
+			if p.sel > 0 {
+				p.sel--
+				p.detailView.top()
+			} else {
+				m.err = "this is the first sample"
+			}
+		default:
 			p.detailView.update(k)
 		}
 		return nil
 	}
-	vis := p.visible(m)
+	page := max(1, m.height-6)
 	switch {
 	case key.Matches(k, keys.Up):
 		p.sel = max(0, p.sel-1)
 	case key.Matches(k, keys.Down):
 		p.sel = min(max(0, len(vis)-1), p.sel+1)
+	case key.Matches(k, keys.PageUp):
+		p.sel = max(0, p.sel-page)
+	case key.Matches(k, keys.PageDown):
+		p.sel = min(max(0, len(vis)-1), p.sel+page)
 	case key.Matches(k, keys.Enter):
 		if len(vis) == 0 {
 			m.err = "no sample to open"
@@ -88,8 +124,6 @@ func (p *samplePane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, keys.Kept):
 		p.showKept = !p.showKept
 		p.sel = 0
-	case key.Matches(k, keys.Reload):
-		return p.load(m.opt.Samples)
 	}
 	return nil
 }
@@ -150,7 +184,7 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 	}
 	vis := p.visible(m)
 	if p.detail && p.sel < len(vis) {
-		return p.viewSample(vis[p.sel], w, h)
+		return p.viewSample(m, vis[p.sel], w, h)
 	}
 	filter := "all kinds"
 	if p.kind != "" {
@@ -164,7 +198,8 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 	if p.loading && len(p.samples) == 0 {
 		return append(out, stMuted.Render("loading…"))
 	}
-	out = append(out, stHeader.Render(fmt.Sprintf("  %-6s %-4s %-5s %-8s %-6s %-20s %s", "seq", "rnd", "step", "harness", "reward", "why", "task")))
+	cols := fitColumns(sampleColumns, w, 12)
+	out = append(out, stHeader.Render("  "+headLine(sampleColumns, cols)))
 	rows := h - 3
 	first := max(0, min(p.sel-rows+1, len(vis)-rows))
 	for i := first; i < len(vis) && i < first+rows; i++ {
@@ -173,18 +208,78 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 		if s.Kind == "s" {
 			at = s.Iteration
 		}
-		line := fmt.Sprintf("%-6d %-4d %s%-4d %-8s %-6.2f %-20s %s", s.Seq, s.Round, s.Kind, at, short(s.Harness), s.Trajectory.Reward, s.Why, s.Trajectory.TaskID)
-		line = listLine(line, i == p.sel)
-		out = append(out, line)
+		gold, _ := m.gold(s.Trajectory.TaskID)
+		cells := []string{fmt.Sprint(s.Seq), fmt.Sprint(s.Round), fmt.Sprintf("%s%d", s.Kind, at), short(s.Harness),
+			fmt.Sprintf("%.2f", s.Trajectory.Reward), s.Why, answerOf(s), gold, s.Trajectory.TaskID}
+		out = append(out, listLine(joinCells(sampleColumns, cols, cells), i == p.sel))
 	}
-	return append(out, stMuted.Render("enter open · c kind · a kept · r reload"))
+	return append(out, stMuted.Render("enter open · c kind · a kept · PgUp PgDn · follows the run live"))
+}
+
+// sampleColumns are the samples list's columns; as the window narrows
+// they drop in this order: harness, step, round, answer, gold; seq,
+// reward, why and task stay.
+var sampleColumns = []column{
+	{head: "seq", width: 6},
+	{head: "rnd", width: 3, drop: 3},
+	{head: "step", width: 5, drop: 2},
+	{head: "harness", width: 8, drop: 1},
+	{head: "reward", width: 6},
+	{head: "why", width: 18},
+	{head: "answered", width: 10, drop: 4},
+	{head: "gold", width: 10, drop: 5},
+	{head: "task"},
+}
+
+// answerOf is what a sample's rollout submitted ("—" for nothing).
+func answerOf(s Sample) string {
+	a := s.Trajectory.FinalAnswer()
+	if a == "" {
+		return "—"
+	}
+	// FinalAnswer keys each step by its kind ("answer:41"): the
+	// inspector shows what was said.
+	parts := strings.Fields(a)
+	for i, p := range parts {
+		if _, text, ok := strings.Cut(p, ":"); ok {
+			parts[i] = text
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // viewSample is the whole trajectory, scrolled: messages, completions,
 // tool calls, reward and why.
-func (p *samplePane) viewSample(s Sample, w, h int) []string {
-	p.detailView.set(sampleLines(s, w), h-1)
-	return append(p.detailView.window(), stMuted.Render("esc back · ↑↓ scroll"))
+func (p *samplePane) viewSample(m *Model, s Sample, w, h int) []string {
+	gold, ok := m.gold(s.Trajectory.TaskID)
+	if !ok {
+		gold = "not known here"
+	}
+	lines := sampleLines(s, w)
+	// The verdict beside the trajectory: what it answered, the gold
+	// answer and why the verifier scored it so.
+	verdict := fmt.Sprintf("answered %s · gold %s · verifier: %s", answerOf(s), gold, verifierReason(s))
+	lines = append(lines[:1:1], append([]string{verdict}, lines[1:]...)...)
+	p.detailView.set(lines, h-1)
+	n := len(p.visible(m))
+	return append(p.detailView.window(), stMuted.Render(fmt.Sprintf("sample %d of %d · n next · p previous · ↑↓ PgUp PgDn scroll · esc back", p.sel+1, n)))
+}
+
+// verifierReason is why a sample scored what it did: its failure kind
+// (or that it succeeded) and the harness error, if any.
+func verifierReason(s Sample) string {
+	t := s.Trajectory
+	r := string(t.Failure)
+	if r == "" {
+		r = "no failure"
+		if t.Reward < 1 {
+			r = fmt.Sprintf("partial credit %.2f", t.Reward)
+		}
+	}
+	if t.Error != "" {
+		r += " (" + t.Error + ")"
+	}
+	return r
 }
 
 // sampleLines is a sample's trajectory as lines, its texts wrapped to w.

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"whale/core/engine"
-	"whale/core/store"
 )
 
 // Sample is one stored rollout (the engine's record) with its sequence
@@ -18,11 +17,6 @@ type Sample struct {
 
 // MaxSamples bounds how many of the newest samples the pane holds.
 const MaxSamples = 2000
-
-// StoreSamples returns a loader of run's samples from db, newest first.
-func StoreSamples(db *store.DB, run string) func() ([]Sample, error) {
-	return SampleLoader(run, func(fn func(seq uint64, rec []byte) error) error { return db.Samples(run, 0, fn) })
-}
 
 // SampleLoader returns a loader of run's samples, newest first, from scan,
 // which calls fn with each stored sample record in order (the store's, or

@@ -18,7 +18,7 @@ type scroller struct {
 
 func newScroller() scroller {
 	vp := viewport.New(0, 0)
-	vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down}
+	vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
 	vp.MouseWheelEnabled = false
 	return scroller{vp: vp}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -15,9 +16,13 @@ import (
 func (m *Model) View() string {
 	w, h := max(20, m.width), max(6, m.height)
 	var body []string
-	if m.help {
+	switch {
+	case m.whole != nil:
+		m.wholeView.set(wholeLines(*m.whole, w), h-3)
+		body = append(m.wholeView.window(), stMuted.Render("↑↓ scroll · any other key closes"))
+	case m.help:
 		body = m.viewHelp()
-	} else {
+	default:
 		body = m.focused().view(m, w, h-2)
 	}
 	if f := m.filter[m.pane]; f != "" && !m.filtering && m.pane != paneRun {
@@ -56,14 +61,18 @@ func (m *Model) viewTabs() string {
 
 func (m *Model) viewFooter() string {
 	switch {
-	case m.confirm:
-		return stConfirm.Render("force a phase switch now? y/n")
+	case m.confirm != nil:
+		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? y/n", m.confirm.ForRound, m.confirm.ForPhase))
 	case m.forkAsk != "":
 		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. y/n")
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":
-		return stError.Render("error: " + m.err)
+		msg := "error: " + m.err
+		if w := max(20, m.width); ansi.StringWidth(msg) > w {
+			return stError.Render(ansi.Truncate(msg, w-14, "…")) + stMuted.Render(" enter: whole")
+		}
+		return stError.Render(msg)
 	}
 	state := "running"
 	switch {
@@ -73,18 +82,40 @@ func (m *Model) viewFooter() string {
 		state = "finished"
 	case m.run.paused:
 		state = "paused"
+	case m.pendingKind("pause"):
+		state = "pausing"
 	}
 	if m.opt.Attached != "" {
 		state = m.opt.Attached + " · " + state
 	}
-	return stMuted.Render(state + " · f force · space pause · ? keys · q quit")
+	help := " · f force · space pause · ? keys · q quit"
+	if m.steerRefusal() != "" {
+		help = " · ? keys · q quit"
+		if m.opt.ReadOnly != "" && !strings.Contains(state, "read-only") {
+			state += " · read-only"
+		}
+	}
+	out := stMuted.Render(state + help)
+	if m.ack != "" {
+		out = stConfirm.Render(m.ack) + stMuted.Render(" · ") + out
+	}
+	return out
 }
 
 func (m *Model) viewHelp() []string {
-	// The five pane keys share one line so the map fits 80×24.
-	out := []string{stHeader.Render("Keys"), "", fmt.Sprintf("  %-8s %s", "1-5", "panes: run, harnesses, samples, checkpoints, log")}
-	for _, b := range keys.all()[5:] {
-		out = append(out, fmt.Sprintf("  %-8s %s", b.Help().Key, b.Help().Desc))
+	// Keys that go together share a line, so the map fits 80×24.
+	out := []string{stHeader.Render("Keys"), ""}
+	line := func(k, desc string) { out = append(out, fmt.Sprintf("  %-12s %s", k, desc)) }
+	line("1-5", "panes: run, harnesses, samples, checkpoints, log")
+	for _, b := range []key.Binding{keys.Tab} {
+		line(b.Help().Key, b.Help().Desc)
+	}
+	line("↑↓ PgUp PgDn", "move in a list, scroll an open view")
+	for _, b := range keys.all()[10:] {
+		if b.Help().Key == "" {
+			continue
+		}
+		line(b.Help().Key, b.Help().Desc)
 	}
 	return append(out, "", stMuted.Render("any key closes this"))
 }
@@ -111,4 +142,13 @@ func listLine(line string, selected bool) string {
 		return stSelected.Render("> " + line)
 	}
 	return "  " + line
+}
+
+// footerMessage is the error the footer shows, in full ("" for none).
+// (An acknowledgement is also a log line, which opens whole there.)
+func (m *Model) footerMessage() string {
+	if m.err != "" {
+		return "error: " + m.err
+	}
+	return ""
 }

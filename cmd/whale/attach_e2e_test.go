@@ -100,9 +100,12 @@ func TestAttachToARunningBench(t *testing.T) {
 	scr := tui.waitFor("the attached workbench", 60*time.Second, func(scr string) bool {
 		return strings.Contains(scr, "(owner pid") && rollouts(scr) >= 0
 	})
-	if !strings.Contains(scr, "attached ·") {
-		t.Fatalf("the footer does not say the workbench is attached to a live run:\n%s", scr)
+	// A bench's run is read-only to a viewer without --steer (issue 37).
+	if !strings.Contains(scr, "attached, read-only ·") {
+		t.Fatalf("the footer does not say the workbench is attached read-only to a bench's run:\n%s", scr)
 	}
+	tui.keys("f")
+	tui.waitFor("f refused", 10*time.Second, func(scr string) bool { return strings.Contains(scr, "force refused: run "+id) })
 	first := rollouts(scr)
 	scr = tui.waitFor("the attached timeline to advance", 300*time.Second, func(scr string) bool { return rollouts(scr) > first })
 	t.Logf("attached workbench:\n%s", scr)

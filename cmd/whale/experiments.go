@@ -153,6 +153,10 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 	defer cancel()
 	srv := serveStore(cmd, env.Store)
 	defer srv.Close()
+	// A bench's runs are measurements: viewers in other terminals watch
+	// them read-only unless they ask to steer (whale tui --steer), and a
+	// steered run is marked in the report and the record.
+	srv.ServeReadOnly("bench")
 	bjobs, err := benchJobs(env.Store, env.Record, jobs)
 	if err != nil {
 		return nil, err
@@ -179,7 +183,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 		}
 		prog.Send(tui.BenchRunStarted{ID: j.ID, Events: sub, Opt: tui.Options{RunID: j.ID, Domain: j.Domain, ModelDesc: j.Condition,
 			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Control: eng, History: hist,
-			Samples: tui.StoreSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store)}})
+			Samples: storeSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store), Progress: eng.Progress, Gold: eng.Gold}})
 		return func(err error) {
 			remove()
 			prog.Send(tui.BenchRunEnded{ID: j.ID, Err: err})

@@ -451,7 +451,32 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	go func() {
 		defer close(done)
 		ended := 0
-		for range sub.Ready() {
+		last := ""
+		// On a terminal the bar also moves between events: the work in
+		// flight (a val evaluation, a harness's scoring) with its
+		// rollouts and ETA, redrawn every second.
+		var tick <-chan time.Time
+		if bar {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			tick = t.C
+		}
+		ready := sub.Ready()
+		for {
+			select {
+			case <-tick:
+				if last != "" {
+					fmt.Fprintf(log, "\r\033[K%s", last+workText(eng.Progress(), time.Now()))
+				}
+				continue
+			case _, ok := <-ready:
+				if !ok {
+					ready = nil
+				}
+			}
+			if ready == nil {
+				break
+			}
 			evs, dropped := sub.Drain()
 			if dropped > 0 && !bar {
 				fmt.Fprintf(log, "(%d events not shown)\n", dropped)
@@ -462,6 +487,9 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 				}
 				if !bar {
 					printEvent(log, ev)
+					if ev.Kind == engine.EvPhaseEnded {
+						fmt.Fprintf(log, "  %s\n", progressLedger(eng.Progress()))
+					}
 					continue
 				}
 				// On a terminal: phase boundaries as lines, the rest as
@@ -470,7 +498,8 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 					fmt.Fprint(log, "\r\033[K")
 					printEvent(log, ev)
 				}
-				fmt.Fprintf(log, "\r\033[K%s", progressBar(ended, phases, ev))
+				last = progressBar(ended, phases, ev)
+				fmt.Fprintf(log, "\r\033[K%s", last+workText(eng.Progress(), time.Now()))
 			}
 		}
 		if bar {
@@ -482,7 +511,13 @@ func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) er
 	err = errors.Join(err, stopTB())
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with 'whale resume %s'\n", eng.RunID)
+			// Ctrl-C is how a person stops a run: it stops at a resume
+			// point, so the command succeeds after saying how to go on.
+			if !errors.Is(err, context.Canceled) {
+				fmt.Fprintf(log, "while stopping: %v\n", err)
+			}
+			fmt.Fprintf(log, "interrupted: a resume point holds the run up to its last completed step; continue with %s\n", resumeHint(eng.RunID, db.Path()))
+			return nil
 		}
 		return err
 	}
@@ -801,6 +836,32 @@ func isTerminal(w io.Writer) bool {
 
 // progressBar renders the run's progress: phases ended out of the run's
 // phases (when the rounds bound it), then where it is now.
+// workText is the bar's tail: the work in flight with its rollouts and
+// ETA, and the budget used and left.
+func workText(p engine.Progress, now time.Time) string {
+	s := ""
+	if p.Total > 0 && p.Done < p.Total {
+		s = fmt.Sprintf("  %s %d/%d", p.What, p.Done, p.Total)
+		if d, ok := p.ETA(now); ok {
+			s += ", ETA " + d.Round(time.Second).String()
+		}
+	}
+	if p.Budget > 0 {
+		s += fmt.Sprintf("  budget %d left", max(0, p.Budget-p.Ledger.Budgeted()))
+	}
+	return s
+}
+
+// progressLedger is the run's ledger per purpose against its budget.
+func progressLedger(p engine.Progress) string {
+	l := p.Ledger
+	s := fmt.Sprintf("ledger: training %d, search %d model calls", l.TrainCalls, l.SearchCalls)
+	if p.Budget > 0 {
+		s += fmt.Sprintf(" (budget %d: %d used, %d left)", p.Budget, l.Budgeted(), max(0, p.Budget-l.Budgeted()))
+	}
+	return s + fmt.Sprintf("; evaluation %d apart", l.EvalCalls)
+}
+
 func progressBar(ended, phases int, ev engine.Event) string {
 	const width = 24
 	bar := ""

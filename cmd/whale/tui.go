@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
@@ -20,6 +22,7 @@ import (
 	"whale/core/engine"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/data"
 	"whale/data/domains"
 	"whale/tui"
 )
@@ -30,9 +33,12 @@ func init() { register(newTUICmd) }
 type tuiFlags struct {
 	db, domain, preset, run, model string
 	fresh                          bool
-	seed                           uint64
-	sampleBF16                     bool
-	lora                           loraFlags
+	// readOnly opens the run to watch only; steer lets a viewer steer a
+	// run whose owner serves it read-only (a bench).
+	readOnly, steer bool
+	seed            uint64
+	sampleBF16      bool
+	lora            loraFlags
 	// loraCfg is what --lora-rank and its companions give a new run
 	// (checked before anything opens).
 	loraCfg *model.LoRAConfig
@@ -46,9 +52,10 @@ func newTUICmd() *cobra.Command {
 		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
 			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
 			"Without --run it offers to resume the newest unfinished run in --db, else starts a new run with\n" +
-			"the embedded model (or --model). q quits at once; 'whale tui --run ID' or 'whale resume ID' continues later.\n" +
+			"the embedded model (or --model). q quits at once; 'whale tui --run ID' or 'whale resume ID --headless' continues later.\n" +
 			"When another whale process (a run, a workbench, a bench) holds --db, --run ID attaches to that\n" +
-			"run: its events stream from the owner, commands go to it, and q leaves it running.",
+			"run: its events stream from the owner, commands go to it, and q leaves it running. A bench's runs\n" +
+			"are read-only to viewers unless --steer (the bench marks a steered run); --read-only watches any run.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -57,6 +64,12 @@ func newTUICmd() *cobra.Command {
 			}
 			if fl.loraCfg != nil && fl.run != "" {
 				return usageError{errors.New("--lora-rank sizes a new run's adapters: a resumed run (--run) keeps its own")}
+			}
+			if fl.readOnly && fl.steer {
+				return usageError{errors.New("--read-only and --steer contradict each other: pick one")}
+			}
+			if (fl.readOnly || fl.steer) && fl.run == "" {
+				return usageError{errors.New("--read-only and --steer apply to a run named with --run ID")}
 			}
 			if fl.sampleBF16 && fl.run != "" {
 				return usageError{errors.New("--sample-bf16 configures a new run: a resumed run (--run) keeps its own")}
@@ -73,6 +86,8 @@ func newTUICmd() *cobra.Command {
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of a new run")
 	f.StringVar(&fl.model, "model", "", "starting model of a new run: a whale model file or a Hugging Face folder (default: the embedded base model)")
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, "new run: "+sampleBF16Usage)
+	f.BoolVar(&fl.readOnly, "read-only", false, "watch --run ID without steering it (nothing is run or changed)")
+	f.BoolVar(&fl.steer, "steer", false, "steer --run ID although its owner (a bench) serves it read-only; the bench records that it was steered")
 	fl.lora.register(f)
 	new(tensorBoardFlag).register(f)
 	return c
@@ -81,6 +96,9 @@ func newTUICmd() *cobra.Command {
 // noTerminal says what the workbench would have done and how to run
 // without it; it is an error (exit 1), not a usage error.
 func noTerminal(fl tuiFlags) error {
+	if fl.readOnly {
+		return fmt.Errorf("stdout is not a terminal: the workbench would show run %s in %s read-only; %s reports it without one", fl.run, fl.db, showHint(fl.run, fl.db))
+	}
 	adapters, extra := "", ""
 	if fl.model != "" {
 		extra += " --model " + fl.model
@@ -144,6 +162,12 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 	if !isTerminal(cmd.OutOrStdout()) {
 		return noTerminal(fl)
 	}
+	if fl.readOnly {
+		// Watching never creates a workspace.
+		if _, err := os.Stat(fl.db); err != nil {
+			return fmt.Errorf("--db %s: no workspace there (%v): name the file that holds run %s", fl.db, err, fl.run)
+		}
+	}
 	db, err := openStore(fl.db)
 	if err != nil {
 		return attachedWorkbench(cmd, fl, err)
@@ -175,8 +199,8 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 		if err != nil {
 			return err
 		}
-		if r.Status == "finished" {
-			return usageError{fmt.Errorf("run %s is finished: 'whale show %s' reports it", runID, runID)}
+		if r.Status == "finished" || fl.readOnly {
+			return watchStored(cmd, db, r, cfg, fl)
 		}
 		dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
 		if err != nil {
@@ -242,7 +266,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Rounds: eng.Cfg.MaxRounds,
-		Events: sub, Control: eng, History: history, Samples: tui.StoreSamples(db, eng.RunID),
+		Events: sub, Control: eng, History: history, Samples: storeSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
 		Export: func(id string) (string, error) {
@@ -281,9 +305,9 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 	}
 	st := eng.State()
 	if st.Done {
-		fmt.Fprintf(cmd.ErrOrStderr(), "run %s finished: 'whale show %s'\n", eng.RunID, eng.RunID)
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s finished: %s reports it\n", eng.RunID, showHint(eng.RunID, db.Path()))
 	} else {
-		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: 'whale tui --run %s' or 'whale resume %s --headless' continues it\n", eng.RunID, eng.RunID, eng.RunID)
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s stopped at its last resume point: %s continues it\n", eng.RunID, resumeHint(eng.RunID, db.Path()))
 	}
 	return forkID, nil
 }
@@ -313,14 +337,13 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 		return err
 	}
 	defer st.Close()
-	mode := "attached, read-only"
-	if st.Live {
-		mode = "attached"
-	}
+	ctl, readOnly, mode := viewerControl(cl, info, st.Live, fl)
+	progress, stopProgress := pollProgress(cl, fl.run, st.Live)
+	defer stopProgress()
 	m := tui.New(tui.Options{
 		RunID: fl.run, Domain: cfg.Domain, ModelDesc: mode + " (owner " + info.Owner + ")", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.TotalBudget(), Rounds: cfg.MaxRounds,
-		Events: st.Sub, Control: attach.Control{Client: cl, Run: fl.run}, History: st.History,
+		Events: st.Sub, Control: ctl, ReadOnly: readOnly, History: st.History, Gold: goldOf(cfg), Progress: progress,
 		Samples: tui.SampleLoader(fl.run, func(fn func(seq uint64, rec []byte) error) error {
 			recs, err := cl.Samples(fl.run, tui.MaxSamples)
 			for _, r := range recs {
@@ -346,10 +369,137 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 	return nil
 }
 
+// watchStored opens a stored run that nobody runs to read only: a
+// finished run, or one named with --read-only. Nothing runs and nothing
+// in the workspace changes; export still writes a checkpoint out of it.
+func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Config, fl tuiFlags) error {
+	history, err := engine.StoredEvents(db, r.ID, 0, 0)
+	if err != nil {
+		return err
+	}
+	why, state := "opened with --read-only", "stored, not running"
+	if r.Status == "finished" {
+		why, state = "the run has finished: there is nothing left to steer", "finished"
+	}
+	m := tui.New(tui.Options{
+		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
+		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
+		Samples: storeSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
+		Export: func(id string) (string, error) {
+			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
+			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
+			return dir, err
+		},
+	})
+	_, perr := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run()
+	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
+		return fmt.Errorf("tui: %w", perr)
+	}
+	return nil
+}
+
+// pollProgress asks the owner for the run's work in flight once a second,
+// off the screen's goroutine (Update never waits on a socket); the
+// workbench reads the latest answer. nil when the owner is not running
+// the run or does not answer.
+func pollProgress(cl *attach.Client, run string, live bool) (func() engine.Progress, func()) {
+	if !live {
+		return nil, func() {}
+	}
+	first, err := cl.Progress(run)
+	if err != nil {
+		return nil, func() {}
+	}
+	var mu sync.Mutex
+	last := first
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if p, err := cl.Progress(run); err == nil {
+				mu.Lock()
+				last = p
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() engine.Progress {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}, func() { close(stop) }
+}
+
+// goldOf returns the gold answers of a run's tasks for the sample
+// inspector of a run this process does not run: its domain is generated
+// again from the run's data seed (once, on first use). A domain that does
+// not open (one imported with --data) leaves the answers unknown.
+func goldOf(cfg engine.Config) func(taskID string) (string, bool) {
+	var once sync.Once
+	var answers map[string]string
+	return func(id string) (string, bool) {
+		once.Do(func() {
+			answers = map[string]string{}
+			dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
+			if err != nil {
+				return
+			}
+			for _, split := range []string{data.SplitTrain, data.SplitVal, data.SplitAudit, data.SplitTest} {
+				ts, err := dom.Tasks(split)
+				if err != nil {
+					continue
+				}
+				for _, t := range ts {
+					answers[t.ID] = t.Answer
+				}
+			}
+		})
+		a, ok := answers[id]
+		return a, ok
+	}
+}
+
+// viewerControl is what a viewer of a run another process owns may do:
+// where its commands go, why it may not steer ("" when it may) and the
+// footer's word for it. A run the owner is not running, one opened with
+// --read-only, and one whose owner serves it read-only (a bench) without
+// --steer are watched only.
+func viewerControl(cl *attach.Client, info attach.RunInfo, live bool, fl tuiFlags) (tui.Controller, string, string) {
+	ctl := attach.Control{Client: cl, Run: fl.run, Steer: fl.steer}
+	switch {
+	case !live:
+		return ctl, "the owner (" + info.Owner + ") is not running this run: there is nothing to steer", "attached, read-only"
+	case fl.readOnly:
+		return ctl, "opened with --read-only", "attached, read-only"
+	case info.ReadOnly && !fl.steer:
+		kind := info.OwnerKind
+		if kind == "" {
+			kind = "owner"
+		}
+		return ctl, fmt.Sprintf("run %s belongs to a %s (%s); 'whale tui --run %s%s --steer' steers it, and the %s records that",
+			fl.run, kind, info.Owner, fl.run, dbArg(fl.db), kind), "attached, read-only"
+	case fl.steer:
+		return ctl, "", "attached, steering"
+	}
+	return ctl, "", "attached"
+}
+
 // harnessSource reads a stored harness's source (the workbench's diff).
 func harnessSource(db *store.DB) func(hash string) (string, error) {
 	return func(hash string) (string, error) {
 		h, err := db.GetHarness(hash)
 		return h.Source, err
 	}
+}
+
+// storeSamples is a loader of run's samples from db, newest first (the
+// workbench's Samples pane, run in a tea.Cmd).
+func storeSamples(db *store.DB, run string) func() ([]tui.Sample, error) {
+	return tui.SampleLoader(run, func(fn func(seq uint64, rec []byte) error) error { return db.Samples(run, 0, fn) })
 }

@@ -92,7 +92,9 @@ func startWorkbench(t *testing.T, name, preset string) (tmuxSession, string, str
 // candidate that then never becomes incumbent, a rejected sample opens, and
 // q exits 0 leaving the run resumable.
 // boardRow is a leaderboard row: rank, then the harness's short hash.
-var boardRow = regexp.MustCompile(`^(> |  )\s*\d+\s+[0-9a-f]{8}\s`)
+// boardRow is a leaderboard row: the selection marker, the incumbent's
+// (*), rank, id … status.
+var boardRow = regexp.MustCompile(`^(> |  )[ *] +\d+ +([0-9a-f]{8}) .*\bcandidate\b`)
 
 func TestWorkbenchEndToEnd(t *testing.T) {
 	s, db, exit := startWorkbench(t, "whale-e2e", "small")
@@ -103,7 +105,7 @@ func TestWorkbenchEndToEnd(t *testing.T) {
 	s.waitFor("the timeline to advance", 60*time.Second, func(scr string) bool { return rollouts(scr) > first })
 
 	s.keys("f")
-	if !strings.Contains(s.screen(), "force a phase switch now? y/n") {
+	if !strings.Contains(s.screen(), "phase now? y/n") {
 		t.Fatalf("f did not ask to confirm:\n%s", s.screen())
 	}
 	s.keys("y", "5")
@@ -115,14 +117,12 @@ func TestWorkbenchEndToEnd(t *testing.T) {
 	// The small preset scores on 128 val tasks (issue 14): the val pass at
 	// the forced boundary, the incumbent's re-score and three candidates
 	// come before the first candidate row, minutes on a busy 2-core machine.
-	// At 80 columns the board's status column is cut off: a candidate is
-	// a row with a paired gain over the incumbent (an interval), where the
-	// incumbent's row shows "—".
+	// At 80 columns the board keeps its status column (issue 37): a
+	// candidate is a row whose status says so.
 	candidate := func(scr string) string {
 		for _, l := range strings.Split(scr, "\n") {
-			f := strings.Fields(strings.TrimPrefix(l, "> "))
-			if len(f) > 2 && boardRow.MatchString(l) && strings.Contains(l, " [") {
-				return f[1]
+			if m := boardRow.FindStringSubmatch(l); m != nil {
+				return m[2]
 			}
 		}
 		return ""

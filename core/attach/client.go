@@ -108,6 +108,21 @@ func (c *Client) Send(run string, cmd engine.Command) error {
 	return c.callWithin(request{Op: opCommand, Run: run, Command: &cmd}, nil, commandTimeout)
 }
 
+// Steer is Send from a person who asked to steer (`whale tui --steer`):
+// an owner that serves its runs read-only (a bench) takes it, and the
+// run's journal keeps it as the bench's record of the steering.
+func (c *Client) Steer(run string, cmd engine.Command) error {
+	return c.callWithin(request{Op: opCommand, Run: run, Command: &cmd, Steer: true}, nil, commandTimeout)
+}
+
+// Progress asks the owner for the work in flight of a run it runs (the
+// bar and ledger of an attached workbench); an owner that is not running
+// the run says so.
+func (c *Client) Progress(run string) (engine.Progress, error) {
+	var p engine.Progress
+	return p, c.callWithin(request{Op: opProgress, Run: run}, &p, commandTimeout)
+}
+
 // Stream is a run's events as the owner sends them.
 type Stream struct {
 	// History are the events stored when the stream began.
@@ -212,7 +227,14 @@ func (s *Stream) Close() { s.finish("closed by the reader") }
 type Control struct {
 	Client *Client
 	Run    string
+	// Steer sends as Client.Steer does.
+	Steer bool
 }
 
 // Send hands c to the owner.
-func (c Control) Send(cmd engine.Command) error { return c.Client.Send(c.Run, cmd) }
+func (c Control) Send(cmd engine.Command) error {
+	if c.Steer {
+		return c.Client.Steer(c.Run, cmd)
+	}
+	return c.Client.Send(c.Run, cmd)
+}

@@ -3,9 +3,11 @@
 // writer, so a second process cannot open it; the writer serves a local
 // unix socket beside the database instead, and answers read requests
 // (the runs, one run, its stored events — streamed live while it runs —,
-// its samples, a harness's source) and control commands for the runs it
-// is running, which go to the engine's control queue and are journaled
-// there as the workbench's own are.
+// its samples, a harness's source, the work in flight of a run it runs)
+// and control commands for the runs it is running, which go to the
+// engine's control queue and are journaled there as the workbench's own
+// are. An owner may serve its runs read-only (a bench: ServeReadOnly):
+// it then takes commands only from viewers that asked to steer.
 //
 // The socket is only ever a reader of the store on behalf of others: it
 // never writes to it and never blocks an engine. A stream reads events
@@ -34,6 +36,9 @@ const (
 	// opCheckpoints lists a run's kept checkpoints (manifests).
 	opCheckpoints = "checkpoints"
 	opCommand     = "command" // a control command for a run the owner runs
+	// opProgress is the work in flight of a run the owner runs
+	// (engine.Progress): what, rollouts done, the ledger.
+	opProgress = "progress"
 )
 
 // request is one line a client sends; one request per connection.
@@ -45,6 +50,10 @@ type request struct {
 	// Limit bounds the samples sent (the newest; 0: all).
 	Limit   int             `json:"limit,omitempty"`
 	Command *engine.Command `json:"command,omitempty"`
+	// Steer says the person asked to steer (`whale tui --steer`): the
+	// runs of an owner that serves viewers read-only (a bench) take
+	// commands only then.
+	Steer bool `json:"steer,omitempty"`
 }
 
 // reply is the answer to every request but events; Error is a sentence.
@@ -72,6 +81,13 @@ type RunInfo struct {
 	Origin *engine.ForkOrigin `json:"origin,omitempty"`
 	// Owner names the process that holds the workspace ("pid 1234").
 	Owner string `json:"owner"`
+	// ReadOnly says the owner serves its runs to viewers read-only unless
+	// they ask to steer (Client.Steer): a bench, whose runs are
+	// measurements that a stray key must not change.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// OwnerKind is what the owner is ("bench"; "" for a run or a
+	// workbench).
+	OwnerKind string `json:"owner_kind,omitempty"`
 }
 
 // Record is one stored sample, as the store keeps it, with its sequence.

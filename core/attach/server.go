@@ -23,6 +23,10 @@ type Server struct {
 	path  string
 	owner string
 	ln    *net.UnixListener
+	// kind is what the owner is ("bench"); readOnly refuses commands from
+	// viewers that did not ask to steer (ServeReadOnly).
+	kind     string
+	readOnly bool
 
 	mu      sync.Mutex
 	live    map[string]*liveRun
@@ -101,6 +105,18 @@ func clearStale(path string) error {
 		return fmt.Errorf("attach: remove the stale socket %s: %w", path, err)
 	}
 	return nil
+}
+
+// ServeReadOnly makes the server's runs read-only to viewers that did not
+// ask to steer, and names the owner kind ("bench") in what it reports: a
+// command without Steer is refused with a sentence saying how to steer.
+func (s *Server) ServeReadOnly(kind string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kind, s.readOnly = kind, true
 }
 
 // Path is the socket's path ("" for a nil server).
@@ -252,9 +268,11 @@ func (s *Server) answer(req request) (json.RawMessage, error) {
 		v, err = s.checkpoints(req.Run)
 	case opCommand:
 		err = s.command(req)
+	case opProgress:
+		v, err = s.progress(req.Run)
 	default:
-		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s, %s and %s)", req.Op,
-			opRuns, opRun, opEvents, opSamples, opHarness, opCheckpoints, opCommand)
+		return nil, fmt.Errorf("attach: unknown request %q (this owner answers %s, %s, %s, %s, %s, %s, %s and %s)", req.Op,
+			opRuns, opRun, opEvents, opSamples, opHarness, opCheckpoints, opCommand, opProgress)
 	}
 	if err != nil || v == nil {
 		return nil, err
@@ -269,7 +287,7 @@ func (s *Server) runs() ([]RunInfo, error) {
 	}
 	out := make([]RunInfo, len(runs))
 	for i, r := range runs {
-		out[i] = RunInfo{Run: r, Live: s.lookup(r.ID) != nil, Owner: s.owner}
+		out[i] = s.info(r, nil)
 	}
 	return out, nil
 }
@@ -283,7 +301,7 @@ func (s *Server) run(id string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
-	return RunInfo{Run: r, Live: s.lookup(id) != nil, Origin: origin, Owner: s.owner}, nil
+	return s.info(r, origin), nil
 }
 
 // samples returns the newest limit (≤ 0: all) of run's samples, oldest
@@ -326,6 +344,31 @@ func (s *Server) checkpoints(run string) ([]store.Checkpoint, error) {
 	return out, nil
 }
 
+// progressor is a Runner that reports its work in flight (an
+// *engine.Engine does).
+type progressor interface{ Progress() engine.Progress }
+
+// progress is the work in flight of a run this process runs.
+func (s *Server) progress(run string) (engine.Progress, error) {
+	lr := s.lookup(run)
+	if lr == nil {
+		return engine.Progress{}, fmt.Errorf("run %s is not running in %s: it has no work in flight", run, s.owner)
+	}
+	p, ok := lr.eng.(progressor)
+	if !ok {
+		return engine.Progress{}, fmt.Errorf("run %s: its owner does not report progress", run)
+	}
+	return p.Progress(), nil
+}
+
+// info is run r as this owner reports it.
+func (s *Server) info(r store.Run, origin *engine.ForkOrigin) RunInfo {
+	s.mu.Lock()
+	kind, ro := s.kind, s.readOnly
+	s.mu.Unlock()
+	return RunInfo{Run: r, Live: s.lookup(r.ID) != nil, Origin: origin, Owner: s.owner, ReadOnly: ro, OwnerKind: kind}
+}
+
 // command hands a command to the engine running the run; the engine
 // journals it when it applies it (or refuses it in the journal).
 func (s *Server) command(req request) error {
@@ -335,6 +378,13 @@ func (s *Server) command(req request) error {
 	lr := s.lookup(req.Run)
 	if lr == nil {
 		return fmt.Errorf("run %s is not running in %s, the process that holds the workspace: commands go to the process that runs it", req.Run, s.owner)
+	}
+	s.mu.Lock()
+	kind, ro := s.kind, s.readOnly
+	s.mu.Unlock()
+	if ro && !req.Steer {
+		return fmt.Errorf("run %s belongs to a %s (%s) and is read-only to viewers: 'whale tui --db %s --run %s --steer' steers it, and the %s records that it was steered",
+			req.Run, kind, s.owner, s.db.Path(), req.Run, kind)
 	}
 	return lr.eng.Send(*req.Command)
 }

@@ -68,7 +68,18 @@ type Command struct {
 	// Target is the harness hash (prune, unprune) or knob (freeze,
 	// unfreeze).
 	Target string `json:"target,omitempty"`
+	// ForPhase and ForRound name the phase a force was meant for: the one
+	// on the person's screen when they pressed the key. A force that
+	// reaches the engine after that phase ended is refused (journaled
+	// with its reason), never applied to the phase that followed. Empty:
+	// the running phase, whichever it is.
+	ForPhase Phase `json:"for_phase,omitempty"`
+	ForRound int   `json:"for_round,omitempty"`
 }
+
+// ErrPhaseEnded is wrapped by a force whose phase (Command.ForPhase,
+// ForRound) had ended when the engine took the command.
+var ErrPhaseEnded = errors.New("phase already ended")
 
 // JournaledCommand is a control command as the store keeps it, with the
 // point at which it took effect; it is also EvControl's payload.
@@ -115,6 +126,8 @@ type Engine struct {
 	traces  []string
 	broker  *Broker[Event]
 	control chan Command
+	// prog is the work in flight, for screens (Progress).
+	prog progress
 
 	// clock is when the work toward the next resume point began (zero
 	// outside Run): saveResume adds the time since to the run's compute
@@ -577,6 +590,9 @@ func (e *Engine) apply(c Command) error {
 	a := e.st.Archive
 	switch c.Kind {
 	case "force":
+		if c.ForPhase != "" && (c.ForPhase != e.st.Phase || c.ForRound != e.st.Round) {
+			return fmt.Errorf("force of the round %d %s phase dropped: %w (round %d %s phase running)", c.ForRound, c.ForPhase, ErrPhaseEnded, e.st.Round, e.st.Phase)
+		}
 		e.st.Force = true
 	case "pause":
 		e.st.Paused = true
@@ -641,7 +657,8 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 }
 
 func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
-	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix}
+	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix,
+		Progress: e.progressOf(prefix)}
 }
 
 func modelCalls(ts []harnesses.Trajectory) int {

@@ -12,6 +12,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/harnesses"
 	"whale/kernels"
 )
 
@@ -210,3 +211,8 @@ func ExportCheckpoint(db *store.DB, id, dir string, dtype ckpt.DType, format str
 	}
 	return append(files, hs, ms), nil
 }
+
+// DiffHarnesses is the line diff of two harness sources that `whale
+// harness diff` prints (harnesses.Diff), for readers of a run that import
+// nothing of the harness runtime (the workbench).
+func DiffHarnesses(nameA, a, nameB, b string) string { return harnesses.Diff(nameA, a, nameB, b) }

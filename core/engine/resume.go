@@ -25,6 +25,7 @@ func (e *Engine) emit(kind string, data []byte) error {
 	}
 	ev.Seq = seq
 	e.st.EventsSeq = seq
+	e.noteLedger()
 	e.broker.Publish(ev)
 	return nil
 }

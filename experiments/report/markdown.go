@@ -37,7 +37,11 @@ func Markdown(runs []Run, meta Meta) []byte {
 	}
 	p("- Conditions: %s\n", strings.Join(Conditions, ", "))
 	p("- Domains: %s\n", strings.Join(domains(runs), ", "))
-	p("- Compute: %s\n\n", computeText(runs))
+	p("- Compute: %s\n", computeText(runs))
+	if s := steeredText(runs); s != "" {
+		p("- Steered: %s\n", s)
+	}
+	p("\n")
 	for _, n := range meta.Notes {
 		if n = strings.TrimSpace(n); n != "" {
 			p("%s\n\n", n)
@@ -566,4 +570,19 @@ func accountingText(acc string) string {
 	}
 	return "Every condition gets the same total of training and search calls (the sum of the paper's two ledgers): weight-only trains with all of it, harness-only searches with all of it. " +
 		"WHALE, staged, fast-slow and vote-only are the paper accounting's runs (their totals are already that sum)."
+}
+
+// steeredText names the runs a person steered (control commands that
+// change what a run computes), "" when none was.
+func steeredText(runs []Run) string {
+	var parts []string
+	for _, r := range runs {
+		if r.Steered > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%s)", r.RunID, plural(r.Steered, "control command")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return joinAnd(parts) + ": a person changed these runs while they ran, so they are not plain measurements of their condition"
 }

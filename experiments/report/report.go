@@ -73,6 +73,11 @@ type Run struct {
 	// that ran it; 0 when the store holds no record (runs created before
 	// whale kept one).
 	Compute time.Duration `json:"compute_ns"`
+	// Steered counts the control commands a person applied to the run
+	// that change what it computes (force, prune, unprune, freeze,
+	// unfreeze; pause and resume do not): a steered run is no longer the
+	// condition's plain measurement, and the report says so.
+	Steered int `json:"steered,omitempty"`
 	// Accounting is how the run's budget compares with the others' (one
 	// of Accountings): "paper" (the paper's two ledgers: every condition
 	// that trains gets the same weight ledger, every condition that
