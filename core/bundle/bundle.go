@@ -74,6 +74,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tokJSON []byte, gen Generation
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w", what, err)
 	}
+	if err := checkFinite(m, what); err != nil {
+		return nil, err
+	}
 	return &Bundle{Model: m, Tokenizer: tok, TokenizerJSON: tokJSON, Template: t.WithStops(gen.EOS), Generation: gen, DataSeed: 1}, nil
 }
 
