@@ -44,6 +44,10 @@ type DB struct {
 	// inlineLimit is InlineBlobLimit, lowered by tests so that small
 	// blobs take the file path.
 	inlineLimit int
+	// forCheck: opened by OpenForCheck, which keeps a damaged page tree
+	// open and reports pageProblems (verify.go) instead of refusing it.
+	forCheck     bool
+	pageProblems []PageProblem
 }
 
 // migrations[v] upgrades a file from schema v to v+1.
@@ -52,7 +56,7 @@ var migrations = map[int]func(tx *bolt.Tx) error{}
 // Open opens or creates the workspace at path. A second process opening the
 // same file waits up to timeout for the first to close it.
 func Open(path string, timeout time.Duration) (*DB, error) {
-	return openWith(path, &bolt.Options{Timeout: timeout})
+	return openWith(path, &bolt.Options{Timeout: timeout}, false)
 }
 
 // OpenReadOnly opens an existing workspace without writing to it (whale
@@ -63,11 +67,24 @@ func OpenReadOnly(path string, timeout time.Duration) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true}, false)
 }
 
-func openWith(path string, opts *bolt.Options) (*DB, error) {
-	db := &DB{path: path, blobDir: path + ".blobs", inlineLimit: InlineBlobLimit}
+// OpenForCheck is OpenReadOnly for whale check: a workspace whose page
+// tree is damaged opens all the same, with the damage listed first in
+// Check's report, and only what the damage spares is read.
+func OpenForCheck(path string, timeout time.Duration) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true}, true)
+}
+
+func openWith(path string, opts *bolt.Options, forCheck bool) (*DB, error) {
+	db := &DB{path: path, blobDir: path + ".blobs", inlineLimit: InlineBlobLimit, forCheck: forCheck}
+	if err := db.verifyBeforeOpen(opts); err != nil {
+		return nil, err
+	}
 	// bbolt leaves the file open (and locked) when it panics on a damaged
 	// page while opening: keep a handle to close it then.
 	var file *os.File
@@ -96,7 +113,13 @@ func openWith(path string, opts *bolt.Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if err := db.verifyAfterOpen(); err != nil {
+		return nil, err
+	}
 	if opts.ReadOnly {
+		if forCheck && len(db.pageProblems) > 0 {
+			return db, nil // Check reads what the damage spares
+		}
 		if err := db.view(db.checkSchema); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -12,3 +12,9 @@ import (
 func unlockFile(f *os.File) {
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// tryLockShared takes a shared lock on f if no process holds an
+// exclusive one, without waiting.
+func tryLockShared(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil
+}
