@@ -155,6 +155,9 @@ var errNeedsInit = errors.New("workspace needs initialising")
 func (db *DB) checkSchema(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketMeta, bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
 		if tx.Bucket(name) == nil {
+			if k, _ := tx.Cursor().Seek(name); string(k) == string(name) {
+				return db.damaged("the top-level key %s holds a value where its bucket belongs", name)
+			}
 			return errNeedsInit
 		}
 	}
