@@ -26,19 +26,19 @@ type pageEdit struct {
 
 // The fields an edit may change.
 const (
-	fieldID          = iota // header: the page's own id
-	fieldFlags              // header: page type
-	fieldCount              // header: element count
-	fieldOverflow           // header: overflow pages
-	fieldChild              // branch element: child page id; leaf element: vsize
-	fieldPos                // element: key offset
-	fieldKsize              // element: key size
-	fieldElemFlags          // leaf element flags (bucket or value)
-	fieldBucketRoot         // leaf bucket element: its bucket's root page id
-	fieldMetaRoot           // meta page: root bucket page (checksum redone)
-	fieldMetaFreelist       // meta page: free list page (checksum redone)
-	fieldMetaHWM            // meta page: high-water mark (checksum redone)
-	fieldFreelistFirst      // free list: first id (the count, when count is 0xFFFF)
+	fieldID            = iota // header: the page's own id
+	fieldFlags                // header: page type
+	fieldCount                // header: element count
+	fieldOverflow             // header: overflow pages
+	fieldChild                // branch element: child page id; leaf element: vsize
+	fieldPos                  // element: key offset
+	fieldKsize                // element: key size
+	fieldElemFlags            // leaf element flags (bucket or value)
+	fieldBucketRoot           // leaf bucket element: its bucket's root page id
+	fieldMetaRoot             // meta page: root bucket page (checksum redone)
+	fieldMetaFreelist         // meta page: free list page (checksum redone)
+	fieldMetaHWM              // meta page: high-water mark (checksum redone)
+	fieldFreelistFirst        // free list: first id (the count, when count is 0xFFFF)
 	nFields
 )
 
