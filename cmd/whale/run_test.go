@@ -4,12 +4,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"whale/core/store"
 	"whale/internal/longtests"
 )
 
 func TestRunsShowMisuse(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "w.db")
+	if _, err := runWhale(t, "runs", "--db", db, "--json"); err == nil || !strings.Contains(err.Error(), db) {
+		t.Fatalf("runs of a missing workspace: %v, want an error naming it", err)
+	}
+	if s, err := store.Open(db, time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		s.Close()
+	}
 	out, err := runWhale(t, "runs", "--db", db, "--json")
 	if err != nil || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("runs of an empty workspace: %q, %v", out, err)
