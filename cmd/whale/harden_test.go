@@ -4,14 +4,17 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"whale/core/ckpt"
 	"whale/core/store"
 	"whale/internal/longtests"
+	"whale/kernels"
 )
 
 // TestReadOnlyCommandsNeverCreateAWorkspace: a mistyped --db is an error
@@ -176,5 +179,34 @@ func TestNonFiniteRunStopsThenResumesWithALowerLR(t *testing.T) {
 	lastJSONLine(t, out, &show)
 	if err != nil || show.Status != "finished" || !strings.Contains(string(show.Config), `"lr":0.0001`) {
 		t.Fatalf("after resuming: %v %s %s, want finished with lr 1e-4 stored", err, show.Status, show.Config)
+	}
+}
+
+// TestEvalRefusesNonFiniteWeights: a model folder with a NaN weight is
+// refused by whale eval (which scored it 0 without a word), naming the
+// tensor.
+func TestEvalRefusesNonFiniteWeights(t *testing.T) {
+	dir := t.TempDir()
+	writeHFFolder(t, dir)
+	m, _, _, err := ckpt.LoadDir(dir, kernels.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Params()[2]
+	v, _ := m.ReadParam(p.Name)
+	v[7] = float32(math.NaN())
+	if err := m.WriteParam(p.Name, v); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := ckpt.Tensors(m, ckpt.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ckpt.WriteFile(filepath.Join(dir, ckpt.HFWeights), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runWhale(t, "eval", "--domain", "math", "--harness", "h0", "--split", "val", "--n", "2", "--model", dir)
+	if err == nil || !strings.Contains(err.Error(), "not finite") || !strings.Contains(err.Error(), p.Name) {
+		t.Fatalf("eval of a folder with a NaN weight: %v, want a refusal naming %s", err, p.Name)
 	}
 }
