@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"whale/core/model"
 	"whale/core/policy"
@@ -139,5 +140,40 @@ func TestAmendRefusesWhatDoesNotApply(t *testing.T) {
 	}
 	if _, err := Amend(db, "nope", Amendment{LR: 1e-4}); err == nil {
 		t.Fatal("Amend of a missing run accepted")
+	}
+}
+
+// TestAmendMovesAServerPolicy: --policy-url rewrites a server-policy
+// run's endpoint and keeps the rest of its server settings.
+func TestAmendMovesAServerPolicy(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Condition = "harness-only"
+	cfg.PolicyServer = &PolicyServer{URL: "http://127.0.0.1:1/v1", Model: "m", Concurrency: 3}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	if err := db.CreateRun("srv", mustJSON(cfg), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Amend(db, "srv", Amendment{PolicyURL: "http://127.0.0.1:2/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := db.GetRun("srv")
+	var stored Config
+	if err := json.Unmarshal(r.Config, &stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{got, stored} {
+		if c.PolicyServer == nil || c.PolicyServer.URL != "http://127.0.0.1:2/v1" || c.PolicyServer.Model != "m" || c.PolicyServer.Concurrency != 3 {
+			t.Fatalf("amended server %+v, want the new URL and the old model and concurrency", c.PolicyServer)
+		}
+	}
+	if err := db.SetRunState("srv", "finished", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Amend(db, "srv", Amendment{LR: 1e-4}); err == nil {
+		t.Fatal("Amend of a finished run accepted")
 	}
 }

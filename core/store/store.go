@@ -158,11 +158,17 @@ func (db *DB) checkSchema(tx *bolt.Tx) error {
 			if k, _ := tx.Cursor().Seek(name); string(k) == string(name) {
 				return db.damaged("the top-level key %s holds a value where its bucket belongs", name)
 			}
+			if holdsData(tx) {
+				return db.damaged("bucket %s is missing from a workspace that holds data", name)
+			}
 			return errNeedsInit
 		}
 	}
 	raw := tx.Bucket(bucketMeta).Get(keySchema)
 	if raw == nil {
+		if _, ok := migrations[0]; !ok && holdsData(tx) {
+			return db.damaged("meta/schema is missing from a workspace that holds data")
+		}
 		return errNeedsInit
 	}
 	if len(raw) != 8 {
@@ -192,6 +198,8 @@ func (db *DB) init(tx *bolt.Tx) error {
 		v = int(binary.BigEndian.Uint64(raw))
 	} else if isEmpty(tx) {
 		v = SchemaVersion // a new file needs no migration
+	} else if _, ok := migrations[0]; !ok {
+		return db.damaged("meta/schema is missing from a workspace that holds data")
 	}
 	if v > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this whale understands (%d); upgrade whale", v, SchemaVersion)
@@ -206,6 +214,19 @@ func (db *DB) init(tx *bolt.Tx) error {
 		}
 	}
 	return meta.Put(keySchema, u64(SchemaVersion))
+}
+
+// holdsData reports whether any of the data buckets that exist holds a
+// key: a workspace in use, as against a new or half-initialised one.
+func holdsData(tx *bolt.Tx) bool {
+	for _, name := range [][]byte{bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
+		if b := tx.Bucket(name); b != nil {
+			if k, _ := b.Cursor().First(); k != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isEmpty(tx *bolt.Tx) bool {
