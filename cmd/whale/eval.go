@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"whale/core/engine"
 	"whale/core/bundle"
 	"whale/core/eval"
 	"whale/core/model"
@@ -91,6 +92,9 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 	ts, err := harnesses.Run(ctx, h, st.dom, st.tasks, st.pol, st.opts)
 	if err != nil {
 		return evalReport{}, err
+	}
+	if err := engine.NonFiniteRollout(ts); err != nil {
+		return evalReport{}, fmt.Errorf("eval: the model's logits went non-finite (%v): its scores would mean nothing", err)
 	}
 	if st.trace != nil {
 		enc := json.NewEncoder(st.trace)
