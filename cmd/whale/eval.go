@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"whale/core/engine"
 	"whale/core/bundle"
+	"whale/core/engine"
 	"whale/core/eval"
 	"whale/core/model"
 	"whale/core/policy"
