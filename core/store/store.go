@@ -153,6 +153,17 @@ var errNeedsInit = errors.New("workspace needs initialising")
 // checkSchema returns nil when every top-level bucket exists and the
 // schema is this code's, errNeedsInit when init has work to do.
 func (db *DB) checkSchema(tx *bolt.Tx) error {
+	// The root holds the top-level buckets and nothing else: a root page
+	// that points elsewhere (another bucket's leaf) must not be taken
+	// for a new file and initialised over.
+	c := tx.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		switch string(k) {
+		case string(bucketMeta), string(bucketRuns), string(bucketHarnesses), string(bucketCheckpoints), string(bucketBlobs):
+		default:
+			return db.damaged("the root holds a key %q, which is none of a workspace's buckets", k[:min(len(k), 40)])
+		}
+	}
 	for _, name := range [][]byte{bucketMeta, bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
 		if tx.Bucket(name) == nil {
 			if k, _ := tx.Cursor().Seek(name); string(k) == string(name) {
