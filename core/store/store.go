@@ -157,6 +157,11 @@ func (db *DB) checkSchema(tx *bolt.Tx) error {
 	// that points elsewhere (another bucket's leaf) must not be taken
 	// for a new file and initialised over.
 	c := tx.Cursor()
+	if k, _ := c.First(); k == nil && tx.Size() > 4*int64(db.bolt.Info().PageSize) {
+		// bbolt's new file is 4 pages (2 meta, free list, root); one
+		// with more whose root is empty lost its tree.
+		return db.damaged("the root is empty, but the file has %d pages in use", tx.Size()/int64(db.bolt.Info().PageSize))
+	}
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		switch string(k) {
 		case string(bucketMeta), string(bucketRuns), string(bucketHarnesses), string(bucketCheckpoints), string(bucketBlobs):
