@@ -13,6 +13,10 @@ import (
 // writer holds the file, bbolt's own open waits for it (and reports it in
 // use), and verifyAfterOpen checks the file under bbolt's lock.
 func (db *DB) verifyBeforeOpen(opts *bolt.Options) error {
+	// Only a regular file is read (opening a named pipe would block).
+	if fi, err := os.Stat(db.path); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
 	f, err := os.Open(db.path)
 	if err != nil {
 		return nil // a new file, or bbolt's open says why not
