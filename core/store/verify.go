@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -111,6 +113,7 @@ type verifier struct {
 	size     int64
 	ps       int64
 	hwm      uint64
+	page     []byte   // the page being read (reused)
 	used     []uint64 // bitset of pages reached (overflow pages included)
 	free     []uint64 // bitset of pages on the free list
 	problems []PageProblem
@@ -128,7 +131,14 @@ func (v *verifier) bad(bucket []string, format string, args ...any) {
 // verifyPages checks the file at path (see the comment at the top of this
 // file). full false checks the meta pages and the free list only: what
 // bbolt reads while opening a file.
-func verifyPages(path string, full bool) ([]PageProblem, error) {
+func verifyPages(path string, full bool) (probs []PageProblem, err error) {
+	// A mapped file cut short under us faults instead of failing a read.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			probs, err = nil, fmt.Errorf("store: read the pages of %s: %v", path, r)
+		}
+	}()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -137,6 +147,10 @@ func verifyPages(path string, full bool) ([]PageProblem, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if b, unmap, ok := mapFile(f, fi.Size()); ok {
+		defer unmap()
+		return verifyReader(bytes.NewReader(b), fi.Size(), full), nil
 	}
 	return verifyReader(f, fi.Size(), full), nil
 }
@@ -227,11 +241,16 @@ func (v *verifier) header(bucket []string, id uint64, what string) (flags uint16
 		v.bad(bucket, "%s page %d is outside pages 2..%d", what, id, v.hwm-1)
 		return 0, 0, 0, false
 	}
-	var h [pageHeaderSize]byte
-	if _, err := v.r.ReadAt(h[:], int64(id)*v.ps); err != nil {
+	// One read of the whole first page: its header and, on all but the
+	// fullest pages, its element table.
+	if v.page == nil {
+		v.page = make([]byte, v.ps)
+	}
+	if _, err := v.r.ReadAt(v.page, int64(id)*v.ps); err != nil {
 		v.bad(bucket, "%s page %d cannot be read: %v", what, id, err)
 		return 0, 0, 0, false
 	}
+	h := v.page
 	if self := binary.LittleEndian.Uint64(h[:]); self != id {
 		v.bad(bucket, "%s page %d calls itself page %d", what, id, self)
 		return 0, 0, 0, false
@@ -326,11 +345,13 @@ func (v *verifier) tree(path []string, id uint64, depth, nest int) {
 		v.bad(path, "branch page %d has no elements", id)
 		return
 	}
-	elems := make([]byte, count*elementSize)
 	base := int64(id) * v.ps
-	if _, err := v.r.ReadAt(elems, base+pageHeaderSize); err != nil {
-		v.bad(path, "page %d cannot be read: %v", id, err)
-		return
+	elems := make([]byte, count*elementSize)
+	if n := copy(elems, v.page[pageHeaderSize:]); n < len(elems) {
+		if _, err := v.r.ReadAt(elems[n:], base+pageHeaderSize+int64(n)); err != nil {
+			v.bad(path, "page %d cannot be read: %v", id, err)
+			return
+		}
 	}
 	if flags == flagBranch {
 		for i := range count {

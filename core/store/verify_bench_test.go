@@ -11,19 +11,22 @@ import (
 )
 
 // BenchmarkVerifyPages measures the page verifier that every open runs,
-// on the workspace named by WHALE_VERIFY_DB, or else on one it writes of
+// on the workspace named by WHALE_VERIFY_DB; where that names no file (or
+// none is named) it first writes one there (or in a temporary folder) of
 // WHALE_VERIFY_MB megabytes (default 64) of samples and events, as long
 // runs leave them:
 //
 //	WHALE_VERIFY_MB=512 go test ./core/store -run '^$' -bench VerifyPages -benchtime 5x
 func BenchmarkVerifyPages(b *testing.B) {
 	path := os.Getenv("WHALE_VERIFY_DB")
-	if path == "" {
+	if _, err := os.Stat(path); path == "" || err != nil {
 		mb := 64
 		if v, err := strconv.Atoi(os.Getenv("WHALE_VERIFY_MB")); err == nil && v > 0 {
 			mb = v
 		}
-		path = filepath.Join(b.TempDir(), "big.db")
+		if path == "" {
+			path = filepath.Join(b.TempDir(), "big.db")
+		}
 		db, err := Open(path, time.Second)
 		if err != nil {
 			b.Fatal(err)
