@@ -33,7 +33,7 @@ func newCheckCmd() *cobra.Command {
 			"to cannot be checked; check a copy made with 'whale backup'.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := store.OpenReadOnly(dbPath, time.Second)
+			db, err := store.OpenForCheck(dbPath, time.Second)
 			if errors.Is(err, store.ErrInUse) {
 				return fmt.Errorf("%w; or check a copy: whale backup --db %s --out COPY, then whale check --db COPY", err, dbPath)
 			}

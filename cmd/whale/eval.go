@@ -102,6 +102,9 @@ func runEval(ctx context.Context, st *evalSetup, name, src, split string) (evalR
 	if err != nil {
 		return evalReport{}, err
 	}
+	if err := engine.NonFiniteRollout(ts); err != nil {
+		return evalReport{}, fmt.Errorf("eval: the model's logits went non-finite (%v): its scores would mean nothing", err)
+	}
 	if st.trace != nil {
 		enc := json.NewEncoder(st.trace)
 		for _, tr := range ts {

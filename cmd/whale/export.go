@@ -41,7 +41,7 @@ func newExportCmd() *cobra.Command {
 			if !slices.Contains(engine.ExportFormats, format) {
 				return usageError{fmt.Errorf("--format %q: want one of %s", format, strings.Join(engine.ExportFormats, ", "))}
 			}
-			db, err := openStore(dbPath)
+			db, err := openExistingStore(dbPath)
 			if err != nil {
 				return err
 			}

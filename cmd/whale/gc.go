@@ -29,7 +29,7 @@ func newGCCmd() *cobra.Command {
 			if keep < 0 {
 				return usageError{fmt.Errorf("--keep %d must be ≥ 0", keep)}
 			}
-			db, err := openStore(dbPath)
+			db, err := openExistingStore(dbPath)
 			if err != nil {
 				return err
 			}

@@ -52,7 +52,7 @@ func readRun(r store.Run) (engine.Config, engine.State, error) {
 // openRun opens the workspace and reads one run from it; on success the
 // caller closes the store.
 func openRun(dbPath, id string) (*store.DB, store.Run, engine.Config, engine.State, error) {
-	db, err := openStore(dbPath)
+	db, err := openExistingStore(dbPath)
 	if err != nil {
 		return nil, store.Run{}, engine.Config{}, engine.State{}, err
 	}
@@ -592,7 +592,7 @@ func printSummary(w io.Writer, s engine.Summary) {
 // or, while another whale process holds it, from that process (which
 // marks the runs it is running Live).
 func workspaceRuns(path string) ([]attach.RunInfo, error) {
-	db, err := openStore(path)
+	db, err := openExistingStore(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -611,7 +611,7 @@ func workspaceRuns(path string) ([]attach.RunInfo, error) {
 
 // workspaceRun reads one run as workspaceRuns reads them all.
 func workspaceRun(path, id string) (attach.RunInfo, error) {
-	db, err := openStore(path)
+	db, err := openExistingStore(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -655,7 +655,7 @@ func newRunsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{r.ID, r.Status, cfg.Domain, r.Created.Format(time.RFC3339), r.Live, r.Owner})
+				rows = append(rows, row{r.ID, r.State(), cfg.Domain, r.Created.Format(time.RFC3339), r.Live, r.Owner})
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rows)
@@ -707,7 +707,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 		return err
 	}
 	resumable := r.Status != "finished" && !info.Live && (len(r.Cursor) > 0 || cfg.Start != nil)
-	out := map[string]any{"run_id": r.ID, "status": r.Status, "config": r.Config, "resumable": resumable,
+	out := map[string]any{"run_id": r.ID, "status": info.State(), "config": r.Config, "resumable": resumable,
 		"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
 		"compute_s": r.Compute.Seconds()}
 	if origin != nil {
@@ -720,7 +720,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, r.Status, st.Round, st.Phase, st.Step, st.Iteration)
+	fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, info.State(), st.Round, st.Phase, st.Step, st.Iteration)
 	if info.Live {
 		fmt.Fprintf(w, "live in %s (as of its last resume point): whale tui --run %s attaches to it\n", info.Owner, r.ID)
 	}
@@ -763,8 +763,9 @@ func startRecord(b *bundle.Bundle) (*engine.StartModel, error) {
 }
 
 func newResumeCmd() *cobra.Command {
-	var dbPath, dataPath, format, modelPath string
+	var dbPath, dataPath, format, modelPath, policyURL string
 	var headless, asJSON bool
+	var lr float64
 	var envf envFlags
 	var backend backendFlag
 	c := &cobra.Command{
@@ -782,6 +783,14 @@ func newResumeCmd() *cobra.Command {
 			defer db.Close()
 			if !headless && r.Status != "finished" {
 				return usageError{errors.New("without --headless a run resumes in the workbench: use 'whale tui --run RUN' (or add --headless)")}
+			}
+			if cmd.Flags().Changed("lr") || policyURL != "" {
+				if cmd.Flags().Changed("lr") && !(lr > 0) {
+					return usageError{fmt.Errorf("--lr %v: want a positive learning rate", lr)}
+				}
+				if cfg, err = engine.Amend(db, r.ID, engine.Amendment{LR: lr, PolicyURL: policyURL}); err != nil {
+					return err
+				}
 			}
 			dom, err := runDomain(cfg.Domain, dataPath, format, cfg.DataSeed)
 			if err != nil {
@@ -818,6 +827,8 @@ func newResumeCmd() *cobra.Command {
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	f.Float64Var(&lr, "lr", 0, "continue with this learning rate (stored in the run's config), e.g. after a run stopped on a non-finite step")
+	f.StringVar(&policyURL, "policy-url", "", "a server-policy run: the server's endpoint now, when it moved (stored in the run's config)")
 	envf.register(f)
 	backend.register(f)
 	new(tensorBoardFlag).register(f)

@@ -4,12 +4,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"whale/core/store"
 	"whale/internal/longtests"
 )
 
 func TestRunsShowMisuse(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "w.db")
+	missing := filepath.Join(t.TempDir(), "w.db")
+	if _, err := runWhale(t, "runs", "--db", missing, "--json"); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("runs of a missing workspace: %v, want an error naming it", err)
+	}
+	db := emptyWorkspace(t)
 	out, err := runWhale(t, "runs", "--db", db, "--json")
 	if err != nil || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("runs of an empty workspace: %q, %v", out, err)
@@ -78,8 +84,21 @@ func TestRunTinyThenResumeFinished(t *testing.T) {
 	}
 }
 
-func TestGCMisuseAndEmpty(t *testing.T) {
+// emptyWorkspace creates a workspace with no runs: read-only commands
+// refuse a path that names none.
+func emptyWorkspace(t *testing.T) string {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "w.db")
+	s, err := store.Open(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return db
+}
+
+func TestGCMisuseAndEmpty(t *testing.T) {
+	db := emptyWorkspace(t)
 	if _, err := runWhale(t, "gc", "--db", db, "--keep", "-1"); !isUsage(err) {
 		t.Fatalf("--keep -1: %v, want a usage error", err)
 	}
@@ -94,7 +113,7 @@ func TestGCMisuseAndEmpty(t *testing.T) {
 }
 
 func TestExportMisuse(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "w.db")
+	db := emptyWorkspace(t)
 	if _, err := runWhale(t, "export", "r/01-weights", "--db", db); !isUsage(err) {
 		t.Fatalf("export without --out: %v, want a usage error", err)
 	}

@@ -25,6 +25,8 @@ import (
 	"whale/core/pretrain"
 	"whale/core/tokenizer"
 	"whale/kernels"
+
+	"whale/internal/readcap"
 )
 
 // Kinds of source a Bundle comes from.
@@ -73,6 +75,9 @@ func New(m *model.Model, tok tokenizer.Tokenizer, tokJSON []byte, gen Generation
 	t, err := chat.NewTemplate(tok)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w", what, err)
+	}
+	if err := checkFinite(m, what); err != nil {
+		return nil, err
 	}
 	return &Bundle{Model: m, Tokenizer: tok, TokenizerJSON: tokJSON, Template: t.WithStops(gen.EOS), Generation: gen, DataSeed: 1}, nil
 }
@@ -136,7 +141,7 @@ func Embedded(be kernels.Backend) (*Bundle, error) {
 // "sha256:HEX" for the tokenizer.json beside the file, whose hash it
 // must have.
 func LoadFile(path string, be kernels.Backend) (*Bundle, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readcap.File(path, readcap.Weights, "--model")
 	if err != nil {
 		return nil, fmt.Errorf("bundle: read --model: %w", err)
 	}
@@ -171,7 +176,7 @@ func fileTokenizer(path, ref string) (tokenizer.Tokenizer, []byte, error) {
 		return nil, nil, fmt.Errorf("bundle: %s: metadata %s = %q: want \"bytes\" or \"sha256:HEX\"", path, ckpt.MetaTokenizer, ref)
 	}
 	tp := filepath.Join(filepath.Dir(path), TokenizerFile)
-	tb, err := os.ReadFile(tp)
+	tb, err := readcap.File(tp, readcap.Tokenizer, "tokenizer")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("bundle: %s names its tokenizer %s, but there is no %s beside it", path, ref, tp)
 	}

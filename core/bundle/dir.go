@@ -15,6 +15,8 @@ import (
 	"whale/core/pretrain"
 	"whale/core/tokenizer"
 	"whale/kernels"
+
+	"whale/internal/readcap"
 )
 
 // The files of a Hugging Face model folder besides the model's own
@@ -36,7 +38,7 @@ func LoadDir(dir string, be kernels.Backend) (*Bundle, error) {
 		return nil, err
 	}
 	tp := filepath.Join(dir, TokenizerFile)
-	tb, err := os.ReadFile(tp)
+	tb, err := readcap.File(tp, readcap.Tokenizer, "tokenizer")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("bundle: model folder %s has no %s: whale runs a model only with its own tokenizer", dir, TokenizerFile)
 	}
@@ -55,7 +57,7 @@ func LoadDir(dir string, be kernels.Backend) (*Bundle, error) {
 	}
 	var gen Generation
 	gp := filepath.Join(dir, GenerationFile)
-	gb, err := os.ReadFile(gp)
+	gb, err := readcap.File(gp, readcap.JSON, "generation config")
 	switch {
 	case err == nil:
 		if gen, err = ParseGeneration(gb, gp); err != nil {

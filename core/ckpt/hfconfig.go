@@ -62,6 +62,17 @@ func ParseHFConfig(data []byte, name string) (model.Config, error) {
 			data, _ = json.Marshal(raw) // re-encoding decoded JSON cannot fail
 		}
 	}
+	if v, ok := raw["head_dim"]; ok && strings.TrimSpace(string(v)) != "null" {
+		var hd float64
+		if err := json.Unmarshal(v, &hd); err != nil {
+			return model.Config{}, bad("head_dim", "want a number: %v", err)
+		}
+		if hd <= 0 {
+			// 0 is not "absent": whale would derive hidden_size /
+			// num_attention_heads where transformers reads 0.
+			return model.Config{}, bad("head_dim", "%s: a head needs at least one dimension (leave the field out for the model type's default)", v)
+		}
+	}
 	if _, ok := raw["head_dim"]; !ok && mt == "qwen3" {
 		// transformers' Qwen3Config defaults head_dim to 128, not to
 		// hidden_size / num_attention_heads as Qwen2 and whale do.

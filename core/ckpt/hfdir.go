@@ -13,6 +13,8 @@ import (
 
 	"whale/core/model"
 	"whale/kernels"
+
+	"whale/internal/readcap"
 )
 
 // The files of a Hugging Face model folder that hold the model itself.
@@ -43,7 +45,7 @@ func dirFile(name string, b []byte) DirFile {
 // for a sharded folder).
 func LoadDir(dir string, be kernels.Backend) (*model.Model, map[string]string, []DirFile, error) {
 	cfgPath := filepath.Join(dir, HFConfig)
-	cb, err := os.ReadFile(cfgPath)
+	cb, err := readcap.File(cfgPath, readcap.JSON, HFConfig)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("ckpt: model folder %s: %w", dir, err)
 	}
@@ -53,6 +55,9 @@ func LoadDir(dir string, be kernels.Backend) (*model.Model, map[string]string, [
 	}
 	src, files, err := dirTensors(dir)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkTensors(cfg, src, dir, cfgPath); err != nil {
 		return nil, nil, nil, err
 	}
 	m, err := model.New(cfg, be, 0)
@@ -73,7 +78,7 @@ func LoadDir(dir string, be kernels.Backend) (*model.Model, map[string]string, [
 // file that holds it.
 func dirTensors(dir string) (map[string]*File, []DirFile, error) {
 	single := filepath.Join(dir, HFWeights)
-	b, err := os.ReadFile(single)
+	b, err := readcap.File(single, readcap.Weights, HFWeights)
 	if err == nil {
 		f, err := Decode(b, single)
 		if err != nil {
@@ -89,7 +94,7 @@ func dirTensors(dir string) (map[string]*File, []DirFile, error) {
 		return nil, nil, fmt.Errorf("ckpt: %w", err)
 	}
 	idxPath := filepath.Join(dir, HFIndex)
-	ib, err := os.ReadFile(idxPath)
+	ib, err := readcap.File(idxPath, readcap.Index, HFIndex)
 	if errors.Is(err, fs.ErrNotExist) {
 		why := ""
 		if _, err := os.Stat(filepath.Join(dir, "pytorch_model.bin")); err == nil {
@@ -131,7 +136,7 @@ func shardTensors(dir, idxPath string, ib []byte) (map[string]*File, []DirFile, 
 	files := []DirFile{dirFile(HFIndex, ib)}
 	for _, s := range shards {
 		path := filepath.Join(dir, s)
-		b, err := os.ReadFile(path)
+		b, err := readcap.File(path, readcap.Weights, "shard")
 		if err != nil {
 			return nil, nil, fmt.Errorf("ckpt: %s names shard %s: %w", idxPath, s, err)
 		}

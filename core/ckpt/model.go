@@ -3,11 +3,12 @@ package ckpt
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 
 	"whale/core/model"
 	"whale/kernels"
+
+	"whale/internal/readcap"
 )
 
 // Metadata keys whale writes into a model's safetensors header.
@@ -79,7 +80,7 @@ func SaveModel(path string, m *model.Model, dtype DType, meta map[string]string)
 // the model lacks (lm_head.weight of a tied model is ignored, as HF does).
 // It returns the file's metadata too.
 func LoadModel(path string, be kernels.Backend) (*model.Model, map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readcap.File(path, readcap.Weights, "model file")
 	if err != nil {
 		return nil, nil, fmt.Errorf("ckpt: %w", err)
 	}
@@ -100,6 +101,13 @@ func DecodeModel(b []byte, name string, be kernels.Backend) (*model.Model, map[s
 	cfg, err := model.ParseConfig([]byte(raw))
 	if err != nil {
 		return nil, nil, fmt.Errorf("ckpt: %s: metadata %q: %w", name, MetaConfig, err)
+	}
+	src := map[string]*File{}
+	for _, n := range f.Names() {
+		src[n] = f
+	}
+	if err := checkTensors(cfg, src, name, "its metadata's config"); err != nil {
+		return nil, nil, err
 	}
 	m, err := model.New(cfg, be, 0)
 	if err != nil {

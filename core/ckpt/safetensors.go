@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"whale/internal/readcap"
 )
 
 // DType is a safetensors storage type.
@@ -185,7 +187,7 @@ var ErrNotFound = errors.New("tensor not found")
 
 // ReadFile reads and checks a safetensors file.
 func ReadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := readcap.File(path, readcap.Weights, "safetensors file")
 	if err != nil {
 		return nil, fmt.Errorf("ckpt: %w", err)
 	}

@@ -109,6 +109,9 @@ func (e *Engine) runAssigned(ctx context.Context, tasks []data.Task, assigned []
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := e.finiteRollouts(ts, "the step's rollouts"); err != nil {
+			return nil, nil, err
+		}
 		at := map[string]int{}
 		for j, i := range idx {
 			at[sub[j].ID] = i

@@ -83,11 +83,17 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	}
 	stop()
 	if errors.Is(err, model.ErrNonFinite) {
-		// The trainer refused the step and left the weights as they were;
-		// the run goes on from them.
-		d.Skipped = err.Error()
+		// The trainer refused the step and left the weights as they were:
+		// the run stops at its last resume point, to go on with another
+		// learning rate.
+		return false, e.stopNonFinite(fmt.Sprintf("the step's %v", err), err)
 	} else if err != nil {
 		return false, err
+	}
+	if d.Stats.Updated {
+		if err := e.checkStep(); err != nil {
+			return false, err
+		}
 	}
 	if err := e.storeSamples(ts, hs, "w"); err != nil {
 		return false, err
@@ -167,8 +173,12 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind strin
 		} else if why == "" {
 			why = "low_reward"
 		}
-		recs = append(recs, mustJSON(SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
-			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Trajectory: t}))
+		rec, err := checkedJSON(fmt.Sprintf("the sample of task %s", t.TaskID), SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
+			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Trajectory: t})
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
 	}
 	if len(recs) == 0 {
 		return nil
@@ -201,6 +211,9 @@ func (e *Engine) scorer() search.Scorer {
 		ts, err := harnesses.Run(ctx, h, e.env.Domain, tasks, e.pol, e.runOpts(scoreKeyPrefix(e.st.Weights, pass), 1))
 		stop()
 		if err != nil {
+			return nil, err
+		}
+		if err := e.finiteRollouts(ts, "harness "+ShortHash(h.Hash)+"'s scoring rollouts"); err != nil {
 			return nil, err
 		}
 		e.st.Ledger.Search += len(ts)

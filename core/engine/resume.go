@@ -165,7 +165,14 @@ func (e *Engine) loadWeights(hash string) error {
 	if err != nil {
 		return fmt.Errorf("engine: weights: %w", err)
 	}
-	return e.env.Model.SetTrainableValues(bytesf32(b))
+	if err := e.env.Model.SetTrainableValues(bytesf32(b)); err != nil {
+		return err
+	}
+	// Weights stored before whale checked every step may hold a NaN.
+	if err := e.env.Model.CheckTrainable(); err != nil {
+		return fmt.Errorf("engine: run %s: the weights of its resume point (blob %s): %w", e.RunID, ShortHash(hash), err)
+	}
+	return nil
 }
 
 // The optimizer blob is the step count (8 bytes) then M and V.

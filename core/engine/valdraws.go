@@ -84,6 +84,9 @@ func (e *Engine) reusedDraws(hash string, tasks []data.Task, pass int) ([]search
 // bookEval books evaluation trajectories of harness hash on split name in
 // the ledger, summarises them and emits the measurement.
 func (e *Engine) bookEval(name, hash string, ts []harnesses.Trajectory) (eval.Report, error) {
+	if err := e.finiteRollouts(ts, "the "+name+" evaluation's rollouts"); err != nil {
+		return eval.Report{}, err
+	}
 	e.st.Ledger.Eval += len(ts)
 	e.st.Ledger.EvalCalls += modelCalls(ts)
 	e.st.Ledger.EvalTokens += completionTokens(ts)

@@ -81,6 +81,9 @@ func (c Config) Validate() error {
 	if c.VocabSize > 1<<31-1 {
 		return bad("vocab_size", "%d does not fit token ids of int32", c.VocabSize)
 	}
+	if err := c.checkMaxima(); err != nil {
+		return err
+	}
 	if c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
 		return bad("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
 	}

@@ -83,6 +83,14 @@ func (r *CheckReport) Affected() []string {
 // the store with OpenReadOnly.
 func (db *DB) Check() *CheckReport {
 	rep := &CheckReport{Path: db.path, blobOK: map[string]bool{}, ckpts: map[string]bool{}}
+	for _, p := range db.pageProblems {
+		if !p.fallback {
+			return db.checkSpared(rep)
+		}
+	}
+	for _, p := range db.pageProblems {
+		rep.Add("pages", p.What, "*")
+	}
 	var runIDs []string
 	walked := true
 	if err := db.view(func(tx *bolt.Tx) error {

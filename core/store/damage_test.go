@@ -18,7 +18,7 @@ import (
 // samples, journaled commands, candidates, harnesses, inline blobs (some
 // spanning overflow pages), checkpoints and resume points. It returns the
 // file's bytes and the blob and harness hashes it stored.
-func smallStore(t *testing.T) (file []byte, blobs, harnesses []string) {
+func smallStore(t testing.TB) (file []byte, blobs, harnesses []string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "small.db")
 	db, err := Open(path, time.Second)

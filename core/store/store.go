@@ -44,6 +44,10 @@ type DB struct {
 	// inlineLimit is InlineBlobLimit, lowered by tests so that small
 	// blobs take the file path.
 	inlineLimit int
+	// forCheck: opened by OpenForCheck, which keeps a damaged page tree
+	// open and reports pageProblems (verify.go) instead of refusing it.
+	forCheck     bool
+	pageProblems []PageProblem
 }
 
 // migrations[v] upgrades a file from schema v to v+1.
@@ -52,7 +56,7 @@ var migrations = map[int]func(tx *bolt.Tx) error{}
 // Open opens or creates the workspace at path. A second process opening the
 // same file waits up to timeout for the first to close it.
 func Open(path string, timeout time.Duration) (*DB, error) {
-	return openWith(path, &bolt.Options{Timeout: timeout})
+	return openWith(path, &bolt.Options{Timeout: timeout}, false)
 }
 
 // OpenReadOnly opens an existing workspace without writing to it (whale
@@ -63,11 +67,24 @@ func OpenReadOnly(path string, timeout time.Duration) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true}, false)
 }
 
-func openWith(path string, opts *bolt.Options) (*DB, error) {
-	db := &DB{path: path, blobDir: path + ".blobs", inlineLimit: InlineBlobLimit}
+// OpenForCheck is OpenReadOnly for whale check: a workspace whose page
+// tree is damaged opens all the same, with the damage listed first in
+// Check's report, and only what the damage spares is read.
+func OpenForCheck(path string, timeout time.Duration) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return openWith(path, &bolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true}, true)
+}
+
+func openWith(path string, opts *bolt.Options, forCheck bool) (*DB, error) {
+	db := &DB{path: path, blobDir: path + ".blobs", inlineLimit: InlineBlobLimit, forCheck: forCheck}
+	if err := db.verifyBeforeOpen(opts); err != nil {
+		return nil, err
+	}
 	// bbolt leaves the file open (and locked) when it panics on a damaged
 	// page while opening: keep a handle to close it then.
 	var file *os.File
@@ -96,7 +113,13 @@ func openWith(path string, opts *bolt.Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if err := db.verifyAfterOpen(); err != nil {
+		return nil, err
+	}
 	if opts.ReadOnly {
+		if forCheck && len(db.pageProblems) > 0 {
+			return db, nil // Check reads what the damage spares
+		}
 		if err := db.view(db.checkSchema); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -130,13 +153,38 @@ var errNeedsInit = errors.New("workspace needs initialising")
 // checkSchema returns nil when every top-level bucket exists and the
 // schema is this code's, errNeedsInit when init has work to do.
 func (db *DB) checkSchema(tx *bolt.Tx) error {
+	// The root holds the top-level buckets and nothing else: a root page
+	// that points elsewhere (another bucket's leaf) must not be taken
+	// for a new file and initialised over.
+	c := tx.Cursor()
+	if k, _ := c.First(); k == nil && tx.Size() > 4*int64(db.bolt.Info().PageSize) {
+		// bbolt's new file is 4 pages (2 meta, free list, root); one
+		// with more whose root is empty lost its tree.
+		return db.damaged("the root is empty, but the file has %d pages in use", tx.Size()/int64(db.bolt.Info().PageSize))
+	}
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		switch string(k) {
+		case string(bucketMeta), string(bucketRuns), string(bucketHarnesses), string(bucketCheckpoints), string(bucketBlobs):
+		default:
+			return db.damaged("the root holds a key %q, which is none of a workspace's buckets", k[:min(len(k), 40)])
+		}
+	}
 	for _, name := range [][]byte{bucketMeta, bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
 		if tx.Bucket(name) == nil {
+			if k, _ := tx.Cursor().Seek(name); string(k) == string(name) {
+				return db.damaged("the top-level key %s holds a value where its bucket belongs", name)
+			}
+			if holdsData(tx) {
+				return db.damaged("bucket %s is missing from a workspace that holds data", name)
+			}
 			return errNeedsInit
 		}
 	}
 	raw := tx.Bucket(bucketMeta).Get(keySchema)
 	if raw == nil {
+		if _, ok := migrations[0]; !ok && holdsData(tx) {
+			return db.damaged("meta/schema is missing from a workspace that holds data")
+		}
 		return errNeedsInit
 	}
 	if len(raw) != 8 {
@@ -166,6 +214,8 @@ func (db *DB) init(tx *bolt.Tx) error {
 		v = int(binary.BigEndian.Uint64(raw))
 	} else if isEmpty(tx) {
 		v = SchemaVersion // a new file needs no migration
+	} else if _, ok := migrations[0]; !ok {
+		return db.damaged("meta/schema is missing from a workspace that holds data")
 	}
 	if v > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this whale understands (%d); upgrade whale", v, SchemaVersion)
@@ -180,6 +230,19 @@ func (db *DB) init(tx *bolt.Tx) error {
 		}
 	}
 	return meta.Put(keySchema, u64(SchemaVersion))
+}
+
+// holdsData reports whether any of the data buckets that exist holds a
+// key: a workspace in use, as against a new or half-initialised one.
+func holdsData(tx *bolt.Tx) bool {
+	for _, name := range [][]byte{bucketRuns, bucketHarnesses, bucketCheckpoints, bucketBlobs} {
+		if b := tx.Bucket(name); b != nil {
+			if k, _ := b.Cursor().First(); k != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isEmpty(tx *bolt.Tx) bool {

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/dlclark/regexp2"
+
+	"whale/internal/readcap"
 )
 
 // Load reads a Hugging Face tokenizer.json: path is the file itself (gzip
@@ -24,7 +25,7 @@ func Load(path string) (*BPE, error) {
 	if fi.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	}
-	data, err := os.ReadFile(path)
+	data, err := readcap.File(path, readcap.Tokenizer, "tokenizer")
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -33,7 +34,7 @@ func Load(path string) (*BPE, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 		}
-		if data, err = io.ReadAll(zr); err != nil {
+		if data, err = readcap.Reader(zr, readcap.Tokenizer, "tokenizer "+path+", decompressed,"); err != nil {
 			return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 		}
 	}
