@@ -222,7 +222,7 @@ func (m *Model) layoutActs(B, T, keep int, grad, ownH bool, take func(n int) ker
 		m.takeLoRAActs(&la, N, take)
 		a.layers = append(a.layers, la)
 	}
-	a.hc = headChunk(N, d.V)
+	a.hc = headChunk(N, d.V, m.logitsBudget())
 	a.lnf, a.rstdf, a.logits, a.losses = take(N*d.C), take(N), take(a.hc*d.V), take(N)
 	if !grad {
 		return a
@@ -348,13 +348,24 @@ func (m *Model) ensureGrads() {
 }
 
 // headChunk is how many rows of logits the output head materialises at
-// once: all N when small, else enough for about 8M logits (32 MB), so a
-// 32k vocabulary does not need N·V floats.
-func headChunk(N, V int) int { return max(1, min(N, headLogits/V)) }
+// once: all N when small, else enough for budget logits, so a 32k
+// vocabulary does not need N·V floats.
+func headChunk(N, V, budget int) int { return max(1, min(N, budget/V)) }
 
-// headLogits is the logits budget of headChunk (a variable so tests can
-// force several chunks).
+// headLogits is the default logits budget of headChunk, about 8M logits
+// (32 MB) (a variable so tests can force several chunks).
 var headLogits = 8 << 20
+
+// logitsBudget is the backend's logits budget (kernels.LogitsBudgeter)
+// where it gives one, else headLogits: the CPU backend keeps the default.
+func (m *Model) logitsBudget() int {
+	if lb, ok := m.be.(kernels.LogitsBudgeter); ok {
+		if n := lb.LogitsBudget(); n > 0 {
+			return n
+		}
+	}
+	return headLogits
+}
 
 // trunk: tokens (B,T) at positions pos -> final normed hidden states
 // a.lnf (B,T,C).
