@@ -54,9 +54,11 @@ func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd i
 }
 
 // AttentionBackward implements kernels.Backend: D = rowsum(dout·out)
-// first, then dq (a thread per query row) and dk, dv (a thread per key
-// row, looping over the query rows and heads that see it): every output
-// element has one writer, and no atomics.
+// first, then dq (a warp per query row, src/attn_bwd_warp.cu) and dk, dv
+// (a warp per key row, looping over the query rows and heads that see
+// it): every output element has one writer, and no atomics. With
+// WHALE_CUDA_ATTN_BWD=thread set when New ran, the kernels of the second
+// device check run instead (a thread per row, src/attention.cu).
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd int) {
 	const op = "AttentionBackward"
 	checkHeads(H, KVH, hd)
@@ -73,16 +75,30 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.
 	defer b.enter(op)()
 	D := b.alloc(op, B*H*T, 4)
 	defer b.release(D)
-	// whale_attn_bwd_d(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
-	b.launch(op, "whale_attn_bwd_d", elems(B*H*T), uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
-	tiles := (T + attBR - 1) / attBR
-	// whale_attn_bwd_dq_W(float* dq, const float* dout, const float* D, const float* lse, const float* q,
-	//                     const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_%d", w), dim{tiles, H, B, attBR},
+	if b.attnBwdThread {
+		// whale_attn_bwd_d(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
+		b.launch(op, "whale_attn_bwd_d", elems(B*H*T), uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
+		tiles := (T + attBR - 1) / attBR
+		// whale_attn_bwd_dq_W(float* dq, const float* dout, const float* D, const float* lse, const float* q,
+		//                     const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_%d", w), dim{tiles, H, B, attBR},
+			dqs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		// whale_attn_bwd_dkdv_W(float* dk, float* dv, const float* dout, const float* D, const float* lse,
+		//                       const float* q, const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_%d", w), dim{tiles, KVH, B, attBR},
+			dks, dvs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		return
+	}
+	rows := B * H * T
+	// whale_attn_bwd_d_warp(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
+	b.launch(op, "whale_attn_bwd_d_warp", dim{(rows + awWarps - 1) / awWarps, 1, 1, awWarps * 32},
+		uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
+	tiles := (T + awRows - 1) / awRows
+	// whale_attn_bwd_dq_warp_W: the arguments of whale_attn_bwd_dq_W
+	b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_warp_%d", w), dim{tiles, H, B, awWarps * 32},
 		dqs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
-	// whale_attn_bwd_dkdv_W(float* dk, float* dv, const float* dout, const float* D, const float* lse,
-	//                       const float* q, const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_%d", w), dim{tiles, KVH, B, attBR},
+	// whale_attn_bwd_dkdv_warp_W: the arguments of whale_attn_bwd_dkdv_W
+	b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_warp_%d", w), dim{tiles, KVH, B, awWarps * 32},
 		dks, dvs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
 }
 

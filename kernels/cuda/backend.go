@@ -62,6 +62,10 @@ type Backend struct {
 	batchMod *cu.Module
 	batchErr error
 	queue    cacheQueue
+
+	// attnBwdThread runs AttentionBackward's thread-per-row kernels
+	// (WHALE_CUDA_ATTN_BWD=thread) instead of the warp-per-row ones.
+	attnBwdThread bool
 }
 
 var (
@@ -127,6 +131,7 @@ func (b *Backend) open() (err error) {
 	if v := os.Getenv("WHALE_CUDA_PROFILE"); v != "" && v != "0" {
 		b.prof = newProfiler()
 	}
+	b.attnBwdThread = os.Getenv("WHALE_CUDA_ATTN_BWD") == "thread"
 	b.openCacheBatch()
 	// The batch's check ran in a context of its own: make sure this one
 	// is current again.

@@ -1125,6 +1125,43 @@ func TestDeviceSamplerInvariants(t *testing.T) {
 		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
 		return store(e, arena), host
 	})
+	// CacheWrites (cachewrites.go) against the same host layout, job by
+	// job in order: one-row jobs into 40 caches of one allocation, a
+	// position written by two jobs of one call (the later wins), a job
+	// reading a cache an earlier job of the call fills, a job too large
+	// for the queue between small ones, and an empty job.
+	inv("CacheWrites/batched-vs-host", func(e *opEnv) (a, b []float32) {
+		const KVH, hd, cp, nc = 2, 32, 80, 40
+		w, size := KVH*hd, KVH*cp*hd
+		arena := e.zeros(nc * size)
+		srcH := e.normals((nc+4+70)*w, 1)
+		src := e.load(srcH)
+		host := make([]float32, nc*size)
+		var jobs []kernels.CacheWriteJob
+		write := func(c int, from kernels.Tensor, hs []float32, pos, rows int) {
+			jobs = append(jobs, kernels.CacheWriteJob{Cache: arena.View(c*size, size), Src: from, Kind: kernels.Values, Pos0: pos, Rows: rows, Cap: cp})
+			for r := range rows {
+				for kh := range KVH {
+					for d := range hd {
+						host[c*size+(kh*cp+pos+r)*hd+d] = hs[r*w+kh*hd+d]
+					}
+				}
+			}
+		}
+		for c := range nc {
+			write(c, src.View(c*w, w), srcH[c*w:(c+1)*w], c%7, 1)
+		}
+		o := nc * w
+		write(0, src.View(o, 2*w), srcH[o:o+2*w], 3, 2)
+		write(0, src.View(o+2*w, 2*w), srcH[o+2*w:o+4*w], 3, 2)
+		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
+		o += 4 * w
+		write(2, src.View(o, 70*w), srcH[o:o+70*w], 9, 70) // 70·64 elements: more than the queue takes
+		write(3, src.View(0, 0), nil, 5, 0)
+		write(4, src.View(0, w), srcH[:w], 79, 1)
+		gpu.CacheWrites(jobs, KVH, hd)
+		return store(e, arena), host
+	})
 	// The profile (profile.go) counts every op once, GEMMs by layout and
 	// shape, and times each on the GPU and the host.
 	inv("profile/counts", func(e *opEnv) (a, b []float32) {
