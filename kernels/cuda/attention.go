@@ -32,8 +32,11 @@ func attnWidth(hd int) int {
 	panic(fmt.Sprintf("cuda: attention head dim %d is more than 256", hd))
 }
 
-// Attention implements kernels.Backend: flash-style, one thread per query
-// row, ATT_BR rows per block, grid (ceil(T/ATT_BR), H, B).
+// Attention implements kernels.Backend: flash-style, a warp per query row
+// (lanes over the head dimension), AW_ROWS rows per block, grid
+// (ceil(T/AW_ROWS), H, B) (src/attn_bwd_warp.cu). With
+// WHALE_CUDA_ATTN_FWD=thread set when New ran, the kernel of the second
+// device check runs instead: a thread per row, ATT_BR rows per block.
 func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd int) {
 	const op = "Attention"
 	checkHeads(H, KVH, hd)
@@ -47,9 +50,15 @@ func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd i
 	w := attnWidth(hd)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	defer b.enter(op)()
-	// whale_attn_fwd_W(float* out, float* lse, const float* q, const float* k, const float* v,
-	//                  i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_fwd_%d", w), dim{(T + attBR - 1) / attBR, H, B, attBR},
+	if b.attnFwdThread {
+		// whale_attn_fwd_W(float* out, float* lse, const float* q, const float* k, const float* v,
+		//                  i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_fwd_%d", w), dim{(T + attBR - 1) / attBR, H, B, attBR},
+			o, ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		return
+	}
+	// whale_attn_fwd_warp_W: the arguments of whale_attn_fwd_W
+	b.launch(op, fmt.Sprintf("whale_attn_fwd_warp_%d", w), dim{(T + awRows - 1) / awRows, H, B, awWarps * 32},
 		o, ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
 }
 

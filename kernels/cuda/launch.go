@@ -29,6 +29,7 @@ var kernelNames = []string{
 	"whale_attn_bwd_d_warp", "whale_attn_bwd_dq_warp_32", "whale_attn_bwd_dq_warp_64", "whale_attn_bwd_dq_warp_128",
 	"whale_attn_bwd_dq_warp_256", "whale_attn_bwd_dkdv_warp_32", "whale_attn_bwd_dkdv_warp_64",
 	"whale_attn_bwd_dkdv_warp_128", "whale_attn_bwd_dkdv_warp_256",
+	"whale_attn_fwd_warp_32", "whale_attn_fwd_warp_64", "whale_attn_fwd_warp_128", "whale_attn_fwd_warp_256",
 }
 
 // Launch constants shared with src/ (the same names there).

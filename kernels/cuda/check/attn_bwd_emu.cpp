@@ -1,10 +1,11 @@
-// attn_bwd_emu.cpp runs src/attn_bwd_warp.cu on the CPU: every CUDA
-// thread a coroutine (ucontext) on one OS thread, __syncthreads a block
-// barrier, __shfl_xor_sync a slot array between two warp barriers, blocks
-// one after another (so __shared__ is static). It compares dq, dk, dv
-// with a float64 reference of causal attention over odd shapes (several
-// tiles, GQA, head dims 6 to 200) and exits 1 past a normalised error of
-// 1e-5. For checking the kernels on a machine without a GPU (minutes):
+// attn_bwd_emu.cpp runs the kernels of src/attn_bwd_warp.cu (attention
+// forward and backward, a warp per row) on the CPU: every CUDA thread a
+// coroutine (ucontext) on one OS thread, __syncthreads a block barrier,
+// __shfl_xor_sync a slot array between two warp barriers, blocks one after
+// another (so __shared__ is static). It compares out, lse, dq, dk, dv with
+// a float64 reference of causal attention over odd shapes (several tiles,
+// GQA, head dims 6 to 200) and exits 1 past a normalised error of 1e-5.
+// For checking the kernels on a machine without a GPU (minutes):
 //   cd kernels/cuda/src && g++ -std=c++20 -O1 -I. -o /tmp/emu ../check/attn_bwd_emu.cpp && /tmp/emu
 #include <ucontext.h>
 #include <cmath>
@@ -128,10 +129,15 @@ int run(int B, int T, int H, int KVH, int hd) {
 	auto dkk = W == 32 ? whale_attn_bwd_dkdv_warp_32 : W == 64 ? whale_attn_bwd_dkdv_warp_64 : W == 128 ? whale_attn_bwd_dkdv_warp_128 : whale_attn_bwd_dkdv_warp_256;
 	launch({tiles, (unsigned)H, (unsigned)B}, 256, [&] { dqk(dq.data(), dout.data(), D.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, KVH, hd, sc); });
 	launch({tiles, (unsigned)KVH, (unsigned)B}, 256, [&] { dkk(dk.data(), dv.data(), dout.data(), D.data(), lse.data(), q.data(), k.data(), v.data(), B, T, H, KVH, hd, sc); });
+	// The forward kernel against the reference's out and lse.
+	std::vector<float> gout(N * qw), glse(B * H * T);
+	auto fk = W == 32 ? whale_attn_fwd_warp_32 : W == 64 ? whale_attn_fwd_warp_64 : W == 128 ? whale_attn_fwd_warp_128 : whale_attn_fwd_warp_256;
+	launch({tiles, (unsigned)H, (unsigned)B}, 256, [&] { fk(gout.data(), glse.data(), q.data(), k.data(), v.data(), B, T, H, KVH, hd, sc); });
+	std::vector<double> rlse(lse.begin(), lse.end());
 	auto err = [](const std::vector<float>& g, const std::vector<double>& w) { double m = 0, s = 0; for (size_t i = 0; i < g.size(); i++) { m = max(m, std::fabs(g[i] - w[i])); s = max(s, std::fabs(w[i])); } return m / s; };
-	double e1 = err(dq, rdq), e2 = err(dk, rdk), e3 = err(dv, rdv);
-	printf("B%d T%d H%d KV%d hd%d: dq %.2e dk %.2e dv %.2e\n", B, T, H, KVH, hd, e1, e2, e3);
-	return e1 > 1e-5 || e2 > 1e-5 || e3 > 1e-5;
+	double e1 = err(dq, rdq), e2 = err(dk, rdk), e3 = err(dv, rdv), e4 = err(gout, out), e5 = err(glse, rlse);
+	printf("B%d T%d H%d KV%d hd%d: out %.2e lse %.2e dq %.2e dk %.2e dv %.2e\n", B, T, H, KVH, hd, e4, e5, e1, e2, e3);
+	return e1 > 1e-5 || e2 > 1e-5 || e3 > 1e-5 || e4 > 1e-5 || e5 > 1e-5;
 }
 int main() {
 	setvbuf(stdout, NULL, _IONBF, 0);

@@ -1,6 +1,6 @@
-// Causal attention's backward pass, a warp per row (the default since the
-// second device check; whale_attn_bwd_dq_W and whale_attn_bwd_dkdv_W of
-// attention.cu, a thread per row, stay behind WHALE_CUDA_ATTN_BWD=thread).
+// Causal attention, forward and backward, a warp per row (the default
+// since the second device check; the kernels of attention.cu, a thread per
+// row, stay behind WHALE_CUDA_ATTN_FWD=thread and WHALE_CUDA_ATTN_BWD=thread).
 // Shapes as in attention.cu: q, dout, dq (B·T, H·hd), k, v, dk, dv
 // (B·T, KVH·hd), lse and D (B·H·T) laid out [b][h][t].
 //
@@ -223,6 +223,92 @@ __device__ __forceinline__ void attn_bwd_dkdv_warp(float* dk, float* dv, const f
 	}
 }
 
+// attn_fwd_warp: whale_attn_fwd_W's arithmetic (scores scaled, an online
+// softmax over the keys in order, out = o/l, lse = m + log l) with a
+// warp per row, lanes over the head dimension: only the dot products'
+// order of addition differs. Grid (ceil(T/AW_ROWS), H, B).
+template <int MAXHD>
+__device__ __forceinline__ void attn_fwd_warp(float* out, float* lse, const float* q, const float* k, const float* v,
+                                              i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale) {
+	const int E = MAXHD / 32;
+	const int BC = 4096 / MAXHD;
+	__shared__ float ks[BC * MAXHD];
+	__shared__ float vs[BC * MAXHD];
+	i64 tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+	i64 kh = h / (H / KVH);
+	i64 qw = H * hd, kw = KVH * hd;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float qr[AW_RPW][E], o[AW_RPW][E], m[AW_RPW], l[AW_RPW];
+	i64 row[AW_RPW];
+#pragma unroll
+	for (int t = 0; t < AW_RPW; t++) {
+		i64 i = tile * AW_ROWS + warp + t * AW_WARPS;
+		row[t] = i;
+		i64 off = (b * T + i) * qw + h * hd;
+#pragma unroll
+		for (int e = 0; e < E; e++) {
+			int d = e * 32 + lane;
+			qr[t][e] = (i < T && d < hd) ? q[off + d] : 0.0f;
+			o[t][e] = 0;
+		}
+		m[t] = -INFINITY;
+		l[t] = 0;
+	}
+	i64 last = min(T, (tile + 1) * AW_ROWS);
+	for (i64 j0 = 0; j0 < last; j0 += BC) {
+		i64 nj = min((i64)BC, last - j0);
+		__syncthreads();
+		aw_load_tile<MAXHD>(ks, vs, k, v, b * T + j0, nj, kw, kh * hd, hd);
+		__syncthreads();
+		for (i64 jj = 0; jj < nj; jj++) {
+			i64 j = j0 + jj;
+			if (j > row[AW_RPW - 1]) break;
+			float kr[E], vr[E];
+#pragma unroll
+			for (int e = 0; e < E; e++) {
+				kr[e] = ks[jj * MAXHD + e * 32 + lane];
+				vr[e] = vs[jj * MAXHD + e * 32 + lane];
+			}
+			float sc[AW_RPW];
+#pragma unroll
+			for (int t = 0; t < AW_RPW; t++) {
+				float a = 0;
+#pragma unroll
+				for (int e = 0; e < E; e++) a += qr[t][e] * kr[e];
+				sc[t] = warp_sum(a);
+			}
+#pragma unroll
+			for (int t = 0; t < AW_RPW; t++) {
+				if (j > row[t] || row[t] >= T) continue;
+				float s = sc[t] * scale;
+				if (s > m[t]) {
+					float c = expf(m[t] - s);
+					l[t] *= c;
+#pragma unroll
+					for (int e = 0; e < E; e++) o[t][e] *= c;
+					m[t] = s;
+				}
+				float p = expf(s - m[t]);
+				l[t] += p;
+#pragma unroll
+				for (int e = 0; e < E; e++) o[t][e] += p * vr[e];
+			}
+		}
+	}
+#pragma unroll
+	for (int t = 0; t < AW_RPW; t++) {
+		if (row[t] >= T) continue;
+		float inv = 1.0f / l[t];
+		i64 off = (b * T + row[t]) * qw + h * hd;
+#pragma unroll
+		for (int e = 0; e < E; e++) {
+			int d = e * 32 + lane;
+			if (d < hd) out[off + d] = o[t][e] * inv;
+		}
+		if (lane == 0) lse[(b * H + h) * T + row[t]] = m[t] + logf(l[t]);
+	}
+}
+
 // whale_attn_bwd_d_warp: D (B·H·T, [b][h][t]) = rowsum(dout·out), a warp
 // per query row and head, AW_WARPS rows per block of AW_WARPS·32 threads.
 extern "C" __global__ void __launch_bounds__(AW_WARPS * 32)
@@ -239,9 +325,14 @@ extern "C" __global__ void __launch_bounds__(AW_WARPS * 32)
 	if (lane == 0) D[x] = s;
 }
 
-// Entry points: grid (ceil(T/AW_ROWS), H, B) for dq, (ceil(T/AW_ROWS),
+// Entry points: grid (ceil(T/AW_ROWS), H, B) for fwd and dq, (ceil(T/AW_ROWS),
 // KVH, B) for dkdv; blocks of AW_WARPS·32 threads.
 #define AW_ENTRY(W)                                                                                                     \
+	extern "C" __global__ void __launch_bounds__(AW_WARPS * 32) whale_attn_fwd_warp_##W(                              \
+	    float* out, float* lse, const float* q, const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, \
+	    float scale) {                                                                                                 \
+		attn_fwd_warp<W>(out, lse, q, k, v, B, T, H, KVH, hd, scale);                                                  \
+	}                                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(AW_WARPS * 32) whale_attn_bwd_dq_warp_##W(                           \
 	    float* dq, const float* dout, const float* D, const float* lse, const float* q, const float* k, const float* v, \
 	    i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale) {                                                           \
