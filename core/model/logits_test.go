@@ -50,3 +50,31 @@ func TestBackendLogitsBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestBackendLogitsAreNotChargedToActivations: a backend's larger head
+// chunk does not change how many layers a training pass keeps (or whether
+// it keeps h) under an activation budget: the layers kept are those the
+// default chunk would give, at every budget from nothing kept to all.
+func TestBackendLogitsAreNotChargedToActivations(t *testing.T) {
+	defer func(v int) { headLogits = v }(headLogits)
+	headLogits = 2 * 19 // tiny's vocabulary is 19: 2 rows by default
+	plain := tinyModel(t, kernels.NewCPU(), 1)
+	big := tinyModel(t, budgeted{kernels.NewCPU(), 1000 * 19}, 1)
+	const B, T = 3, 9
+	if big.headExtraBytes(B*T) <= 0 {
+		t.Fatalf("a budget of 1000 rows adds %d bytes to the head", big.headExtraBytes(B*T))
+	}
+	full := 4 * int64(plain.actsLenH(B, T, plain.d.L-1, true, true))
+	kept := map[int]bool{}
+	for budget := int64(1); budget <= full+64; budget += 16 {
+		k1, k2 := plain.keepFor(B, T, budget), big.keepFor(B, T, budget)
+		h1, h2 := plain.ownHFor(B, T, k1, budget), big.ownHFor(B, T, k2, budget)
+		if k1 != k2 || h1 != h2 {
+			t.Fatalf("budget %d bytes: keep %d, own h %v with the default head chunk; %d, %v with the backend's", budget, k1, h1, k2, h2)
+		}
+		kept[k1] = true
+	}
+	if len(kept) < 2 {
+		t.Errorf("the budgets tried keep only %v layers", kept)
+	}
+}

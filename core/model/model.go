@@ -272,6 +272,7 @@ func (m *Model) keepFor(B, T int, budget int64) int {
 	if budget < 0 {
 		return all
 	}
+	budget += m.headExtraBytes(B * T)
 	// Each kept layer adds one layer's set to the layout of keep 0.
 	base := 4 * int64(m.actsLen(B, T, 0, true))
 	if all == 0 || base >= budget {
@@ -291,7 +292,17 @@ func (m *Model) ownHFor(B, T, keep int, budget int64) bool {
 	if keep != m.d.L-1 {
 		return false
 	}
-	return budget < 0 || 4*int64(m.actsLenH(B, T, keep, true, true)) <= budget
+	return budget < 0 || 4*int64(m.actsLenH(B, T, keep, true, true)) <= budget+m.headExtraBytes(B*T)
+}
+
+// headExtraBytes is what a backend's larger logits budget
+// (kernels.LogitsBudgeter) adds to the head chunk of N rows over the
+// default's: memory the backend chose to spend, not charged to the
+// activation budget, so that a GPU's one large head chunk does not make
+// the step recompute layers it would otherwise keep.
+func (m *Model) headExtraBytes(N int) int64 {
+	V := m.d.V
+	return 4 * int64(V) * int64(max(0, headChunk(N, V, m.logitsBudget())-headChunk(N, V, headLogits)))
 }
 
 // ensureActs returns activations laid out exactly for (B, T, keep,
