@@ -111,6 +111,15 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.
 		dks, dvs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
 }
 
+// SetThreadAttention selects Attention's (fwd) and AttentionBackward's
+// (bwd) thread-per-row kernels, as WHALE_CUDA_ATTN_FWD=thread and
+// WHALE_CUDA_ATTN_BWD=thread do when New runs, or the warp-per-row ones:
+// the device tests check both.
+func (b *Backend) SetThreadAttention(fwd, bwd bool) {
+	defer b.lock()()
+	b.attnFwdThread, b.attnBwdThread = fwd, bwd
+}
+
 // checkGrid panics when B or H exceed a grid's y/z dimension.
 func checkGrid(op string, B, H int) {
 	if B > 65535 || H > 65535 {

@@ -795,6 +795,27 @@ func attentionCases(add addFunc) {
 			e.out("dk", dk)
 			e.out("dv", dv)
 		})
+		if hd != 32 && hd != 128 {
+			continue
+		}
+		// The thread-per-row kernels (WHALE_CUDA_ATTN_FWD/BWD=thread)
+		// stay as strict as the default ones.
+		add(kindF32, "AttentionThreadKernels/"+name, func(e *opEnv) {
+			if g, ok := e.be.(*cuda.Backend); ok {
+				g.SetThreadAttention(true, true)
+				defer g.SetThreadAttention(false, false)
+			}
+			q, k, v := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
+			out, lse := e.zeros(N*H*hd), e.zeros(B*H*T)
+			e.be.Attention(out, lse, q, k, v, B, T, H, KVH, hd)
+			dq, dk, dv := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
+			e.be.AttentionBackward(dq, dk, dv, e.in(N*H*hd), out, lse, q, k, v, B, T, H, KVH, hd)
+			e.out("out", out)
+			e.out("lse", lse)
+			e.out("dq", dq)
+			e.out("dk", dk)
+			e.out("dv", dv)
+		})
 	}
 	for _, s := range []attnShape{{4, 2, 32}, {4, 2, 128}, {8, 2, 32}, {4, 2, 6}, {16, 8, 128}} {
 		name := fmt.Sprintf("H%dKV%dhd%d", s.H, s.KVH, s.hd)
