@@ -222,7 +222,7 @@ func (m *Model) layoutActs(B, T, keep int, grad, ownH bool, take func(n int) ker
 		m.takeLoRAActs(&la, N, take)
 		a.layers = append(a.layers, la)
 	}
-	a.hc = headChunk(N, d.V)
+	a.hc = headChunk(N, d.V, m.logitsBudget())
 	a.lnf, a.rstdf, a.logits, a.losses = take(N*d.C), take(N), take(a.hc*d.V), take(N)
 	if !grad {
 		return a
@@ -272,6 +272,7 @@ func (m *Model) keepFor(B, T int, budget int64) int {
 	if budget < 0 {
 		return all
 	}
+	budget += m.headExtraBytes(B * T)
 	// Each kept layer adds one layer's set to the layout of keep 0.
 	base := 4 * int64(m.actsLen(B, T, 0, true))
 	if all == 0 || base >= budget {
@@ -291,7 +292,17 @@ func (m *Model) ownHFor(B, T, keep int, budget int64) bool {
 	if keep != m.d.L-1 {
 		return false
 	}
-	return budget < 0 || 4*int64(m.actsLenH(B, T, keep, true, true)) <= budget
+	return budget < 0 || 4*int64(m.actsLenH(B, T, keep, true, true)) <= budget+m.headExtraBytes(B*T)
+}
+
+// headExtraBytes is what a backend's larger logits budget
+// (kernels.LogitsBudgeter) adds to the head chunk of N rows over the
+// default's: memory the backend chose to spend, not charged to the
+// activation budget, so that a GPU's one large head chunk does not make
+// the step recompute layers it would otherwise keep.
+func (m *Model) headExtraBytes(N int) int64 {
+	V := m.d.V
+	return 4 * int64(V) * int64(max(0, headChunk(N, V, m.logitsBudget())-headChunk(N, V, headLogits)))
 }
 
 // ensureActs returns activations laid out exactly for (B, T, keep,
@@ -348,13 +359,24 @@ func (m *Model) ensureGrads() {
 }
 
 // headChunk is how many rows of logits the output head materialises at
-// once: all N when small, else enough for about 8M logits (32 MB), so a
-// 32k vocabulary does not need N·V floats.
-func headChunk(N, V int) int { return max(1, min(N, headLogits/V)) }
+// once: all N when small, else enough for budget logits, so a 32k
+// vocabulary does not need N·V floats.
+func headChunk(N, V, budget int) int { return max(1, min(N, budget/V)) }
 
-// headLogits is the logits budget of headChunk (a variable so tests can
-// force several chunks).
+// headLogits is the default logits budget of headChunk, about 8M logits
+// (32 MB) (a variable so tests can force several chunks).
 var headLogits = 8 << 20
+
+// logitsBudget is the backend's logits budget (kernels.LogitsBudgeter)
+// where it gives one, else headLogits: the CPU backend keeps the default.
+func (m *Model) logitsBudget() int {
+	if lb, ok := m.be.(kernels.LogitsBudgeter); ok {
+		if n := lb.LogitsBudget(); n > 0 {
+			return n
+		}
+	}
+	return headLogits
+}
 
 // trunk: tokens (B,T) at positions pos -> final normed hidden states
 // a.lnf (B,T,C).

@@ -432,6 +432,7 @@ func (s *Sampler) forward(items []work, prompt bool) {
 	}
 	m.embed(sc.x, tokens)
 	spans := make([]kernels.KVSpan, len(items))
+	writes := make([]kernels.CacheWriteJob, 0, 2*len(items))
 	for l := 0; l < d.L; l++ {
 		w := &m.w.layers[l]
 		var bw *layerWeights
@@ -444,6 +445,10 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		}
 		m.attnProject(&sc.a, w, bw, pw, sc.x, pos, R)
 		r := 0
+		// The items' new keys and values go in one call a layer
+		// (kernels.WriteCaches): a GPU backend launches one kernel for
+		// them all.
+		writes = writes[:0]
 		for i, it := range items {
 			n, q, pn := it.to-it.from, it.s, it.s.pn
 			kr, vr := sc.a.kr.View(r*d.Hk, n*d.Hk), sc.a.v.View(r*d.Hk, n*d.Hk)
@@ -453,19 +458,22 @@ func (s *Sampler) forward(items []work, prompt bool) {
 			}
 			if it.to <= pn {
 				// Rows of the shared part of the prompt: into its cache.
-				be.CacheWrite(pk, kr, kernels.Keys, it.from, n, d.KVH, d.hd, pn)
-				be.CacheWrite(pv, vr, kernels.Values, it.from, n, d.KVH, d.hd, pn)
+				writes = append(writes,
+					kernels.CacheWriteJob{Cache: pk, Src: kr, Kind: kernels.Keys, Pos0: it.from, Rows: n, Cap: pn},
+					kernels.CacheWriteJob{Cache: pv, Src: vr, Kind: kernels.Values, Pos0: it.from, Rows: n, Cap: pn})
 				spans[i] = kernels.KVSpan{K: pk, V: pv, Cap: pn, QRow: r, Rows: n, Pos0: it.from}
 			} else {
 				// it.from ≥ pn (prefillWave splits items at pn).
 				oc := q.ownCap()
 				kc, vc := m.kvLayer(q.kv, oc, l, kernels.Keys), m.kvLayer(q.kv, oc, l, kernels.Values)
-				be.CacheWrite(kc, kr, kernels.Keys, it.from-pn, n, d.KVH, d.hd, oc)
-				be.CacheWrite(vc, vr, kernels.Values, it.from-pn, n, d.KVH, d.hd, oc)
+				writes = append(writes,
+					kernels.CacheWriteJob{Cache: kc, Src: kr, Kind: kernels.Keys, Pos0: it.from - pn, Rows: n, Cap: oc},
+					kernels.CacheWriteJob{Cache: vc, Src: vr, Kind: kernels.Values, Pos0: it.from - pn, Rows: n, Cap: oc})
 				spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: oc, QRow: r, Rows: n, Pos0: it.from, PK: pk, PV: pv, PCap: pn, PN: pn}
 			}
 			r += n
 		}
+		kernels.WriteCaches(be, writes, d.KVH, d.hd)
 		be.AttentionKV(sc.a.att, sc.a.qr, spans, d.H, d.KVH, d.hd)
 		m.attnOut(&sc.a, w, bw, pw, sc.x, R)
 		m.mlpForward(&sc.a, w, bw, pw, sc.x, sc.x, R)

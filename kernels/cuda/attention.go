@@ -32,8 +32,11 @@ func attnWidth(hd int) int {
 	panic(fmt.Sprintf("cuda: attention head dim %d is more than 256", hd))
 }
 
-// Attention implements kernels.Backend: flash-style, one thread per query
-// row, ATT_BR rows per block, grid (ceil(T/ATT_BR), H, B).
+// Attention implements kernels.Backend: flash-style, a warp per query row
+// (lanes over the head dimension), AW_ROWS rows per block, grid
+// (ceil(T/AW_ROWS), H, B) (src/attn_bwd_warp.cu). With
+// WHALE_CUDA_ATTN_FWD=thread set when New ran, the kernel of the second
+// device check runs instead: a thread per row, ATT_BR rows per block.
 func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd int) {
 	const op = "Attention"
 	checkHeads(H, KVH, hd)
@@ -47,16 +50,24 @@ func (b *Backend) Attention(out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd i
 	w := attnWidth(hd)
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	defer b.enter(op)()
-	// whale_attn_fwd_W(float* out, float* lse, const float* q, const float* k, const float* v,
-	//                  i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_fwd_%d", w), dim{(T + attBR - 1) / attBR, H, B, attBR},
+	if b.attnFwdThread {
+		// whale_attn_fwd_W(float* out, float* lse, const float* q, const float* k, const float* v,
+		//                  i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_fwd_%d", w), dim{(T + attBR - 1) / attBR, H, B, attBR},
+			o, ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		return
+	}
+	// whale_attn_fwd_warp_W: the arguments of whale_attn_fwd_W
+	b.launch(op, fmt.Sprintf("whale_attn_fwd_warp_%d", w), dim{(T + awRows - 1) / awRows, H, B, awWarps * 32},
 		o, ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
 }
 
 // AttentionBackward implements kernels.Backend: D = rowsum(dout·out)
-// first, then dq (a thread per query row) and dk, dv (a thread per key
-// row, looping over the query rows and heads that see it): every output
-// element has one writer, and no atomics.
+// first, then dq (a warp per query row, src/attn_bwd_warp.cu) and dk, dv
+// (a warp per key row, looping over the query rows and heads that see
+// it): every output element has one writer, and no atomics. With
+// WHALE_CUDA_ATTN_BWD=thread set when New ran, the kernels of the second
+// device check run instead (a thread per row, src/attention.cu).
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.Tensor, B, T, H, KVH, hd int) {
 	const op = "AttentionBackward"
 	checkHeads(H, KVH, hd)
@@ -73,17 +84,40 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v kernels.
 	defer b.enter(op)()
 	D := b.alloc(op, B*H*T, 4)
 	defer b.release(D)
-	// whale_attn_bwd_d(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
-	b.launch(op, "whale_attn_bwd_d", elems(B*H*T), uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
-	tiles := (T + attBR - 1) / attBR
-	// whale_attn_bwd_dq_W(float* dq, const float* dout, const float* D, const float* lse, const float* q,
-	//                     const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_%d", w), dim{tiles, H, B, attBR},
+	if b.attnBwdThread {
+		// whale_attn_bwd_d(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
+		b.launch(op, "whale_attn_bwd_d", elems(B*H*T), uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
+		tiles := (T + attBR - 1) / attBR
+		// whale_attn_bwd_dq_W(float* dq, const float* dout, const float* D, const float* lse, const float* q,
+		//                     const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_%d", w), dim{tiles, H, B, attBR},
+			dqs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		// whale_attn_bwd_dkdv_W(float* dk, float* dv, const float* dout, const float* D, const float* lse,
+		//                       const float* q, const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
+		b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_%d", w), dim{tiles, KVH, B, attBR},
+			dks, dvs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+		return
+	}
+	rows := B * H * T
+	// whale_attn_bwd_d_warp(float* D, const float* dout, const float* out, i64 B, i64 T, i64 H, i64 hd)
+	b.launch(op, "whale_attn_bwd_d_warp", dim{(rows + awWarps - 1) / awWarps, 1, 1, awWarps * 32},
+		uint64(D.ptr), dos, os, i64(B), i64(T), i64(H), i64(hd))
+	tiles := (T + awRows - 1) / awRows
+	// whale_attn_bwd_dq_warp_W: the arguments of whale_attn_bwd_dq_W
+	b.launch(op, fmt.Sprintf("whale_attn_bwd_dq_warp_%d", w), dim{tiles, H, B, awWarps * 32},
 		dqs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
-	// whale_attn_bwd_dkdv_W(float* dk, float* dv, const float* dout, const float* D, const float* lse,
-	//                       const float* q, const float* k, const float* v, i64 B, i64 T, i64 H, i64 KVH, i64 hd, float scale)
-	b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_%d", w), dim{tiles, KVH, B, attBR},
+	// whale_attn_bwd_dkdv_warp_W: the arguments of whale_attn_bwd_dkdv_W
+	b.launch(op, fmt.Sprintf("whale_attn_bwd_dkdv_warp_%d", w), dim{tiles, KVH, B, awWarps * 32},
 		dks, dvs, dos, uint64(D.ptr), ls, qs, ks, vs, i64(B), i64(T), i64(H), i64(KVH), i64(hd), f32a(scale))
+}
+
+// SetThreadAttention selects Attention's (fwd) and AttentionBackward's
+// (bwd) thread-per-row kernels, as WHALE_CUDA_ATTN_FWD=thread and
+// WHALE_CUDA_ATTN_BWD=thread do when New runs, or the warp-per-row ones:
+// the device tests check both.
+func (b *Backend) SetThreadAttention(fwd, bwd bool) {
+	defer b.lock()()
+	b.attnFwdThread, b.attnBwdThread = fwd, bwd
 }
 
 // checkGrid panics when B or H exceed a grid's y/z dimension.

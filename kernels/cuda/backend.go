@@ -62,6 +62,11 @@ type Backend struct {
 	batchMod *cu.Module
 	batchErr error
 	queue    cacheQueue
+
+	// attnFwdThread and attnBwdThread run Attention's and
+	// AttentionBackward's thread-per-row kernels (WHALE_CUDA_ATTN_FWD=thread,
+	// WHALE_CUDA_ATTN_BWD=thread) instead of the warp-per-row ones.
+	attnFwdThread, attnBwdThread bool
 }
 
 var (
@@ -127,6 +132,8 @@ func (b *Backend) open() (err error) {
 	if v := os.Getenv("WHALE_CUDA_PROFILE"); v != "" && v != "0" {
 		b.prof = newProfiler()
 	}
+	b.attnFwdThread = os.Getenv("WHALE_CUDA_ATTN_FWD") == "thread"
+	b.attnBwdThread = os.Getenv("WHALE_CUDA_ATTN_BWD") == "thread"
 	b.openCacheBatch()
 	// The batch's check ran in a context of its own: make sure this one
 	// is current again.

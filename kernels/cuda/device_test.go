@@ -795,6 +795,27 @@ func attentionCases(add addFunc) {
 			e.out("dk", dk)
 			e.out("dv", dv)
 		})
+		if hd != 32 && hd != 128 {
+			continue
+		}
+		// The thread-per-row kernels (WHALE_CUDA_ATTN_FWD/BWD=thread)
+		// stay as strict as the default ones.
+		add(kindF32, "AttentionThreadKernels/"+name, func(e *opEnv) {
+			if g, ok := e.be.(*cuda.Backend); ok {
+				g.SetThreadAttention(true, true)
+				defer g.SetThreadAttention(false, false)
+			}
+			q, k, v := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
+			out, lse := e.zeros(N*H*hd), e.zeros(B*H*T)
+			e.be.Attention(out, lse, q, k, v, B, T, H, KVH, hd)
+			dq, dk, dv := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
+			e.be.AttentionBackward(dq, dk, dv, e.in(N*H*hd), out, lse, q, k, v, B, T, H, KVH, hd)
+			e.out("out", out)
+			e.out("lse", lse)
+			e.out("dq", dq)
+			e.out("dk", dk)
+			e.out("dv", dv)
+		})
 	}
 	for _, s := range []attnShape{{4, 2, 32}, {4, 2, 128}, {8, 2, 32}, {4, 2, 6}, {16, 8, 128}} {
 		name := fmt.Sprintf("H%dKV%dhd%d", s.H, s.KVH, s.hd)
@@ -1123,6 +1144,43 @@ func TestDeviceSamplerInvariants(t *testing.T) {
 		// Cache 0's head 0 at positions 3 and 4, which the queued second
 		// write fills.
 		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
+		return store(e, arena), host
+	})
+	// CacheWrites (cachewrites.go) against the same host layout, job by
+	// job in order: one-row jobs into 40 caches of one allocation, a
+	// position written by two jobs of one call (the later wins), a job
+	// reading a cache an earlier job of the call fills, a job too large
+	// for the queue between small ones, and an empty job.
+	inv("CacheWrites/batched-vs-host", func(e *opEnv) (a, b []float32) {
+		const KVH, hd, cp, nc = 2, 32, 80, 40
+		w, size := KVH*hd, KVH*cp*hd
+		arena := e.zeros(nc * size)
+		srcH := e.normals((nc+4+70)*w, 1)
+		src := e.load(srcH)
+		host := make([]float32, nc*size)
+		var jobs []kernels.CacheWriteJob
+		write := func(c int, from kernels.Tensor, hs []float32, pos, rows int) {
+			jobs = append(jobs, kernels.CacheWriteJob{Cache: arena.View(c*size, size), Src: from, Kind: kernels.Values, Pos0: pos, Rows: rows, Cap: cp})
+			for r := range rows {
+				for kh := range KVH {
+					for d := range hd {
+						host[c*size+(kh*cp+pos+r)*hd+d] = hs[r*w+kh*hd+d]
+					}
+				}
+			}
+		}
+		for c := range nc {
+			write(c, src.View(c*w, w), srcH[c*w:(c+1)*w], c%7, 1)
+		}
+		o := nc * w
+		write(0, src.View(o, 2*w), srcH[o:o+2*w], 3, 2)
+		write(0, src.View(o+2*w, 2*w), srcH[o+2*w:o+4*w], 3, 2)
+		write(1, arena.View(3*hd, w), slices.Clone(host[3*hd:3*hd+w]), 15, 1)
+		o += 4 * w
+		write(2, src.View(o, 70*w), srcH[o:o+70*w], 9, 70) // 70·64 elements: more than the queue takes
+		write(3, src.View(0, 0), nil, 5, 0)
+		write(4, src.View(0, w), srcH[:w], 79, 1)
+		gpu.CacheWrites(jobs, KVH, hd)
 		return store(e, arena), host
 	})
 	// The profile (profile.go) counts every op once, GEMMs by layout and

@@ -8,8 +8,8 @@
 #   kernels/cuda/gen.sh
 #
 # NVCC names the compiler (default: nvcc on PATH); NVCC_FLAGS adds flags,
-# e.g. for an unpacked toolkit:
-#   R=/work/cuda/root LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu \
+# e.g. for the toolkit .ci/cuda-toolkit.sh unpacks:
+#   R=$(.ci/cuda-toolkit.sh) LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu \
 #   NVCC=$R/usr/lib/nvidia-cuda-toolkit/bin/nvcc \
 #   NVCC_FLAGS="-ccbin /usr/bin/gcc --allow-unsupported-compiler -I$R/usr/include" kernels/cuda/gen.sh
 set -euo pipefail

@@ -26,6 +26,10 @@ var kernelNames = []string{
 	"whale_attn_fwd_32", "whale_attn_fwd_64", "whale_attn_fwd_128", "whale_attn_fwd_256",
 	"whale_attn_bwd_dq_32", "whale_attn_bwd_dq_64", "whale_attn_bwd_dq_128", "whale_attn_bwd_dq_256",
 	"whale_attn_bwd_dkdv_32", "whale_attn_bwd_dkdv_64", "whale_attn_bwd_dkdv_128", "whale_attn_bwd_dkdv_256",
+	"whale_attn_bwd_d_warp", "whale_attn_bwd_dq_warp_32", "whale_attn_bwd_dq_warp_64", "whale_attn_bwd_dq_warp_128",
+	"whale_attn_bwd_dq_warp_256", "whale_attn_bwd_dkdv_warp_32", "whale_attn_bwd_dkdv_warp_64",
+	"whale_attn_bwd_dkdv_warp_128", "whale_attn_bwd_dkdv_warp_256",
+	"whale_attn_fwd_warp_32", "whale_attn_fwd_warp_64", "whale_attn_fwd_warp_128", "whale_attn_fwd_warp_256",
 }
 
 // Launch constants shared with src/ (the same names there).
@@ -37,6 +41,8 @@ const (
 	gemvMaxM   = 24      // GEMV_MAX_M
 	gemvWarps  = 8       // GEMV_WARPS
 	attBR      = 64      // ATT_BR
+	awWarps    = 8       // AW_WARPS
+	awRows     = 32      // AW_ROWS
 	kvThreads  = 128     // KV_THREADS (= kernels.KVBlock)
 	kvRow      = 9       // KV_ROW
 	kvMaxHD    = 256     // the shared vectors of whale_attn_kv
