@@ -228,6 +228,10 @@ func display(k string) string {
 		return "↑"
 	case "down":
 		return "↓"
+	case "pgup":
+		return "PgUp"
+	case "pgdown":
+		return "PgDn"
 	}
 	return k
 }
