@@ -26,8 +26,8 @@ func TestTUIRefusesABadKeysFile(t *testing.T) {
 	def := filepath.Join(cfg, "whale", "keys.toml")
 	for body, want := range map[string]string{
 		"force = \"F\"\nquit = \"F\"\n": `key "F" is bound to both force (` + def + `:1) and quit (` + def + `:2)`,
-		"\nfrce = \"F\"\n":               def + ":2: frce: unknown action",
-		"force = 3\n":                    def + ":1: force: want a key",
+		"\nfrce = \"F\"\n":              def + ":2: frce: unknown action",
+		"force = 3\n":                   def + ":1: force: want a key",
 	} {
 		write(def, body)
 		for _, args := range [][]string{{"tui", "--db", db}, {}} {
