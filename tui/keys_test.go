@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +100,38 @@ func TestDefaultKeysAreTheREADMEs(t *testing.T) {
 	}
 	if got := keys.Force.Keys(); len(got) != 1 || got[0] != "f" {
 		t.Errorf("default force keys %v", got)
+	}
+}
+
+// The README names keys.toml's actions, every one and only those.
+func TestREADMENamesTheKeysFileActions(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "The actions: ")
+	if i < 0 {
+		t.Fatal("README does not list keys.toml's actions (\"The actions: \")")
+	}
+	s = s[i:]
+	j := strings.Index(s, "; keys are")
+	if j < 0 {
+		t.Fatal("README's list of actions does not end with \"; keys are\"")
+	}
+	s = s[:j]
+	s = regexp.MustCompile(`\(([^)]*)\)`).ReplaceAllString(s, "") // (c), (the panes)
+	var got []string
+	for _, m := range regexp.MustCompile("`([a-z]+)`").FindAllStringSubmatch(s, -1) {
+		got = append(got, m[1])
+	}
+	var want []string
+	for _, a := range keyActions {
+		want = append(want, a.Name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the README lists actions %v, keys.toml has %v", got, want)
 	}
 }
