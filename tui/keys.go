@@ -94,6 +94,14 @@ func keysFrom(m keymap.Map) keyMap {
 	return k
 }
 
+// keyOf names a binding's first key as the help writes it.
+func keyOf(b key.Binding) string {
+	if len(b.Keys()) == 0 {
+		return ""
+	}
+	return keymap.Display(b.Keys()[0])
+}
+
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Run, k.Harnesses, k.Samples, k.Checkpoints, k.Log, k.Tab, k.Up, k.Down,
 		k.PageUp, k.PageDown, k.Enter, k.Back, k.Force, k.Pause, k.Filter, k.Help, k.Quit, k.Prune, k.Unprune, k.Knobs, k.Export, k.Fork, k.Kind, k.Kept, k.Next}

@@ -135,3 +135,25 @@ func TestREADMENamesTheKeysFileActions(t *testing.T) {
 		t.Errorf("the README lists actions %v, keys.toml has %v", got, want)
 	}
 }
+
+// The panes' hints and the questions name the keys in force.
+func TestHintsNameTheKeysInForce(t *testing.T) {
+	km, err := LoadKeys(keysFile(t, "export = \"E\"\nyes = \"j\"\ncheckpoints = \"0\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{RunID: "math-test", History: script(t), Control: &fakeControl{}, Keys: &km, Fork: func(string) {}})
+	press(m, "4")
+	if strings.Contains(m.View(), "E export") {
+		t.Fatal("4 still opens the checkpoints pane")
+	}
+	press(m, "0")
+	v := m.View()
+	if !strings.Contains(v, "E export") || !strings.Contains(v, "(asks j/n)") {
+		t.Errorf("the checkpoints pane's hint does not name E and j:\n%s", v)
+	}
+	press(m, "f")
+	if v := m.View(); !strings.Contains(v, "phase now? j/n") {
+		t.Errorf("the question does not name j:\n%s", v)
+	}
+}

@@ -113,5 +113,5 @@ func (p *checkpointPane) view(m *Model, w, h int) []string {
 		}
 		out = append(out, listLine(joinCells(cols, kept, cells), i == p.sel))
 	}
-	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))
+	return append(out, stMuted.Render(keyOf(m.keys.Export)+" export · "+keyOf(m.keys.Fork)+" new run from it (asks "+keyOf(m.keys.Yes)+"/n) · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select"))
 }

@@ -194,7 +194,7 @@ func (p *harnessPane) view(m *Model, w, h int) []string {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
 	out := p.boardTable(m, h-2, w)
-	return append(out, stMuted.Render("enter diff · x prune · u unprune · k knobs · ↑↓ select · * incumbent"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" diff · "+keyOf(m.keys.Prune)+" prune · "+keyOf(m.keys.Unprune)+" unprune · "+keyOf(m.keys.Knobs)+" knobs · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select · * incumbent"))
 }
 
 func (p *harnessPane) viewKnobs(m *Model, h int) []string {
@@ -211,7 +211,7 @@ func (p *harnessPane) viewKnobs(m *Model, h int) []string {
 			break
 		}
 	}
-	return append(out, stMuted.Render("enter freeze / free · ↑↓ select · k or esc back"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" freeze / free · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select · "+keyOf(m.keys.Knobs)+" or "+keyOf(m.keys.Back)+" back"))
 }
 
 // viewDiff is harnesses.Diff's lines under a header, scrolled: the two

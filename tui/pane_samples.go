@@ -213,7 +213,7 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 			fmt.Sprintf("%.2f", s.Trajectory.Reward), s.Why, answerOf(s), gold, s.Trajectory.TaskID}
 		out = append(out, listLine(joinCells(sampleColumns, cols, cells), i == p.sel))
 	}
-	return append(out, stMuted.Render("enter open · c kind · a kept · PgUp PgDn · follows the run live"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" open · "+keyOf(m.keys.Kind)+" kind · "+keyOf(m.keys.Kept)+" kept · "+keyOf(m.keys.PageUp)+" "+keyOf(m.keys.PageDown)+" · follows the run live"))
 }
 
 // sampleColumns are the samples list's columns; as the window narrows

@@ -61,9 +61,9 @@ func (m *Model) viewTabs() string {
 func (m *Model) viewFooter() string {
 	switch {
 	case m.confirm != nil:
-		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? y/n", m.confirm.ForRound, m.confirm.ForPhase))
+		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? %s/n", m.confirm.ForRound, m.confirm.ForPhase, keyOf(m.keys.Yes)))
 	case m.forkAsk != "":
-		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. y/n")
+		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. " + keyOf(m.keys.Yes) + "/n")
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":

@@ -191,7 +191,7 @@ func (m Map) Keys(action string) []string {
 func (m Map) Binding(action string) key.Binding {
 	for _, a := range m.actions {
 		if a.Name == action {
-			return key.NewBinding(key.WithKeys(a.Keys...), key.WithHelp(display(a.Keys[0]), a.Help))
+			return key.NewBinding(key.WithKeys(a.Keys...), key.WithHelp(Display(a.Keys[0]), a.Help))
 		}
 	}
 	return key.NewBinding(key.WithDisabled())
@@ -212,7 +212,7 @@ func (m Map) Help() []Line {
 		}
 		ks := make([]string, len(a.Keys))
 		for i, k := range a.Keys {
-			ks[i] = display(k)
+			ks[i] = Display(k)
 		}
 		out = append(out, Line{Keys: strings.Join(ks, "/"), Help: a.Help})
 	}
@@ -220,7 +220,7 @@ func (m Map) Help() []Line {
 }
 
 // display names a key as the help shows it.
-func display(k string) string {
+func Display(k string) string {
 	switch k {
 	case " ":
 		return "space"
