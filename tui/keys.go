@@ -63,7 +63,7 @@ func LoadKeys(path string) (keymap.Map, error) {
 
 // defaultKeyMap is the keys when no file changes them.
 func defaultKeyMap() keymap.Map {
-	m, err := keymap.Load("", keyActions)
+	m, err := keymap.Defaults(keyActions)
 	if err != nil {
 		panic(err) // the defaults conflict: a bug here, caught by every test
 	}

@@ -55,16 +55,25 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "whale", "keys.toml"), nil
 }
 
-// Load is defaults changed by the file at path; a missing file changes
-// nothing.
-func Load(path string, defaults []Action) (Map, error) {
+// Defaults is the map of defaults, refused if two of them conflict.
+func Defaults(defaults []Action) (Map, error) {
 	m := Map{actions: slices.Clone(defaults), from: map[string]string{}}
 	for _, a := range m.actions {
 		m.from[a.Name] = "default"
 	}
+	return m, m.check()
+}
+
+// Load is defaults changed by the file at path; a missing file changes
+// nothing.
+func Load(path string, defaults []Action) (Map, error) {
+	m, err := Defaults(defaults)
+	if err != nil {
+		return m, err
+	}
 	src, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, m.check()
+		return m, nil
 	}
 	if err != nil {
 		return m, fmt.Errorf("keymap: %w", err)
