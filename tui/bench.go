@@ -262,7 +262,7 @@ func (b *Bench) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if r := b.open; r != nil {
 		// q (or ctrl+c) leaves the run's workbench for the list, unless
 		// the workbench is asking or typing.
-		if key.Matches(k, keys.Quit) && !r.m.filtering && r.m.confirm == nil {
+		if key.Matches(k, r.m.keys.Quit) && !r.m.filtering && r.m.confirm == nil {
 			b.open = nil
 			return b, nil
 		}

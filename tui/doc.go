@@ -13,7 +13,10 @@
 // refused once the engine journals it (control.go). A force names the
 // phase on screen, so one that arrives after that phase ended is dropped,
 // never applied to the next. A read-only workbench (Options.ReadOnly)
-// refuses every key that changes the run with a sentence.
+// refuses every key that changes the run with a sentence. The keys are the
+// defaults (keys.go) changed by a person's keys.toml (LoadKeys, package
+// tui/keymap, Options.Keys); the help screen and the footer name the keys
+// in force.
 //
 // It must never block the engine: events arrive through a non-blocking
 // subscription, Update does no I/O (store reads run as tea.Cmds) beyond
@@ -21,5 +24,6 @@
 // round trip that the owner answers at once and that gives up within
 // seconds —, and every change to the run goes through Controller.Send so
 // that the engine journals it. It never writes to the store itself, and
-// it imports nothing of whale but core/engine (imports_test.go).
+// it imports nothing of whale but core/engine, core/attach and its own
+// sub-packages, which import none of core (imports_test.go).
 package tui

@@ -29,7 +29,7 @@ func matches(filter string, fields ...string) bool {
 // newFilterInput is the filter's line editor: a textinput that types and
 // erases at the end. The footer draws its value with a cursor of its own,
 // so the input's cursor neither moves nor blinks.
-func newFilterInput() textinput.Model {
+func newFilterInput(keys keyMap) textinput.Model {
 	in := textinput.New()
 	in.KeyMap = textinput.KeyMap{DeleteCharacterBackward: keys.Erase}
 	in.Cursor.SetMode(cursor.CursorHide)

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"whale/core/engine"
+	"whale/tui/keymap"
 )
 
 // Controller is where control commands go: the engine in a run, a fake in
@@ -73,6 +74,9 @@ type Options struct {
 	// StreamEnd, when set, says why Events closed (the owner exited, the
 	// run finished): the footer shows it once the events stop.
 	StreamEnd func() string
+	// Keys, when set, are the keys in force (LoadKeys: the defaults
+	// changed by m.keys.toml); nil keeps the defaults.
+	Keys *keymap.Map
 }
 
 type pane int
@@ -91,6 +95,8 @@ var paneNames = [paneCount]string{"Run", "Harnesses", "Samples", "Checkpoints", 
 // Model is the workbench's top tea.Model: the state the panes share, and
 // one sub-model per pane that it hands the focused pane's keys and view.
 type Model struct {
+	// keys are the bindings in force (Options.Keys).
+	keys   keyMap
 	opt    Options
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -241,11 +247,15 @@ func New(opt Options) *Model {
 		opt.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Model{opt: opt, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput()}
-	m.panes.harnesses.diffView = newScroller()
-	m.panes.samples.detailView = newScroller()
-	m.panes.log.whole = newScroller()
-	m.wholeView = newScroller()
+	ks := keys
+	if opt.Keys != nil {
+		ks = keysFrom(*opt.Keys)
+	}
+	m := &Model{opt: opt, keys: ks, ctx: ctx, cancel: cancel, width: 80, height: 24, input: newFilterInput(ks)}
+	m.panes.harnesses.diffView = newScroller(ks)
+	m.panes.samples.detailView = newScroller(ks)
+	m.panes.log.whole = newScroller(ks)
+	m.wholeView = newScroller(ks)
 	m.status = opt.Status
 	m.started = opt.Now()
 	m.now = m.started
@@ -376,7 +386,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	// A message the footer had to cut opens whole on enter; ↑↓ scroll
 	// it and any other key closes it.
 	if m.whole != nil {
-		if key.Matches(k, keys.Up) || key.Matches(k, keys.Down) || key.Matches(k, keys.PageUp) || key.Matches(k, keys.PageDown) {
+		if key.Matches(k, m.keys.Up) || key.Matches(k, m.keys.Down) || key.Matches(k, m.keys.PageUp) || key.Matches(k, m.keys.PageDown) {
 			m.wholeView.update(k)
 			return m, nil
 		}
@@ -384,7 +394,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.wholeView.top()
 		return m, nil
 	}
-	if msg := m.footerMessage(); msg != "" && ansi.StringWidth(msg) > m.width && key.Matches(k, keys.Enter) {
+	if msg := m.footerMessage(); msg != "" && ansi.StringWidth(msg) > m.width && key.Matches(k, m.keys.Enter) {
 		m.whole, m.err = &msg, ""
 		return m, nil
 	}
@@ -395,7 +405,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 	if c := m.confirm; c != nil {
 		m.confirm = nil
-		if key.Matches(k, keys.Yes) {
+		if key.Matches(k, m.keys.Yes) {
 			m.send(*c)
 		} else {
 			m.ack = "force not sent"
@@ -404,7 +414,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 	if id := m.forkAsk; id != "" {
 		m.forkAsk = ""
-		if key.Matches(k, keys.Yes) {
+		if key.Matches(k, m.keys.Yes) {
 			m.opt.Fork(id)
 			m.status = "starting a new run from " + id
 			m.cancel()
@@ -414,17 +424,17 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 	if m.help {
 		m.help = false
-		if !key.Matches(k, keys.Quit) {
+		if !key.Matches(k, m.keys.Quit) {
 			return m, nil
 		}
 	}
 	switch {
-	case key.Matches(k, keys.Quit):
+	case key.Matches(k, m.keys.Quit):
 		m.cancel()
 		return m, tea.Quit
-	case key.Matches(k, keys.Help):
+	case key.Matches(k, m.keys.Help):
 		m.help = true
-	case key.Matches(k, keys.Force):
+	case key.Matches(k, m.keys.Force):
 		if why := m.steerRefusal(); why != "" {
 			m.err = "force refused: " + why
 			break
@@ -435,30 +445,30 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			break
 		}
 		m.confirm = &c
-	case key.Matches(k, keys.Filter):
+	case key.Matches(k, m.keys.Filter):
 		if m.pane == paneRun || (m.pane == paneSamples && m.panes.samples.detail) {
 			m.err = "nothing to filter here"
 		} else {
 			m.startFilter()
 		}
-	case key.Matches(k, keys.Pause):
+	case key.Matches(k, m.keys.Pause):
 		if m.run.paused || m.pendingKind("pause") {
 			m.send(engine.Command{Kind: "resume"})
 		} else {
 			m.send(engine.Command{Kind: "pause"})
 		}
-	case key.Matches(k, keys.Run):
+	case key.Matches(k, m.keys.Run):
 		m.pane = paneRun
-	case key.Matches(k, keys.Harnesses):
+	case key.Matches(k, m.keys.Harnesses):
 		m.pane = paneHarnesses
-	case key.Matches(k, keys.Samples):
+	case key.Matches(k, m.keys.Samples):
 		m.pane = paneSamples
 		return m, m.panes.samples.load(m.opt.Samples)
-	case key.Matches(k, keys.Checkpoints):
+	case key.Matches(k, m.keys.Checkpoints):
 		m.pane = paneCheckpoints
-	case key.Matches(k, keys.Log):
+	case key.Matches(k, m.keys.Log):
 		m.pane = paneLog
-	case key.Matches(k, keys.Tab):
+	case key.Matches(k, m.keys.Tab):
 		m.pane = (m.pane + 1) % paneCount
 		if m.pane == paneSamples {
 			return m, m.panes.samples.load(m.opt.Samples)

@@ -33,7 +33,7 @@ func (p *checkpointPane) selected(m *Model) (string, bool) {
 // update handles the list: move, export, fork.
 func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	switch {
-	case key.Matches(k, keys.Export):
+	case key.Matches(k, m.keys.Export):
 		id, ok := p.selected(m)
 		if !ok {
 			return nil
@@ -47,7 +47,7 @@ func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 			dir, err := export(id)
 			return exportedMsg{id: id, dir: dir, err: err}
 		}
-	case key.Matches(k, keys.Fork):
+	case key.Matches(k, m.keys.Fork):
 		id, ok := p.selected(m)
 		if !ok {
 			return nil
@@ -57,13 +57,13 @@ func (p *checkpointPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		m.forkAsk = id
-	case key.Matches(k, keys.Up):
+	case key.Matches(k, m.keys.Up):
 		p.sel = max(0, p.sel-1)
-	case key.Matches(k, keys.Down):
+	case key.Matches(k, m.keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
-	case key.Matches(k, keys.PageUp):
+	case key.Matches(k, m.keys.PageUp):
 		p.sel = max(0, p.sel-max(1, m.height-5))
-	case key.Matches(k, keys.PageDown):
+	case key.Matches(k, m.keys.PageDown):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
 	}
 	return nil
@@ -113,5 +113,5 @@ func (p *checkpointPane) view(m *Model, w, h int) []string {
 		}
 		out = append(out, listLine(joinCells(cols, kept, cells), i == p.sel))
 	}
-	return append(out, stMuted.Render("e export · r new run from it (asks y/n) · ↑↓ select"))
+	return append(out, stMuted.Render(keyOf(m.keys.Export)+" export · "+keyOf(m.keys.Fork)+" new run from it (asks "+keyOf(m.keys.Yes)+"/n) · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select"))
 }

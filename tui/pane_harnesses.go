@@ -36,7 +36,7 @@ func (p *harnessPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 		p.knobKey(m, k)
 		return nil
 	}
-	if key.Matches(k, keys.Knobs) {
+	if key.Matches(k, m.keys.Knobs) {
 		if len(m.run.knobs) == 0 {
 			m.err = "no search space seen yet: it appears with the first harness iteration"
 			return nil
@@ -45,7 +45,7 @@ func (p *harnessPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if p.diff != nil {
-		if key.Matches(k, keys.Back) || key.Matches(k, keys.Enter) {
+		if key.Matches(k, m.keys.Back) || key.Matches(k, m.keys.Enter) {
 			p.diff = nil
 			p.diffView.top()
 		} else {
@@ -59,13 +59,13 @@ func (p *harnessPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 // knobKey handles the knob list: move, freeze or unfreeze, close.
 func (p *harnessPane) knobKey(m *Model, k tea.KeyMsg) {
 	switch {
-	case key.Matches(k, keys.Back), key.Matches(k, keys.Knobs):
+	case key.Matches(k, m.keys.Back), key.Matches(k, m.keys.Knobs):
 		p.knobMode = false
-	case key.Matches(k, keys.Up):
+	case key.Matches(k, m.keys.Up):
 		p.knobSel = max(0, p.knobSel-1)
-	case key.Matches(k, keys.Down):
+	case key.Matches(k, m.keys.Down):
 		p.knobSel = min(max(0, len(m.run.knobs)-1), p.knobSel+1)
-	case key.Matches(k, keys.Enter):
+	case key.Matches(k, m.keys.Enter):
 		if p.knobSel < len(m.run.knobs) {
 			kn := m.run.knobs[p.knobSel]
 			kind := "freeze"
@@ -81,19 +81,19 @@ func (p *harnessPane) knobKey(m *Model, k tea.KeyMsg) {
 // incumbent, prune or unprune.
 func (p *harnessPane) boardKey(m *Model, k tea.KeyMsg) tea.Cmd {
 	switch {
-	case key.Matches(k, keys.Enter):
+	case key.Matches(k, m.keys.Enter):
 		return p.openDiff(m)
-	case key.Matches(k, keys.Up):
+	case key.Matches(k, m.keys.Up):
 		p.sel = max(0, p.sel-1)
-	case key.Matches(k, keys.Down):
+	case key.Matches(k, m.keys.Down):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+1)
-	case key.Matches(k, keys.PageUp):
+	case key.Matches(k, m.keys.PageUp):
 		p.sel = max(0, p.sel-max(1, m.height-5))
-	case key.Matches(k, keys.PageDown):
+	case key.Matches(k, m.keys.PageDown):
 		p.sel = min(max(0, len(p.rows(m))-1), p.sel+max(1, m.height-5))
-	case key.Matches(k, keys.Prune), key.Matches(k, keys.Unprune):
+	case key.Matches(k, m.keys.Prune), key.Matches(k, m.keys.Unprune):
 		kind := "prune"
-		if key.Matches(k, keys.Unprune) {
+		if key.Matches(k, m.keys.Unprune) {
 			kind = "unprune"
 		}
 		if why := m.steerRefusal(); why != "" {
@@ -194,7 +194,7 @@ func (p *harnessPane) view(m *Model, w, h int) []string {
 		return []string{stMuted.Render("no leaderboard yet: it appears with the first harness iteration")}
 	}
 	out := p.boardTable(m, h-2, w)
-	return append(out, stMuted.Render("enter diff · x prune · u unprune · k knobs · ↑↓ select · * incumbent"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" diff · "+keyOf(m.keys.Prune)+" prune · "+keyOf(m.keys.Unprune)+" unprune · "+keyOf(m.keys.Knobs)+" knobs · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select · * incumbent"))
 }
 
 func (p *harnessPane) viewKnobs(m *Model, h int) []string {
@@ -211,7 +211,7 @@ func (p *harnessPane) viewKnobs(m *Model, h int) []string {
 			break
 		}
 	}
-	return append(out, stMuted.Render("enter freeze / free · ↑↓ select · k or esc back"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" freeze / free · "+keyOf(m.keys.Up)+keyOf(m.keys.Down)+" select · "+keyOf(m.keys.Knobs)+" or "+keyOf(m.keys.Back)+" back"))
 }
 
 // viewDiff is harnesses.Diff's lines under a header, scrolled: the two

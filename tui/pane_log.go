@@ -22,7 +22,7 @@ type logPane struct {
 
 func (p *logPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	if p.open != nil {
-		if key.Matches(k, keys.Back) || key.Matches(k, keys.Enter) {
+		if key.Matches(k, m.keys.Back) || key.Matches(k, m.keys.Enter) {
 			p.open = nil
 			p.whole.top()
 		} else {
@@ -32,15 +32,15 @@ func (p *logPane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	}
 	n := len(p.rows(m))
 	switch {
-	case key.Matches(k, keys.Up):
+	case key.Matches(k, m.keys.Up):
 		p.off = min(max(0, n-1), p.off+1)
-	case key.Matches(k, keys.Down):
+	case key.Matches(k, m.keys.Down):
 		p.off = max(0, p.off-1)
-	case key.Matches(k, keys.PageUp):
+	case key.Matches(k, m.keys.PageUp):
 		p.off = min(max(0, n-1), p.off+max(1, m.height-4))
-	case key.Matches(k, keys.PageDown):
+	case key.Matches(k, m.keys.PageDown):
 		p.off = max(0, p.off-max(1, m.height-4))
-	case key.Matches(k, keys.Enter):
+	case key.Matches(k, m.keys.Enter):
 		if n == 0 {
 			m.err = "no log line to open"
 			return nil

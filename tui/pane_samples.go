@@ -80,17 +80,17 @@ func (p *samplePane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	vis := p.visible(m)
 	if p.detail {
 		switch {
-		case key.Matches(k, keys.Back) || key.Matches(k, keys.Enter):
+		case key.Matches(k, m.keys.Back) || key.Matches(k, m.keys.Enter):
 			p.detail = false
 			p.detailView.top()
-		case key.Matches(k, keys.Next):
+		case key.Matches(k, m.keys.Next):
 			if p.sel+1 < len(vis) {
 				p.sel++
 				p.detailView.top()
 			} else {
 				m.err = "this is the last sample"
 			}
-		case key.Matches(k, keys.Prev):
+		case key.Matches(k, m.keys.Prev):
 			if p.sel > 0 {
 				p.sel--
 				p.detailView.top()
@@ -104,24 +104,24 @@ func (p *samplePane) update(m *Model, k tea.KeyMsg) tea.Cmd {
 	}
 	page := max(1, m.height-6)
 	switch {
-	case key.Matches(k, keys.Up):
+	case key.Matches(k, m.keys.Up):
 		p.sel = max(0, p.sel-1)
-	case key.Matches(k, keys.Down):
+	case key.Matches(k, m.keys.Down):
 		p.sel = min(max(0, len(vis)-1), p.sel+1)
-	case key.Matches(k, keys.PageUp):
+	case key.Matches(k, m.keys.PageUp):
 		p.sel = max(0, p.sel-page)
-	case key.Matches(k, keys.PageDown):
+	case key.Matches(k, m.keys.PageDown):
 		p.sel = min(max(0, len(vis)-1), p.sel+page)
-	case key.Matches(k, keys.Enter):
+	case key.Matches(k, m.keys.Enter):
 		if len(vis) == 0 {
 			m.err = "no sample to open"
 		} else {
 			p.detail = true
 		}
-	case key.Matches(k, keys.Kind):
+	case key.Matches(k, m.keys.Kind):
 		p.kind = nextKind(p.kinds(), p.kind)
 		p.sel = 0
-	case key.Matches(k, keys.Kept):
+	case key.Matches(k, m.keys.Kept):
 		p.showKept = !p.showKept
 		p.sel = 0
 	}
@@ -213,7 +213,7 @@ func (p *samplePane) view(m *Model, w, h int) []string {
 			fmt.Sprintf("%.2f", s.Trajectory.Reward), s.Why, answerOf(s), gold, s.Trajectory.TaskID}
 		out = append(out, listLine(joinCells(sampleColumns, cols, cells), i == p.sel))
 	}
-	return append(out, stMuted.Render("enter open · c kind · a kept · PgUp PgDn · follows the run live"))
+	return append(out, stMuted.Render(keyOf(m.keys.Enter)+" open · "+keyOf(m.keys.Kind)+" kind · "+keyOf(m.keys.Kept)+" kept · "+keyOf(m.keys.PageUp)+" "+keyOf(m.keys.PageDown)+" · follows the run live"))
 }
 
 // sampleColumns are the samples list's columns; as the window narrows

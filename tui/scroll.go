@@ -16,7 +16,7 @@ type scroller struct {
 	lines []string
 }
 
-func newScroller() scroller {
+func newScroller(keys keyMap) scroller {
 	vp := viewport.New(0, 0)
 	vp.KeyMap = viewport.KeyMap{Up: keys.Up, Down: keys.Down, PageUp: keys.PageUp, PageDown: keys.PageDown}
 	vp.MouseWheelEnabled = false

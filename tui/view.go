@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -62,9 +61,9 @@ func (m *Model) viewTabs() string {
 func (m *Model) viewFooter() string {
 	switch {
 	case m.confirm != nil:
-		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? y/n", m.confirm.ForRound, m.confirm.ForPhase))
+		return stConfirm.Render(fmt.Sprintf("end the round %d %s phase now? %s/n", m.confirm.ForRound, m.confirm.ForPhase, keyOf(m.keys.Yes)))
 	case m.forkAsk != "":
-		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. y/n")
+		return stConfirm.Render("new run from " + m.forkAsk + "? this one stays resumable. " + keyOf(m.keys.Yes) + "/n")
 	case m.filtering:
 		return stConfirm.Render("/"+m.filter[m.pane]+"▏") + stMuted.Render("  enter keep · esc clear")
 	case m.err != "":
@@ -88,9 +87,10 @@ func (m *Model) viewFooter() string {
 	if m.opt.Attached != "" {
 		state = m.opt.Attached + " · " + state
 	}
-	help := " · f force · space pause · ? keys · q quit"
+	k := m.keys
+	help := " · " + k.Force.Help().Key + " force · " + k.Pause.Help().Key + " pause · " + k.Help.Help().Key + " keys · " + k.Quit.Help().Key + " quit"
 	if m.steerRefusal() != "" {
-		help = " · ? keys · q quit"
+		help = " · " + k.Help.Help().Key + " keys · " + k.Quit.Help().Key + " quit"
 		if m.opt.ReadOnly != "" && !strings.Contains(state, "read-only") {
 			state += " · read-only"
 		}
@@ -106,12 +106,18 @@ func (m *Model) viewHelp() []string {
 	// Keys that go together share a line, so the map fits 80×24.
 	out := []string{stHeader.Render("Keys"), ""}
 	line := func(k, desc string) { out = append(out, fmt.Sprintf("  %-12s %s", k, desc)) }
-	line("1-5", "panes: run, harnesses, samples, checkpoints, log")
-	for _, b := range []key.Binding{keys.Tab} {
-		line(b.Help().Key, b.Help().Desc)
+	k := m.keys
+	panes := k.Run.Help().Key + k.Harnesses.Help().Key + k.Samples.Help().Key + k.Checkpoints.Help().Key + k.Log.Help().Key
+	if panes == "12345" {
+		panes = "1-5"
+	} else {
+		panes = strings.Join([]string{k.Run.Help().Key, k.Harnesses.Help().Key, k.Samples.Help().Key, k.Checkpoints.Help().Key, k.Log.Help().Key}, " ")
 	}
-	line("↑↓ PgUp PgDn", "move in a list, scroll an open view")
-	for _, b := range keys.all()[10:] {
+	line(panes, "panes: run, harnesses, samples, checkpoints, log")
+	line(k.Tab.Help().Key, k.Tab.Help().Desc)
+	moves := k.Up.Help().Key + k.Down.Help().Key + " " + k.PageUp.Help().Key + " " + k.PageDown.Help().Key
+	line(moves, "move in a list, scroll an open view")
+	for _, b := range m.keys.all()[10:] {
 		if b.Help().Key == "" {
 			continue
 		}

@@ -25,6 +25,7 @@ import (
 	"whale/data"
 	"whale/data/domains"
 	"whale/tui"
+	"whale/tui/keymap"
 )
 
 func init() { register(newTUICmd) }
@@ -42,12 +43,16 @@ type tuiFlags struct {
 	// loraCfg is what --lora-rank and its companions give a new run
 	// (checked before anything opens).
 	loraCfg *model.LoRAConfig
+	// keysPath is --keys (""; $XDG_CONFIG_HOME/whale/keys.toml); keys
+	// are what it gives (checked before anything opens).
+	keysPath string
+	keys     *keymap.Map
 }
 
 func newTUICmd() *cobra.Command {
 	var fl tuiFlags
 	c := &cobra.Command{
-		Use:   "tui [--db F] [--domain D] [--preset P] [--model M] [--run ID]",
+		Use:   "tui [--db F] [--domain D] [--preset P] [--model M] [--run ID] [--keys FILE]",
 		Short: "Open the workbench: watch and steer a run (new, or resume --run / the newest unfinished one)",
 		Long: "Opens the terminal workbench on a run: the phase timeline, patience, harness leaderboard,\n" +
 			"rejected samples, checkpoints and event log, with keys to force a phase switch, pause and prune.\n" +
@@ -74,6 +79,9 @@ func newTUICmd() *cobra.Command {
 			if fl.sampleBF16 && fl.run != "" {
 				return usageError{errors.New("--sample-bf16 configures a new run: a resumed run (--run) keeps its own")}
 			}
+			if fl.keys, err = workbenchKeys(fl.keysPath); err != nil {
+				return err
+			}
 			return openWorkbench(cmd, fl)
 		},
 	}
@@ -88,6 +96,7 @@ func newTUICmd() *cobra.Command {
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, "new run: "+sampleBF16Usage)
 	f.BoolVar(&fl.readOnly, "read-only", false, "watch --run ID without steering it (nothing is run or changed)")
 	f.BoolVar(&fl.steer, "steer", false, "steer --run ID although its owner (a bench) serves it read-only; the bench records that it was steered")
+	f.StringVar(&fl.keysPath, "keys", "", "the workbench's keys: a keys.toml (default $XDG_CONFIG_HOME/whale/keys.toml)")
 	fl.lora.register(f)
 	new(tensorBoardFlag).register(f)
 	return c
@@ -130,7 +139,11 @@ func noTerminal(fl tuiFlags) error {
 // defaultWorkbench is `whale` with no arguments: the workbench with the
 // defaults of `whale tui`.
 func defaultWorkbench(cmd *cobra.Command) error {
-	return openWorkbench(cmd, tuiFlags{db: "whale.db", domain: "math", preset: "small", seed: 1})
+	ks, err := workbenchKeys("")
+	if err != nil {
+		return err
+	}
+	return openWorkbench(cmd, tuiFlags{db: "whale.db", domain: "math", preset: "small", seed: 1, keys: ks})
 }
 
 // newestUnfinished returns the newest run that is not finished and has a
@@ -235,7 +248,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 		}
 	}
 	for {
-		forkID, err := workbench(cmd, db, srv, eng, history, modelDesc)
+		forkID, err := workbench(cmd, db, srv, eng, history, modelDesc, fl.keys)
 		if err != nil || forkID == "" {
 			return err
 		}
@@ -253,7 +266,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 // workbench shows eng's run until the person quits or picks a checkpoint
 // to start a new run from (returned); either way eng has stopped at its
 // last resume point, or finished, when it returns.
-func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine.Engine, history []engine.Event, modelDesc string) (string, error) {
+func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine.Engine, history []engine.Event, modelDesc string, keys *keymap.Map) (string, error) {
 	// Subscribe before the engine starts so that no event is missed.
 	sub := eng.Subscribe(4096)
 	defer srv.Add(eng.RunID, eng)()
@@ -269,6 +282,7 @@ func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine
 		Events: sub, Control: eng, History: history, Samples: storeSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
+		Keys:          keys,
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)
@@ -357,7 +371,7 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 			h, err := cl.Harness(hash)
 			return h.Source, err
 		},
-		Attached: mode, StreamEnd: st.End,
+		Attached: mode, StreamEnd: st.End, Keys: fl.keys,
 	})
 	_, perr := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context())).Run()
 	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
@@ -385,6 +399,7 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
 		Samples: storeSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
+		Keys: fl.keys,
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))
 			_, err := engine.ExportCheckpoint(db, id, dir, ckpt.F32, engine.ExportWhale, 0)

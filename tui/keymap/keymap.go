@@ -18,9 +18,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/BurntSushi/toml"
 	"github.com/charmbracelet/bubbles/key"
-
-	"whale/core/runconfig"
 )
 
 // Action is one thing a key does.
@@ -56,36 +55,89 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "whale", "keys.toml"), nil
 }
 
-// Load is defaults changed by the file at path; a missing file changes
-// nothing.
-func Load(path string, defaults []Action) (Map, error) {
+// Defaults is the map of defaults, refused if two of them conflict.
+func Defaults(defaults []Action) (Map, error) {
 	m := Map{actions: slices.Clone(defaults), from: map[string]string{}}
 	for _, a := range m.actions {
 		m.from[a.Name] = "default"
 	}
-	f, err := runconfig.Read(path)
+	return m, m.check()
+}
+
+// Load is defaults changed by the file at path; a missing file changes
+// nothing.
+func Load(path string, defaults []Action) (Map, error) {
+	m, err := Defaults(defaults)
+	if err != nil {
+		return m, err
+	}
+	src, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, m.check()
+		return m, nil
 	}
 	if err != nil {
 		return m, fmt.Errorf("keymap: %w", err)
 	}
-	for _, e := range f.Entries {
-		if e.Table != "" {
-			return m, fmt.Errorf("keymap: %w", f.Errorf(e, "tables are not part of a key map: write action = \"key\" at the top"))
+	var raw map[string]any
+	md, err := toml.Decode(string(src), &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return m, fmt.Errorf("keymap: %s:%d: %s", path, pe.Position.Line, pe.Message)
 		}
-		i := slices.IndexFunc(m.actions, func(a Action) bool { return a.Name == e.Key })
+		return m, fmt.Errorf("keymap: %s: %w", path, err)
+	}
+	for _, k := range md.Keys() {
+		if len(k) != 1 {
+			continue // inside a table, refused with the table
+		}
+		name := k[0]
+		line := lineOf(src, name)
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("keymap: %s:%d: %s: %s", path, line, name, fmt.Sprintf(format, args...))
+		}
+		v := raw[name]
+		if _, ok := v.(map[string]any); ok {
+			return m, fmt.Errorf("keymap: %s:%d: table [%s]: tables are not part of a key map: write action = \"key\" at the top", path, line, name)
+		}
+		i := slices.IndexFunc(m.actions, func(a Action) bool { return a.Name == name })
 		if i < 0 {
-			return m, fmt.Errorf("keymap: %w", f.Errorf(e, "unknown action (have %s)", strings.Join(m.Names(), ", ")))
+			return m, bad("unknown action (have %s)", strings.Join(m.Names(), ", "))
 		}
-		ks, ok := keysOf(e.Value)
+		ks, ok := keysOf(v)
 		if !ok {
-			return m, fmt.Errorf("keymap: %w", f.Errorf(e, "want a key or an array of keys, such as \"F\" or [\"q\", \"ctrl+c\"]"))
+			return m, bad("want a key or an array of keys, such as \"F\" or [\"q\", \"ctrl+c\"]")
 		}
 		m.actions[i].Keys = ks
-		m.from[e.Key] = fmt.Sprintf("%s:%d", f.Name, e.Line)
+		m.from[name] = fmt.Sprintf("%s:%d", path, line)
 	}
 	return m, m.check()
+}
+
+// lineOf is the 1-based line where a top-level key or table named name
+// is written (a plain, quoted or dotted key, or a [table] header); 0 when
+// none is found.
+func lineOf(src []byte, name string) int {
+	for i, l := range strings.Split(string(src), "\n") {
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "["); ok {
+			l = strings.TrimSpace(strings.TrimPrefix(rest, "["))
+		}
+		for _, q := range []string{`"`, `'`} {
+			if rest, ok := strings.CutPrefix(l, q+name+q); ok {
+				l = name + rest
+			}
+		}
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok {
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "]") {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // keysOf is a value's keys: one string, or an array of non-empty strings.
@@ -148,7 +200,7 @@ func (m Map) Keys(action string) []string {
 func (m Map) Binding(action string) key.Binding {
 	for _, a := range m.actions {
 		if a.Name == action {
-			return key.NewBinding(key.WithKeys(a.Keys...), key.WithHelp(display(a.Keys[0]), a.Help))
+			return key.NewBinding(key.WithKeys(a.Keys...), key.WithHelp(Display(a.Keys[0]), a.Help))
 		}
 	}
 	return key.NewBinding(key.WithDisabled())
@@ -169,7 +221,7 @@ func (m Map) Help() []Line {
 		}
 		ks := make([]string, len(a.Keys))
 		for i, k := range a.Keys {
-			ks[i] = display(k)
+			ks[i] = Display(k)
 		}
 		out = append(out, Line{Keys: strings.Join(ks, "/"), Help: a.Help})
 	}
@@ -177,7 +229,7 @@ func (m Map) Help() []Line {
 }
 
 // display names a key as the help shows it.
-func display(k string) string {
+func Display(k string) string {
 	switch k {
 	case " ":
 		return "space"
@@ -185,6 +237,10 @@ func display(k string) string {
 		return "↑"
 	case "down":
 		return "↓"
+	case "pgup":
+		return "PgUp"
+	case "pgdown":
+		return "PgDn"
 	}
 	return k
 }

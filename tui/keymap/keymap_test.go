@@ -1,9 +1,12 @@
 package keymap
 
 import (
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,5 +89,35 @@ func TestDefaultPathFollowsXDG(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", "/cfg")
 	if p, err := DefaultPath(); err != nil || p != "/cfg/whale/keys.toml" {
 		t.Errorf("DefaultPath = %q, %v", p, err)
+	}
+}
+
+// The workbench imports this package, and the workbench may import only
+// core/engine and core/attach of whale: so this one imports nothing of
+// whale at all.
+func TestImportsNothingOfWhale(t *testing.T) {
+	ms, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ms {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if s, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(s, "whale/") {
+				t.Errorf("%s imports %s", p, s)
+			}
+		}
+	}
+}
+
+func TestSyntaxErrorNamesTheLine(t *testing.T) {
+	if _, err := Load(write(t, "quit = \"q\"\nforce = \"F\n"), defaults); err == nil || !strings.Contains(err.Error(), "keys.toml:2") {
+		t.Errorf("err %v, want keys.toml:2", err)
 	}
 }
