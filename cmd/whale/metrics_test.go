@@ -35,10 +35,8 @@ func TestMetricsMisuse(t *testing.T) {
 	if _, err := os.Stat(db); err == nil {
 		t.Errorf("whale metrics created the workspace it reads")
 	}
-	if _, err := runWhale(t, "runs", "--db", db); err != nil { // creates an empty workspace
-		t.Fatal(err)
-	}
-	if _, err := runWhale(t, "metrics", "nope", "--db", db); err == nil || !strings.Contains(err.Error(), "nope") {
+	empty := emptyWorkspace(t)
+	if _, err := runWhale(t, "metrics", "nope", "--db", empty); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("missing run: %v, want an error naming it", err)
 	}
 }
