@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -34,9 +35,9 @@ func newDataCmd() *cobra.Command {
 // sourceFlags are the flags that say where tasks come from: a domain
 // (generated or built in) or an imported file.
 type sourceFlags struct {
-	domain, file, data, format string
-	seed                       uint64
-	skipBad                    bool
+	domain, file, data, format, themes string
+	seed                               uint64
+	skipBad                            bool
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {
@@ -47,6 +48,7 @@ func (s *sourceFlags) add(c *cobra.Command) {
 	f.StringVar(&s.format, "format", "", "format of --file: "+strings.Join(domains.Formats(), ", "))
 	f.Uint64Var(&s.seed, "seed", 1, "seed of a generated domain, or of the split of an imported file (chess uses its committed set whatever the seed)")
 	f.BoolVar(&s.skipBad, "skip-bad", false, "skip malformed records of --file and list them, instead of failing")
+	f.StringVar(&s.themes, "themes", "", "with --format lichess: keep only puzzles with one of these comma-separated themes (e.g. mateIn1,hangingPiece); counts per theme go to stderr")
 }
 
 // source describes where the tasks came from, for reports.
@@ -99,9 +101,16 @@ func (s *sourceFlags) open() (data.Domain, []data.BadLine, source, error) {
 	if s.domain != "" && fd != "" && fd != s.domain {
 		return nil, nil, source{}, usageError{fmt.Errorf("--format %s holds %s tasks, not %s", s.format, fd, s.domain)}
 	}
-	d, bad, err := domains.Import(s.format, s.file, data.ImportOptions{Seed: s.seed, SkipBad: s.skipBad})
+	themes := splitThemes(s.themes)
+	if len(themes) > 0 && s.format != domains.FormatLichess {
+		return nil, nil, source{}, usageError{fmt.Errorf("--themes needs --format %s", domains.FormatLichess)}
+	}
+	d, bad, err := domains.Import(s.format, s.file, data.ImportOptions{Seed: s.seed, SkipBad: s.skipBad, Themes: themes})
 	if err != nil {
 		return nil, bad, source{}, err
+	}
+	if len(themes) > 0 {
+		reportThemes(os.Stderr, d, themes)
 	}
 	if s.domain != "" && d.Name() != s.domain {
 		return nil, bad, source{}, fmt.Errorf("%s holds %s tasks, not %s", s.file, d.Name(), s.domain)
