@@ -80,7 +80,7 @@ func (e *Episode) goal() string {
 }
 
 // Observe shows what a player sees: the side to move and the goal, the
-// board as text, the last move (the opponent's, when known) in SAN, the
+// board as compact text (CompactBoard; Board in the fields), the last move (the opponent's, when known) in SAN, the
 // moves played so far in UCI and the legal moves as SAN then UCI. SAN marks
 // captures and checks as SAN does, but a mating move is marked as a check
 // only (see Position.SAN). Fields also hold the FEN, the legal moves in
@@ -117,7 +117,7 @@ func (e *Episode) Observe() data.Observation {
 	var b strings.Builder
 	side := e.pos.SideToMove()
 	fmt.Fprintf(&b, "%s to move: %s.\n", strings.ToUpper(side[:1])+side[1:], e.goal())
-	fmt.Fprintf(&b, "Board (White upper case, Black lower case):\n%s\n", e.pos.Board())
+	fmt.Fprintf(&b, "Board (White upper case, Black lower case):\n%s\n", e.pos.CompactBoard())
 	if last != "" {
 		fmt.Fprintf(&b, "Last move: %s\n", last)
 	}

@@ -91,6 +91,27 @@ func (p *Position) LegalSAN() (san, uci []string) {
 	return san, uci
 }
 
+// CompactBoard draws the position as eight rows of eight characters, rank
+// 8 first, each row after its rank number, white upper case, dots for
+// empty squares, with the files below: Board without the spaces.
+func (p *Position) CompactBoard() string {
+	var b strings.Builder
+	for rank := 7; rank >= 0; rank-- {
+		b.WriteByte(byte('1' + rank))
+		b.WriteByte(' ')
+		for file := 0; file < 8; file++ {
+			if pc := p.board[rank*8+file]; pc != 0 {
+				b.WriteByte(pieceRune(pc))
+			} else {
+				b.WriteByte('.')
+			}
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("  abcdefgh")
+	return b.String()
+}
+
 // pieceList is "king g1, rook f1, pawn g2" for one colour, in board order
 // from a8 to h1.
 func (p *Position) pieceList(color int) string {
