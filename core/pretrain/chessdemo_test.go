@@ -43,7 +43,7 @@ func TestChessDemoReadsTheBoard(t *testing.T) {
 	// UCI order and plays the first that leaves no reply, Ra8.
 	const twoMates = "7k/6pp/8/8/8/8/8/RR4K1 w - - 0 1"
 	a := demoMove(t, puzzle(t, twoMates, "b1b8", 1))
-	if !strings.HasSuffix(a, "<move>a1a8</move>") || !strings.Contains(a, "Checks: Ra8+ 0, Rb8+ 0.") {
+	if !strings.HasSuffix(a, "<move>a1a8</move>") || !strings.Contains(a, "Checks: Ra8+ a1a8 0, Rb8+ b1b8 0.") {
 		t.Errorf("two mates, gold b1b8: demonstration\n%s", a)
 	}
 	if b := demoMove(t, puzzle(t, twoMates, "a1a8", 1)); b != a {
@@ -53,7 +53,7 @@ func TestChessDemoReadsTheBoard(t *testing.T) {
 	// move, while the black queen stands free: the procedure takes it.
 	const freeQueen = "k7/8/8/8/3q4/8/7K/3R4 w - - 0 1"
 	c := demoMove(t, puzzle(t, freeQueen, "h2h3", 0))
-	if !strings.HasSuffix(c, "<move>d1d4</move>") || !strings.Contains(c, "Captures: Rxd4 9 free.") {
+	if !strings.HasSuffix(c, "<move>d1d4</move>") || !strings.Contains(c, "Captures: Rxd4 d1d4 9 free.") {
 		t.Errorf("free queen, gold h2h3: demonstration\n%s", c)
 	}
 }
