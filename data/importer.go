@@ -27,4 +27,8 @@ type ImportOptions struct {
 	// failing on the first bad record. Without it an importer returns the
 	// first BadLine as its error and no Domain.
 	SkipBad bool
+	// Themes keeps only the records carrying at least one of these themes
+	// (chess: lichess puzzle themes such as mateIn1 or hangingPiece); empty
+	// keeps every record. Importers without themes refuse a non-empty list.
+	Themes []string
 }

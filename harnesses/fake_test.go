@@ -28,6 +28,8 @@ func (d *fakeDomain) Tools() []data.Tool {
 		return []data.Tool{fakeTool{"calc", "adds integers: A+B"}}
 	case "searchqa":
 		return []data.Tool{fakeTool{"search", "search an encyclopedia"}}
+	case "chess":
+		return []data.Tool{fakeTool{"attacks", "attacked pieces"}}
 	}
 	return nil
 }

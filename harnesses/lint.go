@@ -22,6 +22,11 @@ var (
 	uciSeqRe = regexp.MustCompile(`\b[a-h][1-8][a-h][1-8][qrbn]?([\s,;]+[a-h][1-8][a-h][1-8][qrbn]?)+\b`)
 	// A run of seven or more digits: an answer, not a budget.
 	digitsRe = regexp.MustCompile(`\d{7,}`)
+	// A solving annotation: words that mark a move as the mate, the win or
+	// the answer ("this move mates", "(best)", "winning move"), or SAN's
+	// mate sign on its own. A harness may say what a move is (the piece,
+	// what it takes); judging it is the solver's work.
+	solvingRe = regexp.MustCompile(`(?i)\b(?:(?:this|that|the|which|a) (?:move|check|capture) (?:mates|checkmates|wins|is (?:check)?mate|is (?:the )?(?:best|winning|correct|right|only))|(?:gives|delivers|forces) (?:check)?mate\b|is (?:check)?mate\b|mating (?:move|check|line)|winning (?:move|capture|check|line)|(?:best|correct|right|only) move(?: is|:)|solution(?: is|:))|\((?:best|mate|mates|checkmate|mating|winning|wins|solution|answer)\)|^\s*#\s*$`)
 )
 
 // maxIntLiteral is the largest integer literal the lint accepts: budgets
@@ -57,6 +62,9 @@ func lintLiteral(file string, l *syntax.Literal) []Issue {
 		}
 		if m := uciSeqRe.FindString(v); m != "" {
 			out = append(out, issueAt(file, l.TokenPos, "lint/uci-sequence", "string literal contains a sequence of UCI moves %q: a harness may show one example move, not a line", clip(m)))
+		}
+		if m := solvingRe.FindString(v); m != "" {
+			out = append(out, issueAt(file, l.TokenPos, "lint/solving-annotation", "string literal annotates a move as solving (%q): a harness may present the position, not judge moves", clip(m)))
 		}
 		if m := digitsRe.FindString(v); m != "" {
 			out = append(out, issueAt(file, l.TokenPos, "lint/long-digits", "string literal contains a run of %d digits %q: a harness may not carry answers", len(m), clip(m)))

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,12 +38,14 @@ func newDataCmd() *cobra.Command {
 // sourceFlags are the flags that say where tasks come from: a domain
 // (generated or built in) or an imported file.
 type sourceFlags struct {
-	domain, file, data, format string
-	seed                       uint64
-	skipBad                    bool
+	domain, file, data, format, themes string
+	seed                               uint64
+	skipBad                            bool
+	cmd                                *cobra.Command // for --themes's report on its stderr
 }
 
 func (s *sourceFlags) add(c *cobra.Command) {
+	s.cmd = c
 	f := c.Flags()
 	f.StringVar(&s.domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
 	f.StringVar(&s.file, "file", "", "import tasks from this file instead (with --format; for qa: QUESTIONS.jsonl,CORPUS.jsonl; for splits: a directory from 'data generate')")
@@ -47,6 +53,7 @@ func (s *sourceFlags) add(c *cobra.Command) {
 	f.StringVar(&s.format, "format", "", "format of --file: "+strings.Join(domains.Formats(), ", "))
 	f.Uint64Var(&s.seed, "seed", 1, "seed of a generated domain, or of the split of an imported file (chess uses its committed set whatever the seed)")
 	f.BoolVar(&s.skipBad, "skip-bad", false, "skip malformed records of --file and list them, instead of failing")
+	f.StringVar(&s.themes, "themes", "", "with --format lichess: keep only puzzles with one of these comma-separated themes (e.g. mateIn1,hangingPiece); counts per theme go to stderr")
 }
 
 // source describes where the tasks came from, for reports.
@@ -99,9 +106,20 @@ func (s *sourceFlags) open() (data.Domain, []data.BadLine, source, error) {
 	if s.domain != "" && fd != "" && fd != s.domain {
 		return nil, nil, source{}, usageError{fmt.Errorf("--format %s holds %s tasks, not %s", s.format, fd, s.domain)}
 	}
-	d, bad, err := domains.Import(s.format, s.file, data.ImportOptions{Seed: s.seed, SkipBad: s.skipBad})
+	themes := splitThemes(s.themes)
+	if len(themes) > 0 && s.format != domains.FormatLichess {
+		return nil, nil, source{}, usageError{fmt.Errorf("--themes needs --format %s", domains.FormatLichess)}
+	}
+	d, bad, err := domains.Import(s.format, s.file, data.ImportOptions{Seed: s.seed, SkipBad: s.skipBad, Themes: themes})
 	if err != nil {
 		return nil, bad, source{}, err
+	}
+	if len(themes) > 0 {
+		w := io.Writer(os.Stderr)
+		if s.cmd != nil {
+			w = s.cmd.ErrOrStderr()
+		}
+		reportThemes(w, d, themes)
 	}
 	if s.domain != "" && d.Name() != s.domain {
 		return nil, bad, source{}, fmt.Errorf("%s holds %s tasks, not %s", s.file, d.Name(), s.domain)
@@ -328,6 +346,8 @@ func newDataGenerateCmd() *cobra.Command {
 		domain, out string
 		seed        uint64
 		asJSON      bool
+		ladder      bool
+		sizesFlag   string
 	)
 	c := &cobra.Command{
 		Use:   "generate",
@@ -359,7 +379,13 @@ func newDataGenerateCmd() *cobra.Command {
 					fmt.Fprintf(errw, "generate %s: %d of %d (%d%%)\n", domain, done, total, pct)
 				}
 			}
-			m, err := domains.Generate(domain, seed, out, progress)
+			var m domains.Manifest
+			var err error
+			if ladder || sizesFlag != "" {
+				m, err = generateLadder(domain, seed, out, sizesFlag, ladder, progress)
+			} else {
+				m, err = domains.Generate(domain, seed, out, progress)
+			}
 			if err != nil {
 				return err
 			}
@@ -381,5 +407,50 @@ func newDataGenerateCmd() *cobra.Command {
 	c.Flags().Uint64Var(&seed, "seed", 1, "generator seed (chess: default "+fmt.Sprint(chess.BuiltinSeed)+", its committed set)")
 	c.Flags().StringVar(&out, "out", "", "output directory (default DOMAIN-splits-SEED)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	c.Flags().BoolVar(&ladder, "ladder", false, "chess: the ladder set (mate in 1, hanging pieces, mate in 2; see chess.GenerateLadder) instead of the built-in kind")
+	c.Flags().StringVar(&sizesFlag, "sizes", "", "with --ladder: TRAIN,VAL,AUDIT,TEST task counts (default the built-in set's)")
 	return c
+}
+
+// generateLadder writes chess's ladder set to out and reads its manifest
+// back as domains.ReadSplits does.
+func generateLadder(domain string, seed uint64, out, sizesFlag string, ladder bool, progress func(done, total int)) (domains.Manifest, error) {
+	if !ladder {
+		return domains.Manifest{}, usageError{errors.New("--sizes needs --ladder")}
+	}
+	if domain != chess.Name {
+		return domains.Manifest{}, usageError{fmt.Errorf("--ladder is for --domain chess, not %s", domain)}
+	}
+	sizes := chess.BuiltinSizes
+	if sizesFlag != "" {
+		var n [4]int
+		parts := strings.Split(sizesFlag, ",")
+		if len(parts) != 4 {
+			return domains.Manifest{}, usageError{fmt.Errorf("--sizes %q: want four counts TRAIN,VAL,AUDIT,TEST", sizesFlag)}
+		}
+		for i, p := range parts {
+			v, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || v < 0 {
+				return domains.Manifest{}, usageError{fmt.Errorf("--sizes %q: count %d is not a whole number >= 0", sizesFlag, i+1)}
+			}
+			n[i] = v
+		}
+		sizes = data.Sizes{Train: n[0], Val: n[1], Audit: n[2], Test: n[3]}
+	}
+	splits, err := chess.GenerateLadder(seed, sizes, progress)
+	if err != nil {
+		return domains.Manifest{}, err
+	}
+	if err := chess.WriteSplits(out, splits); err != nil {
+		return domains.Manifest{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(out, chess.ManifestFile))
+	if err != nil {
+		return domains.Manifest{}, fmt.Errorf("read back %s: %w", chess.ManifestFile, err)
+	}
+	var m domains.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return domains.Manifest{}, fmt.Errorf("read back %s: %w", chess.ManifestFile, err)
+	}
+	return m, nil
 }

@@ -16,6 +16,7 @@ import (
 	"whale/core/engine"
 	"whale/core/policy"
 	"whale/data"
+	"whale/data/chess"
 	"whale/data/domains"
 	"whale/harnesses"
 )
@@ -57,11 +58,12 @@ func readHarnessSource(arg, domain string) (name, src string, err error) {
 
 // dataFlags are --data FILE --format F: a person's own tasks instead of
 // the domain's generated splits, for every command that runs tasks.
-type dataFlags struct{ path, format string }
+type dataFlags struct{ path, format, themes string }
 
 func (f *dataFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.path, "data", "", "import tasks from FILE instead of the generated splits")
 	fs.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	fs.StringVar(&f.themes, "themes", "", "with --format lichess: keep only puzzles with one of these comma-separated themes (e.g. mateIn1,hangingPiece)")
 }
 
 // openHarnessDomain opens domain name with seed, or the tasks of --data
@@ -76,11 +78,61 @@ func openHarnessDomain(name string, seed uint64, df dataFlags) (data.Domain, err
 	if (df.path == "") != (df.format == "") {
 		return nil, usageError{errors.New("--data and --format go together")}
 	}
+	if df.themes != "" {
+		return openThemed(name, seed, df)
+	}
 	d, err := runDomain(name, df.path, df.format, seed)
 	if err != nil {
 		return nil, fmt.Errorf("open domain %s: %w", name, err)
 	}
 	return d, nil
+}
+
+// openThemed imports --data keeping the puzzles with one of --themes, and
+// reports on stderr how many puzzles carry each theme asked for.
+func openThemed(name string, seed uint64, df dataFlags) (data.Domain, error) {
+	if df.format != domains.FormatLichess {
+		return nil, usageError{fmt.Errorf("--themes needs --data FILE --format %s", domains.FormatLichess)}
+	}
+	themes := splitThemes(df.themes)
+	d, _, err := domains.Import(df.format, df.path, data.ImportOptions{Seed: seed, Themes: themes})
+	if err != nil {
+		return nil, fmt.Errorf("open domain %s: %w", name, err)
+	}
+	if d.Name() != name {
+		return nil, fmt.Errorf("--data %s holds %s tasks, not %s", df.path, d.Name(), name)
+	}
+	reportThemes(os.Stderr, d, themes)
+	return d, nil
+}
+
+// splitThemes reads a comma-separated --themes value.
+func splitThemes(s string) []string {
+	var out []string
+	for _, th := range strings.Split(s, ",") {
+		if th = strings.TrimSpace(th); th != "" {
+			out = append(out, th)
+		}
+	}
+	return out
+}
+
+// reportThemes writes "themes: mateIn1 412, hangingPiece 230 (640 puzzles)".
+func reportThemes(w io.Writer, d data.Domain, themes []string) {
+	counts, err := chess.ThemeCounts(d, themes)
+	if err != nil {
+		return
+	}
+	total := 0
+	for _, sp := range data.Splits {
+		ts, _ := d.Tasks(sp)
+		total += len(ts)
+	}
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("%s %d", c.Theme, c.Tasks)
+	}
+	fmt.Fprintf(w, "themes: %s (%d puzzles kept)\n", strings.Join(parts, ", "), total)
 }
 
 // harnessCheckReport is `harness check --json` output.

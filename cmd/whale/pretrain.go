@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,8 +86,39 @@ func registerPretrainFlags(f *pflag.FlagSet, o *pretrain.Options, promptWeight *
 	f.BoolVar(&mix.DrillAnswerOnly, "drill-answer-only", false, "no loss on drill prompts")
 	f.Float64Var(&mix.NearShare, "near-share", def.Corpus.Mix.NearShare, "share of harness variants near h0 (one to three knobs changed, fragments' REQUIRES met) instead of far (each knob changed with probability 0.5)")
 	f.Float64Var(&o.FloorLR, "floor-lr", 0, "learning rate at the end of the cosine (0: a twentieth of --peak-lr; equal to it: constant)")
+	f.IntVar(&mix.MaxTokens, "max-tokens", def.Corpus.Mix.MaxTokens, "drop demonstrations longer than this many tokens (at most the preset's max_position_embeddings)")
+	f.Var(&domainReps{mix: mix, domain: "chess"}, "chess-reps", "times each chess train task is demonstrated (each time through another harness variant)")
 	f.IntVar(&o.StopAfter, "stop-after", 0, "stop (with a resume point) after this many steps of this invocation, as an interruption would")
 }
+
+// domainReps binds a flag to one domain's Mix.Reps entry.
+type domainReps struct {
+	mix    *pretrain.Mix
+	domain string
+}
+
+func (r *domainReps) String() string {
+	if r.mix == nil || r.mix.Reps == nil {
+		return "1"
+	}
+	return strconv.Itoa(r.mix.Reps[r.domain])
+}
+
+func (r *domainReps) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 16 {
+		return fmt.Errorf("want an integer from 1 to 16, got %q", s)
+	}
+	reps := maps.Clone(r.mix.Reps)
+	if reps == nil {
+		reps = map[string]int{}
+	}
+	reps[r.domain] = n
+	r.mix.Reps = reps
+	return nil
+}
+
+func (r *domainReps) Type() string { return "int" }
 
 // checkPretrain checks the options the flags set and fills in the preset's
 // model configuration.
@@ -107,6 +140,8 @@ func checkPretrain(o *pretrain.Options) error {
 	switch {
 	case o.Steps < 1 || o.Batch < 1 || o.CheckpointEvery < 0 || o.Corpus.TasksPerDomain < 0 || o.StopAfter < 0:
 		return usageError{fmt.Errorf("--steps (%d) and --batch (%d) must be positive, --checkpoint-every (%d) and --tasks (%d) not negative", o.Steps, o.Batch, o.CheckpointEvery, o.Corpus.TasksPerDomain)}
+	case mix.MaxTokens < 16 || mix.MaxTokens > o.Config.MaxPositionEmbeddings-1:
+		return usageError{fmt.Errorf("--max-tokens %d: want 16 to %d (the preset's max_position_embeddings less one)", mix.MaxTokens, o.Config.MaxPositionEmbeddings-1)}
 	case o.ProbeEvery < 0:
 		return usageError{fmt.Errorf("--probe-every %d is negative", o.ProbeEvery)}
 	case mix.Drills < 0:

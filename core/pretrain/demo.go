@@ -290,58 +290,37 @@ func guessName(rng *rand.Rand, shown string) string {
 
 // --- chess ---------------------------------------------------------------
 
-// chessReply plays the gold move in a tag, with some realistic noise: a
-// legal but wrong move, a bare move (a format slip the retry repairs), or
-// a first tag corrected by a second.
+// chessReply writes the board-reading procedure of chessProcedure and
+// plays its move, with some realistic noise: a legal but wrong move, a
+// bare move (a format slip the retry repairs), or a first tag corrected by
+// a second. It never consults the task's listed line: the move follows
+// from the observation.
 func (d *demonstrator) chessReply(rng *rand.Rand, info harnesses.RequestInfo, prompt string) (string, error) {
-	act, err := d.dom.GoldAction(info.Task, info.Obs)
+	steps, move, err := chessProcedure(info.Obs)
 	if err != nil {
-		return "", fmt.Errorf("pretrain: demonstrator: %w", err)
+		return "", err
 	}
-	gold := act.Text
 	legal, _ := info.Obs.Fields["legal_moves"].([]string)
-	other := gold
+	other := move
 	if len(legal) > 1 {
-		for other == gold {
+		for other == move {
 			other = legal[rng.IntN(len(legal))]
 		}
 	}
 	last := lastTurn(prompt)
 	if strings.Contains(last, "could not read") || strings.Contains(last, "no <move>") {
-		return "<move>" + gold + "</move>", nil
+		return "<move>" + move + "</move>", nil
 	}
 	switch x := rng.Float64(); {
 	case x < d.mix.ChessWrong:
-		return "<move>" + other + "</move>", nil
+		return steps + "<move>" + other + "</move>", nil
 	case x < d.mix.ChessWrong+d.mix.ChessBare:
-		return gold, nil
+		return steps + move, nil
 	case x < d.mix.ChessWrong+d.mix.ChessBare+d.mix.ChessCorrect:
-		return "<move>" + other + "</move> No: <move>" + gold + "</move>", nil
-	case x < 0.8:
-		if label := moveLabel(prompt, gold); label != "" && x >= 0.5 {
-			// A harness that labels the legal moves: the demonstration
-			// reads the label of the move it plays.
-			return "Best move: " + gold + " (" + label + ")\n<move>" + gold + "</move>", nil
-		}
-		return "<move>" + gold + "</move>", nil
+		return "<move>" + other + "</move> No: " + steps + "<move>" + move + "</move>", nil
 	default:
-		return "Best move: " + gold + "\n<move>" + gold + "</move>", nil
+		return steps + "<move>" + move + "</move>", nil
 	}
-}
-
-// moveLabel returns the label a harness showed beside a move, as in
-// "- e2e4 (pawn)" or "d1h5 (queen, takes pawn)"; "" when none is shown.
-func moveLabel(prompt, move string) string {
-	i := strings.LastIndex(prompt, move+" (")
-	if i < 0 {
-		return ""
-	}
-	rest := prompt[i+len(move)+2:]
-	j := strings.IndexAny(rest, ")\n")
-	if j <= 0 || rest[j] != ')' {
-		return ""
-	}
-	return rest[:j]
 }
 
 func pick(rng *rand.Rand, xs ...string) string { return xs[rng.IntN(len(xs))] }

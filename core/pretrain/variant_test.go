@@ -66,12 +66,3 @@ func TestVariantsMeetRequires(t *testing.T) {
 		}
 	}
 }
-
-func TestMoveLabel(t *testing.T) {
-	prompt := "Legal moves (choose exactly one):\n- e2e4 (pawn)\n- d1h5 (queen, takes pawn)\n- g1f3\nCaptures: d1h5 (queen, takes pawn)"
-	for move, want := range map[string]string{"d1h5": "queen, takes pawn", "e2e4": "pawn", "g1f3": "", "a2a3": ""} {
-		if got := moveLabel(prompt, move); got != want {
-			t.Errorf("moveLabel(%s) = %q, want %q", move, got, want)
-		}
-	}
-}

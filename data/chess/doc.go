@@ -12,6 +12,10 @@
 // Every search is bounded by a node count, never by wall-clock time, so that
 // generation and verification give the same answer on any machine under any
 // load. The package must never offer a solver a search, an engine or an
-// answer: observations show the position and the legal moves, without check
-// or mate markers, and nothing else.
+// answer: observations show the board, the last move and the legal moves in
+// SAN (checks marked "+", a mate never marked "#": a mate reads as a check)
+// and UCI, and the one tool ("attacks") reports which pieces stand attacked
+// and defended, facts read off the board without search. Puzzles carry
+// themes (lichess's, or "mate mateInN" for generated ones) and an import can
+// keep only some (data.ImportOptions.Themes).
 package chess

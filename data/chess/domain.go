@@ -95,9 +95,46 @@ func (d *Domain) Tasks(split string) ([]data.Task, error) {
 	return ts, nil
 }
 
-// Tools is empty: a chess solver gets the position and the legal moves and
-// nothing that searches.
-func (d *Domain) Tools() []data.Tool { return nil }
+// Tools is the attacks tool only: board facts (which pieces stand
+// attacked, by what, how often defended), never a search or an engine.
+func (d *Domain) Tools() []data.Tool { return []data.Tool{attacksTool{}} }
+
+// AttacksTool is the name of the chess domain's one tool.
+const AttacksTool = "attacks"
+
+// attacksTool reports attacked pieces. Inside an episode it reads the
+// episode's position and its argument is empty (every attacked piece of
+// both sides) or a square ("e4": what attacks it); called on its own its
+// argument starts with a FEN, then optionally "|" and a square.
+type attacksTool struct{}
+
+func (attacksTool) Name() string { return AttacksTool }
+func (attacksTool) Description() string {
+	return "attacks: which pieces of each side stand attacked, by what, and how often defended; or, given a square like e4, what attacks it"
+}
+
+func (attacksTool) Call(args string) (string, error) {
+	fen, sq, _ := strings.Cut(args, "|")
+	p, err := ParseFEN(strings.TrimSpace(fen))
+	if err != nil {
+		return "", fmt.Errorf("chess: attacks: %w", err)
+	}
+	return attacksOn(p, sq)
+}
+
+// attacksOn is the attacks tool on position p with argument args (empty,
+// "all", or a square).
+func attacksOn(p *Position, args string) (string, error) {
+	args = strings.TrimSpace(args)
+	if args == "" || strings.EqualFold(args, "all") {
+		return p.AttackReport(), nil
+	}
+	sq, ok := parseSquare(strings.ToLower(args))
+	if !ok {
+		return "", fmt.Errorf("chess: attacks: want no argument (every attacked piece) or a square like e4, got %q", args)
+	}
+	return p.SquareReport(sq), nil
+}
 
 // DefaultMaxTurns is 3 for the built-in mate-in-1/2 puzzles (see
 // builtinMaxTurns); an imported domain with longer puzzles gets the longest

@@ -79,31 +79,88 @@ func (e *Episode) goal() string {
 	}
 }
 
-// Observe shows the side to move, the position as FEN and as a board, the
-// moves played so far and the legal moves (UCI, sorted, no check or mate
-// markers), and the goal.
+// Observe shows what a player sees: the side to move and the goal, the
+// board as compact text (CompactBoard; Board in the fields), the last move (the opponent's, when known) in SAN, the
+// moves played so far in UCI and the legal moves as SAN then UCI. SAN marks
+// captures and checks as SAN does, but a mating move is marked as a check
+// only (see Position.SAN). Fields also hold the FEN, the legal moves in
+// UCI ("legal_moves") and SAN ("legal_san", the same order), the last move
+// in SAN ("last_move", "" when none) and each side's pieces
+// ("white_pieces", "black_pieces").
 func (e *Episode) Observe() data.Observation {
-	legal := e.pos.LegalUCI()
-	if e.done {
-		legal = []string{}
+	san, legal := e.pos.LegalSAN()
+	if e.done || legal == nil {
+		san, legal = []string{}, []string{}
 	}
 	played := append([]string{}, e.played...)
+	last := e.lastMove()
 	fields := map[string]any{
 		"side_to_move": e.pos.SideToMove(),
 		"fen":          e.pos.FEN(),
 		"board":        e.pos.Board(),
 		"moves_so_far": played,
 		"legal_moves":  legal,
+		"legal_san":    san,
+		"last_move":    last,
+		"white_pieces": e.pos.pieceList(white),
+		"black_pieces": e.pos.pieceList(black),
 		"goal":         e.goal(),
+	}
+	pairs := make([]string, len(legal))
+	for i := range legal {
+		pairs[i] = san[i] + " " + legal[i]
+	}
+	moves := "none"
+	if len(pairs) > 0 {
+		moves = strings.Join(pairs, ", ")
 	}
 	var b strings.Builder
 	side := e.pos.SideToMove()
 	fmt.Fprintf(&b, "%s to move: %s.\n", strings.ToUpper(side[:1])+side[1:], e.goal())
-	fmt.Fprintf(&b, "FEN: %s\n", e.pos.FEN())
-	fmt.Fprintf(&b, "Board:\n%s\n", e.pos.Board())
+	fmt.Fprintf(&b, "Board (White upper case, Black lower case):\n%s\n", e.pos.CompactBoard())
+	if last != "" {
+		fmt.Fprintf(&b, "Last move: %s\n", last)
+	}
 	fmt.Fprintf(&b, "Moves so far: %s\n", listOrNone(played))
-	fmt.Fprintf(&b, "Legal moves: %s", listOrNone(legal))
+	fmt.Fprintf(&b, "Legal moves (SAN UCI): %s", moves)
 	return data.Observation{Text: b.String(), Fields: fields, Turn: e.turn}
+}
+
+// lastMove is the opponent's last move in SAN with its colour and piece,
+// as "Black Nf6 (knight)": the defender's reply within the episode, or a
+// lichess puzzle's trigger move before it; "" when neither is known.
+func (e *Episode) lastMove() string {
+	if e.pz == nil {
+		return ""
+	}
+	var before *Position
+	var mv string
+	switch {
+	case len(e.played) >= 2 && len(e.played)%2 == 0:
+		before = e.pz.start
+		for _, u := range e.played[:len(e.played)-1] {
+			m, err := before.ParseMove(u)
+			if err != nil {
+				return ""
+			}
+			before = before.Play(m)
+		}
+		mv = e.played[len(e.played)-1]
+	case len(e.played) == 0 && e.task.Hidden[HiddenLichessFEN] != "":
+		p, err := ParseFEN(e.task.Hidden[HiddenLichessFEN])
+		if err != nil {
+			return ""
+		}
+		before, mv = p, e.task.Hidden[HiddenTrigger]
+	default:
+		return ""
+	}
+	m, err := before.ParseMove(mv)
+	if err != nil {
+		return ""
+	}
+	side := strings.ToUpper(before.SideToMove()[:1]) + before.SideToMove()[1:]
+	return fmt.Sprintf("%s %s (%s)", side, before.SAN(m), pieceNames[pieceType(before.board[m.from()])])
 }
 
 func listOrNone(xs []string) string {
@@ -125,11 +182,18 @@ func (e *Episode) Step(a data.Action) data.StepResult {
 	switch a.Kind {
 	case data.ActMove, data.ActAnswer:
 	case data.ActTool:
-		return data.StepResult{
-			Obs:      e.Observe(),
-			Feedback: fmt.Sprintf("chess offers no tools (asked for %q); play a move in UCI, like e2e4", a.Tool),
-			Failure:  data.FailToolError,
+		if a.Tool != AttacksTool {
+			return data.StepResult{
+				Obs:      e.Observe(),
+				Feedback: fmt.Sprintf("unknown tool %q; the tools are: %s", a.Tool, AttacksTool),
+				Failure:  data.FailToolError,
+			}
 		}
+		out, err := attacksOn(e.pos, a.Args)
+		if err != nil {
+			return data.StepResult{Obs: e.Observe(), Feedback: err.Error(), Failure: data.FailToolError}
+		}
+		return data.StepResult{Obs: e.Observe(), ToolResult: out}
 	default:
 		return e.finish(0, data.FailInvalid, fmt.Sprintf("unknown action kind %q; play a move in UCI, like e2e4", a.Kind))
 	}

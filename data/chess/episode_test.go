@@ -162,11 +162,20 @@ func TestObservation(t *testing.T) {
 	if !strings.HasPrefix(board, "8 . . . . . . . k") || !strings.Contains(board, "1 R R . . . . K .") {
 		t.Errorf("board:\n%s", board)
 	}
-	if len(f["moves_so_far"].([]string)) != 0 || !strings.Contains(obs.Text, "Legal moves: ") {
+	if len(f["moves_so_far"].([]string)) != 0 || !strings.Contains(obs.Text, "Legal moves (SAN UCI): ") {
 		t.Errorf("obs %+v", obs)
 	}
-	if strings.ContainsAny(obs.Text, "+#") {
-		t.Errorf("text marks a check or mate:\n%s", obs.Text)
+	// SAN marks checks, but a mate only as a check: b1b8 mates, a1a8 only
+	// checks, and both read alike.
+	if strings.Contains(obs.Text, "#") || !strings.Contains(obs.Text, "Rb8+ b1b8,") || !strings.Contains(obs.Text, "Ra8+ a1a8,") {
+		t.Errorf("text must mark checks, mates as checks only:\n%s", obs.Text)
+	}
+	san := f["legal_san"].([]string)
+	if len(san) != len(legal) || san[0] != "Ra2" {
+		t.Errorf("legal_san %v", san)
+	}
+	if strings.Contains(obs.Text, "FEN") {
+		t.Errorf("text shows the FEN (a field only):\n%s", obs.Text)
 	}
 	t.Logf("observation text:\n%s", obs.Text)
 }

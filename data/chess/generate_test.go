@@ -180,7 +180,7 @@ func TestBuiltin(t *testing.T) {
 		}
 	}
 	checkSplits(t, splits, BuiltinSizes)
-	if d.Name() != Name || len(d.Tools()) != 0 || d.DefaultMaxTurns() != builtinMaxTurns {
+	if d.Name() != Name || len(d.Tools()) != 1 || d.Tools()[0].Name() != AttacksTool || d.DefaultMaxTurns() != builtinMaxTurns {
 		t.Errorf("name %q, %d tools, %d turns", d.Name(), len(d.Tools()), d.DefaultMaxTurns())
 	}
 	if _, err := d.Tasks("nope"); err == nil {

@@ -26,7 +26,8 @@ func (e *rowError) Error() string { return "field " + e.field + ": " + e.reason 
 // RatingDeviation, Popularity, NbPlays, Themes, GameUrl, OpeningTags; the
 // header line is optional, and with it the columns may come in any order;
 // a first line naming both PuzzleId and Moves is the header)
-// and deals every puzzle, whatever its themes, into seeded splits.
+// and deals its puzzles into seeded splits: every puzzle, or with
+// opts.Themes those carrying at least one of the themes named.
 //
 // A puzzle's FEN is the position before the opponent's trigger move
 // Moves[0]; the task starts after it, the solver plays Moves[1], Moves[3],
@@ -48,11 +49,16 @@ func (e *rowError) Error() string { return "field " + e.field + ": " + e.reason 
 // good rows are used and the bad ones returned.
 func ImportLichess(path string, opts data.ImportOptions) (data.Domain, []data.BadLine, error) {
 	var (
-		tasks  []data.Task
-		cols   map[string]int
-		ncols  int
-		idLine = map[string]int{}
+		tasks   []data.Task
+		cols    map[string]int
+		ncols   int
+		idLine  = map[string]int{}
+		dropped int
 	)
+	want, err := themeFilter(opts.Themes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chess: import lichess %s: %w", path, err)
+	}
 	bad, err := data.ScanLines(path, opts.SkipBad, func(line int, raw []byte) *data.BadLine {
 		text := strings.TrimRight(string(raw), "\r")
 		if line == 1 {
@@ -76,11 +82,18 @@ func ImportLichess(path string, opts data.ImportOptions) (data.Domain, []data.Ba
 		if rerr != nil {
 			return &data.BadLine{Field: rerr.field, Reason: rerr.reason}
 		}
+		if want != nil && !hasTheme(t, want) {
+			dropped++
+			return nil
+		}
 		tasks = append(tasks, t)
 		return nil
 	})
 	if err != nil {
 		return nil, bad, fmt.Errorf("chess: import lichess: %w", err)
+	}
+	if len(tasks) == 0 && want != nil {
+		return nil, bad, fmt.Errorf("chess: import lichess: %s has no usable puzzles with the themes %s (%d others)", path, strings.Join(opts.Themes, ","), dropped)
 	}
 	if len(tasks) == 0 {
 		return nil, bad, fmt.Errorf("chess: import lichess: %s has no usable puzzles", path)

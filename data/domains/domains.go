@@ -80,6 +80,9 @@ func FormatDomain(format string) (string, bool) {
 // Bad records are handled as opts says (see data.ImportOptions); the
 // splits format has no SkipBad: a hash-checked file is right or rejected.
 func Import(format, path string, opts data.ImportOptions) (data.Domain, []data.BadLine, error) {
+	if len(opts.Themes) > 0 && format != FormatLichess {
+		return nil, nil, fmt.Errorf("domains: a theme filter needs format %s, not %q", FormatLichess, format)
+	}
 	switch format {
 	case FormatGSM8K:
 		d, bad, err := math.ImportGSM8K(path, opts)
