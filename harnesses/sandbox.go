@@ -335,51 +335,7 @@ func checkedLshift(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 // estimate passes limit (so cyclic or shared structures cost at most limit
 // to measure).
 func sizeOf(v starlark.Value, limit int) int {
-	n := 0
-	var walk func(v starlark.Value, depth int)
-	walk = func(v starlark.Value, depth int) {
-		if n > limit {
-			return
-		}
-		if depth > 64 {
-			n = limit + 1
-			return
-		}
-		switch v := v.(type) {
-		case starlark.String:
-			n += len(v) + 16
-		case starlark.Bytes:
-			n += len(v) + 16
-		case starlark.Int:
-			n += v.BigInt().BitLen()/8 + 16
-		case *starlark.List:
-			n += 24
-			for i := 0; i < v.Len() && n <= limit; i++ {
-				walk(v.Index(i), depth+1)
-			}
-		case starlark.Tuple:
-			n += 24
-			for _, x := range v {
-				if n > limit {
-					return
-				}
-				walk(x, depth+1)
-			}
-		case *starlark.Dict:
-			n += 48
-			for _, kv := range v.Items() {
-				if n > limit {
-					return
-				}
-				walk(kv[0], depth+1)
-				walk(kv[1], depth+1)
-			}
-		default:
-			n += 16
-		}
-	}
-	walk(v, 0)
-	return n
+	return walkBytes(v, limit, memCosts)
 }
 
 func strLen(v starlark.Value) int {

@@ -60,6 +60,28 @@ func chargeBytes(thread *starlark.Thread, what string, n int) error {
 // as a comparison reads it twice). It stops once past limit; its own work
 // is proportional to what it returns.
 func scanBytes(v starlark.Value, limit int) int {
+	return walkBytes(v, limit, scanCosts)
+}
+
+// valueCosts are what walkBytes adds for each kind of value beside a
+// string's or bytes' length.
+type valueCosts struct {
+	scalar, list, tuple, dict int
+	// intBits adds an Int's bytes (its memory) instead of scalar alone.
+	intBits bool
+}
+
+var (
+	// scanCosts: what an operation reads.
+	scanCosts = valueCosts{scalar: 16, list: 16, tuple: 16, dict: 16}
+	// memCosts: what a value holds in memory (sizeOf).
+	memCosts = valueCosts{scalar: 16, list: 24, tuple: 24, dict: 48, intBits: true}
+)
+
+// walkBytes sums c over v and everything nested in it (lists, tuples,
+// dicts; depth at most 64), stopping once the sum passes limit, so that
+// cyclic or shared structures cost at most limit to measure.
+func walkBytes(v starlark.Value, limit int, c valueCosts) int {
 	n := 0
 	var walk func(v starlark.Value, depth int)
 	walk = func(v starlark.Value, depth int) {
@@ -75,13 +97,18 @@ func scanBytes(v starlark.Value, limit int) int {
 			n += len(v) + 16
 		case starlark.Bytes:
 			n += len(v) + 16
+		case starlark.Int:
+			n += c.scalar
+			if c.intBits {
+				n += v.BigInt().BitLen() / 8
+			}
 		case *starlark.List:
-			n += 16
+			n += c.list
 			for i := 0; i < v.Len() && n <= limit; i++ {
 				walk(v.Index(i), depth+1)
 			}
 		case starlark.Tuple:
-			n += 16
+			n += c.tuple
 			for _, x := range v {
 				if n > limit {
 					return
@@ -89,7 +116,7 @@ func scanBytes(v starlark.Value, limit int) int {
 				walk(x, depth+1)
 			}
 		case *starlark.Dict:
-			n += 16
+			n += c.dict
 			for _, kv := range v.Items() {
 				if n > limit {
 					return
@@ -98,7 +125,7 @@ func scanBytes(v starlark.Value, limit int) int {
 				walk(kv[1], depth+1)
 			}
 		default:
-			n += 16
+			n += c.scalar
 		}
 	}
 	walk(v, 0)
