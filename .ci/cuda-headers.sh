@@ -15,13 +15,7 @@ if [ -f "$dest/usr/include/cuda.h" ] && [ -f "$dest/usr/lib/x86_64-linux-gnu/stu
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-. /etc/os-release
-mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
-echo "deb http://deb.debian.org/debian ${VERSION_CODENAME} main non-free" > "$work/sources.list"
-apt=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache" -o Debug::NoLocking=1)
-apt-get "${apt[@]}" update -qq >&2
-(cd "$work" && apt-get "${apt[@]}" download nvidia-cuda-dev >&2)
+"$(dirname "$0")/debian-download.sh" "$work" nvidia-cuda-dev
 mkdir -p "$dest"
 dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb |
   tar -x -C "$dest" --wildcards './usr/include/*' './usr/lib/x86_64-linux-gnu/stubs/*'

@@ -17,13 +17,7 @@ if [ -x "$bin/nvcc" ] && [ -f "$bin/nvcc.profile" ] && [ ! -L "$bin/nvcc.profile
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-. /etc/os-release
-mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
-echo "deb http://deb.debian.org/debian ${VERSION_CODENAME} main non-free" > "$work/sources.list"
-apt=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache" -o Debug::NoLocking=1)
-apt-get "${apt[@]}" update -qq >&2
-(cd "$work" && apt-get "${apt[@]}" download nvidia-cuda-toolkit nvidia-cuda-dev libnvvm4 >&2)
+"$(dirname "$0")/debian-download.sh" "$work" nvidia-cuda-toolkit nvidia-cuda-dev libnvvm4
 mkdir -p "$dest"
 for d in "$work"/*.deb; do dpkg-deb -x "$d" "$dest"; done
 rm -f "$bin/nvcc.profile"
