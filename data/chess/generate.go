@@ -167,21 +167,7 @@ func Generate(seed uint64, sizes data.Sizes, progress func(done, total int)) (ma
 		// one used, never which puzzles are taken: collection is in game
 		// order.
 		need := want[1] - len(got[1]) + want[2] - len(got[2])
-		batch := make([]findings, min(genBatch, max(workers, need)))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Go(func() {
-				for i := range next {
-					batch[i] = playAndSolve(seed, first+i)
-				}
-			})
-		}
-		for i := range batch {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		batch := playParallel(min(genBatch, max(workers, need)), workers, func(i int) findings { return playAndSolve(seed, first+i) })
 		first += len(batch)
 		for _, f := range batch {
 			for d := 1; d <= 2; d++ {
@@ -277,5 +263,26 @@ func dealStratified(seed uint64, sizes data.Sizes, l1, l2 []data.Task) map[strin
 		r.Shuffle(len(split), func(i, j int) { split[i], split[j] = split[j], split[i] })
 		out[sp.name] = split
 	}
+	return out
+}
+
+// playParallel is play(0) … play(n−1) on workers goroutines, in order of
+// i in the result whatever order they finish in.
+func playParallel[T any](n, workers int, play func(i int) T) []T {
+	out := make([]T, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = play(i)
+			}
+		})
+	}
+	for i := range out {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
-	"sync"
 
 	"whale/data"
 )
@@ -232,21 +231,7 @@ func GenerateLadder(seed uint64, sizes data.Sizes, progress func(done, total int
 		if first > 1000*total+10000 {
 			return nil, fmt.Errorf("chess: generate ladder: %d games gave only %d+%d+%d of %v puzzles", first, len(got[0]), len(got[1]), len(got[2]), want)
 		}
-		batch := make([]ladderFindings, genBatch)
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Go(func() {
-				for i := range next {
-					batch[i] = playLadderGame(seed, first+i)
-				}
-			})
-		}
-		for i := range batch {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		batch := playParallel(genBatch, workers, func(i int) ladderFindings { return playLadderGame(seed, first+i) })
 		first += len(batch)
 		for _, f := range batch {
 			for k := range f.task {
