@@ -59,6 +59,15 @@ func TestInterruptedHeadlessRunExitsCleanlyWithARunnableHint(t *testing.T) {
 	if !regexp.MustCompile(`continue with 'whale resume \S+ --headless --db ` + regexp.QuoteMeta(db) + `'`).MatchString(errb.String()) {
 		t.Fatalf("no runnable resume hint in:\n%s", errb.String())
 	}
+	// 'whale show' of the stopped run names the workspace in its hint too.
+	id := regexp.MustCompile(`whale resume (\S+) --headless`).FindStringSubmatch(errb.String())[1]
+	shown, err := runWhale(t, "show", id, "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "resumable: whale resume " + id + " --headless --db " + db + "\n"; !strings.Contains(shown, want) {
+		t.Errorf("show's hint: want %q in:\n%s", want, shown)
+	}
 }
 
 // syncBuffer is a bytes.Buffer that a command writes while a test reads.

@@ -690,7 +690,7 @@ func newShowCmd() *cobra.Command {
 			if asConfig {
 				return printRunConfig(cmd.OutOrStdout(), info.ID, info.Config)
 			}
-			return showRun(cmd, info, asJSON)
+			return showRun(cmd, info, dbPath, asJSON)
 		},
 	}
 	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
@@ -700,7 +700,7 @@ func newShowCmd() *cobra.Command {
 }
 
 // showRun prints what 'whale show' says of a run.
-func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
+func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool) error {
 	r, origin := info.Run, info.Origin
 	cfg, st, err := readRun(r)
 	if err != nil {
@@ -722,7 +722,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "run %s: %s, round %d, %s phase, step %d, iteration %d\n", r.ID, info.State(), st.Round, st.Phase, st.Step, st.Iteration)
 	if info.Live {
-		fmt.Fprintf(w, "live in %s (as of its last resume point): whale tui --run %s attaches to it\n", info.Owner, r.ID)
+		fmt.Fprintf(w, "live in %s (as of its last resume point): whale tui --run %s%s attaches to it\n", info.Owner, r.ID, dbArg(dbPath))
 	}
 	if origin != nil {
 		fmt.Fprintf(w, "from checkpoint %s (run %s, round %d %s)\n", origin.Checkpoint, origin.Run, origin.Round, origin.Phase)
@@ -739,7 +739,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, asJSON bool) error {
 	if st.Summary != nil {
 		printSummary(w, *st.Summary)
 	} else if resumable {
-		fmt.Fprintf(w, "resumable: whale resume %s --headless\n", r.ID)
+		fmt.Fprintf(w, "resumable: whale resume %s --headless%s\n", r.ID, dbArg(dbPath))
 	}
 	return nil
 }
