@@ -147,3 +147,15 @@ func TestLongCheckpointIDsFit(t *testing.T) {
 		t.Fatalf("long checkpoint row %q: want its round, val and phase within 80 columns\n%s", row, m.View())
 	}
 }
+
+// Under the paper's two ledgers the Run pane names each with its limit.
+func TestProgressNamesTheTwoLedgers(t *testing.T) {
+	m := newTest(t, &fakeControl{})
+	m.prog = &engine.Progress{TrainCalls: 5760, SearchCalls: 6144, Ledger: engine.Ledger{TrainCalls: 64, SearchCalls: 48, EvalCalls: 96}}
+	got := strings.Join(m.progressLines(80), "\n")
+	for _, want := range []string{"training 64 of 5760, search 48 of 6144, sum 112", "evaluation 96 calls"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the Run pane's ledger lacks %q:\n%s", want, got)
+		}
+	}
+}

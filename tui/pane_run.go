@@ -397,7 +397,10 @@ func (m *Model) progressLines(w int) []string {
 	}
 	l := p.Ledger
 	parts := []string{fmt.Sprintf("ledger: training %d calls", l.TrainCalls), fmt.Sprintf("search %d calls", l.SearchCalls)}
-	if p.Budget > 0 {
+	switch {
+	case p.TwoLedgers():
+		parts = []string{"ledger: " + p.LedgerText()}
+	case p.Budget > 0:
 		parts = append(parts, fmt.Sprintf("budget %d used, %d left", l.Budgeted(), max(0, p.Budget-l.Budgeted())))
 	}
 	parts = append(parts, fmt.Sprintf("evaluation %d calls (outside the budget)", l.EvalCalls))

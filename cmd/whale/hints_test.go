@@ -99,4 +99,13 @@ func TestHeadlessLinesShowLedgerAndWork(t *testing.T) {
 	if got, want := workText(p, t0.Add(16*time.Second)), "  val evaluation 8/32, ETA 48s  budget 88 left"; got != want {
 		t.Errorf("workText = %q, want %q", got, want)
 	}
+	// Under the paper's two ledgers (the small preset) each is named with
+	// its limit and what is left of it.
+	p.Budget, p.TrainCalls, p.SearchCalls = 0, 5760, 6144
+	if got, want := progressLedger(p), "ledger: training 64 of 5760, search 48 of 6144, sum 112; evaluation 30 apart"; got != want {
+		t.Errorf("two ledgers: progressLedger = %q, want %q", got, want)
+	}
+	if got, want := workText(p, t0.Add(16*time.Second)), "  val evaluation 8/32, ETA 48s  training 5696 left, search 6096 left"; got != want {
+		t.Errorf("two ledgers: workText = %q, want %q", got, want)
+	}
 }

@@ -731,7 +731,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool
 		fmt.Fprintf(w, "LoRA: rank %d, alpha %g on %s; frozen weights %s\n", lc.Rank, lc.Alpha, strings.Join(lc.Targets, ", "), engine.ShortHash(cfg.Base))
 	}
 	l := st.Ledger
-	fmt.Fprintf(w, "model calls: %s; evaluation %d (spends no ledger)\n", ledgerText(cfg, l.TrainCalls, l.SearchCalls), l.EvalCalls)
+	fmt.Fprintf(w, "model calls: %s; evaluation %d (spends no ledger)\n", cfg.LedgerText(l), l.EvalCalls)
 	fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
 	if r.Compute > 0 {
 		fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
@@ -857,8 +857,11 @@ func workText(p engine.Progress, now time.Time) string {
 			s += ", ETA " + d.Round(time.Second).String()
 		}
 	}
-	if p.Budget > 0 {
-		s += fmt.Sprintf("  budget %d left", max(0, p.Budget-p.Ledger.Budgeted()))
+	switch l := p.Ledger; {
+	case p.TwoLedgers():
+		s += fmt.Sprintf("  training %d left, search %d left", max(0, p.TrainCalls-l.TrainCalls), max(0, p.SearchCalls-l.SearchCalls))
+	case p.Budget > 0:
+		s += fmt.Sprintf("  budget %d left", max(0, p.Budget-l.Budgeted()))
 	}
 	return s
 }
@@ -867,7 +870,10 @@ func workText(p engine.Progress, now time.Time) string {
 func progressLedger(p engine.Progress) string {
 	l := p.Ledger
 	s := fmt.Sprintf("ledger: training %d, search %d model calls", l.TrainCalls, l.SearchCalls)
-	if p.Budget > 0 {
+	switch {
+	case p.TwoLedgers():
+		s = "ledger: " + p.LedgerText()
+	case p.Budget > 0:
 		s += fmt.Sprintf(" (budget %d: %d used, %d left)", p.Budget, l.Budgeted(), max(0, p.Budget-l.Budgeted()))
 	}
 	return s + fmt.Sprintf("; evaluation %d apart", l.EvalCalls)
@@ -888,16 +894,4 @@ func progressBar(ended, phases int, ev engine.Event) string {
 		where += fmt.Sprintf(" iteration %d", ev.Iteration)
 	}
 	return fmt.Sprintf("%s%s  %d model calls, %d rollouts", bar, where, ev.Calls, ev.Rollouts)
-}
-
-// ledgerText names the training and search calls spent, their sum, and the
-// ledgers (or the one budget) they were spent against.
-func ledgerText(cfg engine.Config, train, search int) string {
-	switch {
-	case cfg.TwoLedgers():
-		return fmt.Sprintf("training %d of %d, search %d of %d, sum %d", train, cfg.TrainCalls, search, cfg.SearchCalls, train+search)
-	case cfg.Budget > 0:
-		return fmt.Sprintf("training %d + search %d = %d of one budget of %d", train, search, train+search, cfg.Budget)
-	}
-	return fmt.Sprintf("training %d + search %d = %d (no budget)", train, search, train+search)
 }

@@ -25,6 +25,23 @@ func (c Config) TotalBudget() int {
 	return c.Budget
 }
 
+// LedgerText names the training and search calls l spent, their sum, and
+// the ledgers (or the one budget) they were spent against.
+func (c Config) LedgerText(l Ledger) string {
+	return ledgerText(c.Budget, c.TrainCalls, c.SearchCalls, l)
+}
+
+func ledgerText(budget, trainCalls, searchCalls int, l Ledger) string {
+	train, search := l.TrainCalls, l.SearchCalls
+	switch {
+	case trainCalls > 0 || searchCalls > 0:
+		return fmt.Sprintf("training %d of %d, search %d of %d, sum %d", train, trainCalls, search, searchCalls, train+search)
+	case budget > 0:
+		return fmt.Sprintf("training %d + search %d = %d of one budget of %d", train, search, train+search, budget)
+	}
+	return fmt.Sprintf("training %d + search %d = %d (no budget)", train, search, train+search)
+}
+
 // runs reports whether the condition ever runs phases of kind p.
 func (c Config) runs(p Phase) bool {
 	switch c.Condition {

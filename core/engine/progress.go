@@ -27,8 +27,20 @@ type Progress struct {
 	// Ledger is the run's ledger at its last event (model calls per
 	// purpose: training and search count against the budget).
 	Ledger Ledger `json:"ledger"`
-	// Budget is the run's budget of model calls (0: none).
-	Budget int `json:"budget"`
+	// Budget is the run's budget of model calls (0: none); TrainCalls
+	// and SearchCalls are its two ledgers instead (0: one budget).
+	Budget      int `json:"budget"`
+	TrainCalls  int `json:"train_calls,omitempty"`
+	SearchCalls int `json:"search_calls,omitempty"`
+}
+
+// TwoLedgers reports whether the run spends two ledgers (TrainCalls,
+// SearchCalls) instead of one budget.
+func (p Progress) TwoLedgers() bool { return p.TrainCalls > 0 || p.SearchCalls > 0 }
+
+// LedgerText is Config.LedgerText for the run the snapshot is of.
+func (p Progress) LedgerText() string {
+	return ledgerText(p.Budget, p.TrainCalls, p.SearchCalls, p.Ledger)
 }
 
 // ETA is the time the work in flight still needs at the pace of its
@@ -66,7 +78,7 @@ func (e *Engine) Progress() Progress {
 	e.prog.mu.Lock()
 	defer e.prog.mu.Unlock()
 	p := e.prog.p
-	p.Budget = e.Cfg.Budget
+	p.Budget, p.TrainCalls, p.SearchCalls = e.Cfg.Budget, e.Cfg.TrainCalls, e.Cfg.SearchCalls
 	return p
 }
 
