@@ -19,7 +19,6 @@ import (
 
 	"whale/core/ckpt"
 	"whale/core/model"
-	"whale/core/pretrain"
 	"whale/core/tokenizer"
 	"whale/kernels"
 )
@@ -80,7 +79,7 @@ func Describe(b []byte, name string) (Info, error) {
 		return Info{}, fmt.Errorf("basemodel: %w", err)
 	}
 	s := sha256.Sum256(b)
-	in := Info{SHA256: hex.EncodeToString(s[:]), Tokenizer: f.Meta[pretrain.MetaTokenizer], CorpusHash: f.Meta[pretrain.MetaCorpusHash]}
+	in := Info{SHA256: hex.EncodeToString(s[:]), Tokenizer: f.Meta[ckpt.MetaTokenizer], CorpusHash: f.Meta[ckpt.MetaCorpusHash]}
 	if err := json.Unmarshal([]byte(f.Meta[ckpt.MetaConfig]), &in.Config); err != nil {
 		return Info{}, fmt.Errorf("basemodel: %s: metadata %q: %w", name, ckpt.MetaConfig, err)
 	}
@@ -88,7 +87,7 @@ func Describe(b []byte, name string) (Info, error) {
 	for _, x := range []struct {
 		key string
 		dst any
-	}{{pretrain.MetaSeed, &in.Seed}, {pretrain.MetaDataSeed, &in.DataSeed}, {pretrain.MetaSteps, &in.Steps}, {pretrain.MetaTarget, &in.Target}, {pretrain.MetaLoss, &in.Loss}} {
+	}{{ckpt.MetaSeed, &in.Seed}, {ckpt.MetaDataSeed, &in.DataSeed}, {ckpt.MetaSteps, &in.Steps}, {ckpt.MetaTarget, &in.Target}, {ckpt.MetaLoss, &in.Loss}} {
 		v, ok := f.Meta[x.key]
 		if !ok {
 			return Info{}, fmt.Errorf("basemodel: %s: metadata %q missing: not a model written by whale pretrain", name, x.key)

@@ -22,7 +22,6 @@ import (
 	"whale/core/chat"
 	"whale/core/ckpt"
 	"whale/core/model"
-	"whale/core/pretrain"
 	"whale/core/tokenizer"
 	"whale/kernels"
 
@@ -158,9 +157,9 @@ func LoadFile(path string, be kernels.Backend) (*Bundle, error) {
 		return nil, err
 	}
 	b.Kind, b.Name, b.SHA256 = KindFile, path, sha256Hex(raw)
-	if v, ok := meta[pretrain.MetaDataSeed]; ok {
+	if v, ok := meta[ckpt.MetaDataSeed]; ok {
 		if b.DataSeed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return nil, fmt.Errorf("bundle: %s: metadata %q = %q is not a seed", path, pretrain.MetaDataSeed, v)
+			return nil, fmt.Errorf("bundle: %s: metadata %q = %q is not a seed", path, ckpt.MetaDataSeed, v)
 		}
 	}
 	return b, nil

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"whale/core/ckpt"
-	"whale/core/pretrain"
 	"whale/core/tokenizer"
 	"whale/kernels"
 
@@ -72,9 +71,9 @@ func LoadDir(dir string, be kernels.Backend) (*Bundle, error) {
 		return nil, err
 	}
 	b.Kind, b.Name, b.SHA256 = KindDir, dir, DirHash(files)
-	if v, ok := meta[pretrain.MetaDataSeed]; ok {
+	if v, ok := meta[ckpt.MetaDataSeed]; ok {
 		if b.DataSeed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return nil, fmt.Errorf("bundle: %s: metadata %q = %q is not a seed", filepath.Join(dir, ckpt.HFWeights), pretrain.MetaDataSeed, v)
+			return nil, fmt.Errorf("bundle: %s: metadata %q = %q is not a seed", filepath.Join(dir, ckpt.HFWeights), ckpt.MetaDataSeed, v)
 		}
 	}
 	return b, nil

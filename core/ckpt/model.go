@@ -11,16 +11,6 @@ import (
 	"whale/internal/readcap"
 )
 
-// Metadata keys whale writes into a model's safetensors header.
-const (
-	MetaConfig = "config" // the model's HF config.json, as JSON
-	MetaFormat = "format" // "pt", which HF loaders expect
-	// MetaTokenizer names the model's tokenizer: "bytes" (tokenizer.Bytes,
-	// also when absent) or "sha256:HEX", the hash of the tokenizer.json
-	// that must lie beside the file.
-	MetaTokenizer = "whale.tokenizer"
-)
-
 // Tensors returns m's parameters as safetensors tensors in dtype, with HF
 // names and shapes. A tied model has no lm_head.weight (HF writes none).
 func Tensors(m *model.Model, dtype DType) ([]Tensor, error) {

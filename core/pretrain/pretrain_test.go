@@ -74,15 +74,15 @@ func TestTrainDeterministicAndResumable(t *testing.T) {
 	if m.Config != TinyConfig() {
 		t.Fatalf("config %+v", m.Config)
 	}
-	for _, k := range []string{MetaSeed, MetaSteps, MetaCorpusHash, MetaTrain} {
+	for _, k := range []string{ckpt.MetaSeed, ckpt.MetaSteps, ckpt.MetaCorpusHash, ckpt.MetaTrain} {
 		if meta[k] == "" {
 			t.Errorf("metadata %s missing", k)
 		}
 	}
-	if meta[MetaSteps] != "5" {
-		t.Errorf("steps %q", meta[MetaSteps])
+	if meta[ckpt.MetaSteps] != "5" {
+		t.Errorf("steps %q", meta[ckpt.MetaSteps])
 	}
-	if strings.Contains(meta[MetaTrain], dir) {
+	if strings.Contains(meta[ckpt.MetaTrain], dir) {
 		t.Error("metadata records a path")
 	}
 
@@ -120,8 +120,8 @@ func TestTrainFromInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(meta[MetaTrain], `"init_sha256":"`) {
-		t.Fatalf("continuation run does not record its init: %s", meta[MetaTrain])
+	if !strings.Contains(meta[ckpt.MetaTrain], `"init_sha256":"`) {
+		t.Fatalf("continuation run does not record its init: %s", meta[ckpt.MetaTrain])
 	}
 	bb, _ := os.ReadFile(b)
 	cb, _ := os.ReadFile(c)

@@ -91,18 +91,6 @@ func DefaultOptions() Options {
 		CheckpointEvery: 10, Corpus: CorpusOptions{Mix: DefaultMix()}}
 }
 
-// Metadata keys of a pretrained model file.
-const (
-	MetaSeed       = "whale.seed"
-	MetaDataSeed   = "whale.data_seed"
-	MetaSteps      = "whale.steps"
-	MetaTarget     = "whale.target_steps"
-	MetaCorpusHash = "whale.corpus_hash"
-	MetaTrain      = "whale.train"
-	MetaTokenizer  = ckpt.MetaTokenizer
-	MetaLoss       = "whale.loss"
-)
-
 // resumeSuffix names the resume point beside the output.
 const resumeSuffix = ".resume"
 
@@ -235,9 +223,9 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 
 // modelMeta is the model file's metadata at step (loss: the running mean).
 func modelMeta(o Options, corpusHash string, recJSON []byte, step int, loss float64) map[string]string {
-	return map[string]string{MetaSeed: strconv.FormatUint(o.Seed, 10), MetaDataSeed: strconv.FormatUint(o.DataSeed, 10),
-		MetaSteps: strconv.Itoa(step), MetaTarget: strconv.Itoa(o.Steps), MetaCorpusHash: corpusHash,
-		MetaTrain: string(recJSON), MetaTokenizer: "bytes", MetaLoss: strconv.FormatFloat(loss, 'f', 4, 64)}
+	return map[string]string{ckpt.MetaSeed: strconv.FormatUint(o.Seed, 10), ckpt.MetaDataSeed: strconv.FormatUint(o.DataSeed, 10),
+		ckpt.MetaSteps: strconv.Itoa(step), ckpt.MetaTarget: strconv.Itoa(o.Steps), ckpt.MetaCorpusHash: corpusHash,
+		ckpt.MetaTrain: string(recJSON), ckpt.MetaTokenizer: "bytes", ckpt.MetaLoss: strconv.FormatFloat(loss, 'f', 4, 64)}
 }
 
 // wrap prefixes an error with the package name.
