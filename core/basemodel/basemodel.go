@@ -43,7 +43,7 @@ func Hash() string {
 }
 
 // Tokenizer is the tokenizer the base model was trained with.
-func Tokenizer() tokenizer.Tokenizer { return tokenizer.Bytes{} }
+func Tokenizer() tokenizer.Tokenizer { return tokenizer.NewBytes() }
 
 // Load decodes the embedded model onto be after checking its hash.
 func Load(be kernels.Backend) (*model.Model, error) {

@@ -168,7 +168,7 @@ func LoadFile(path string, be kernels.Backend) (*Bundle, error) {
 // fileTokenizer resolves a model file's tokenizer metadata.
 func fileTokenizer(path, ref string) (tokenizer.Tokenizer, []byte, error) {
 	if ref == "" || ref == "bytes" {
-		return tokenizer.Bytes{}, nil, nil
+		return tokenizer.NewBytes(), nil, nil
 	}
 	want, ok := strings.CutPrefix(ref, "sha256:")
 	if !ok {

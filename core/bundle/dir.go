@@ -45,7 +45,7 @@ func LoadDir(dir string, be kernels.Backend) (*Bundle, error) {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	files = append(files, ckpt.DirFile{Name: TokenizerFile, SHA256: sha256Hex(tb)})
-	var tok tokenizer.Tokenizer = tokenizer.Bytes{}
+	tok := tokenizer.NewBytes()
 	if bytes.Equal(tb, tokenizer.BytesJSON()) {
 		tb = nil // the byte tokenizer, as WriteDir wrote it: the same ids, and no file to carry
 	} else if tok, err = tokenizer.Parse(tb); err != nil {

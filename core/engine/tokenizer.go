@@ -35,7 +35,7 @@ func runTokenizer(env Env, cfg Config, runID string) (tokenizer.Tokenizer, error
 		return env.Tokenizer, nil
 	}
 	if cfg.Tokenizer == "" {
-		return tokenizer.Bytes{}, nil
+		return tokenizer.NewBytes(), nil
 	}
 	b, err := env.TokenizerJSON, error(nil)
 	if tokenizerHash(b) != cfg.Tokenizer {

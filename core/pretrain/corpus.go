@@ -141,7 +141,7 @@ func BuildCorpus(ctx context.Context, opts CorpusOptions) (*Corpus, error) {
 		names = domains.Names()
 	}
 	// The corpus is in the built-in byte model's tokens and template.
-	tmpl, err := chat.NewTemplate(tokenizer.Bytes{})
+	tmpl, err := chat.NewTemplate(tokenizer.NewBytes())
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: corpus: %w", err)
 	}

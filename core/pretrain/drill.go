@@ -24,7 +24,7 @@ import (
 // from spelling alone, which slows learning to copy).
 func drillSequences(rng *rand.Rand, mix Mix) []model.Sequence {
 	n, random, answerOnly := mix.Drills, mix.DrillRandom, mix.DrillAnswerOnly
-	tok := tokenizer.Bytes{}
+	tok := tokenizer.NewBytes()
 	out := make([]model.Sequence, 0, n)
 	for i := 0; i < n; i++ {
 		if mix.DrillRaw && random > 0 && rng.Float64() < random {

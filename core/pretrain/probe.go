@@ -40,7 +40,7 @@ type Generator interface {
 // model.Sampler for a model; requests are greedy). The probes use made-up
 // strings only, like the drills, never task data.
 func Probe(ctx context.Context, g Generator, n int, seed uint64) (ProbeResult, error) {
-	tok := tokenizer.Bytes{}
+	tok := tokenizer.NewBytes()
 	rng := rand.New(rand.NewPCG(seed, 0x9b0be))
 	var reqs []model.Request
 	var want []string

@@ -7,6 +7,13 @@ import "strings"
 // file, round-trips every byte string exactly and has no unknown token.
 type Bytes struct{}
 
+// NewBytes returns the byte tokenizer. It is the one place outside tests
+// that chooses it: the embedded base model (core/basemodel), a model file
+// whose metadata names "bytes" (core/bundle), a run that recorded no
+// tokenizer (core/engine) and the base model's corpus (core/pretrain) all
+// ask here, so the choice can be found and changed in one line.
+func NewBytes() Tokenizer { return Bytes{} }
+
 // Special token ids of the Bytes tokenizer.
 const (
 	BytesEndOfText int32 = 256

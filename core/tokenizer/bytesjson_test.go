@@ -45,3 +45,22 @@ func TestBytesJSONEncodesLikeBytes(t *testing.T) {
 		t.Errorf("Decode of specials = %q, want %q", a, b)
 	}
 }
+
+// NewBytes is the byte tokenizer: one id per byte, the three chat tokens
+// after them, and an exact round trip.
+func TestNewBytesIsTheByteTokenizer(t *testing.T) {
+	tok := NewBytes()
+	if _, ok := tok.(Bytes); !ok {
+		t.Fatalf("NewBytes() is %T, want Bytes", tok)
+	}
+	if n := tok.VocabSize(); n != 259 {
+		t.Errorf("vocab %d, want 259", n)
+	}
+	if id, ok := tok.Special(ImEnd); !ok || id != BytesImEnd {
+		t.Errorf("Special(%q) = %d, %v; want %d", ImEnd, id, ok, BytesImEnd)
+	}
+	s := "whale \x00\xff é"
+	if got := tok.Decode(tok.Encode(s)); got != s {
+		t.Errorf("round trip %q -> %q", s, got)
+	}
+}
