@@ -14,6 +14,7 @@ import (
 	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/model"
+	"whale/core/model/modeltest"
 	"whale/core/policy"
 	"whale/core/store"
 	"whale/core/tokenizer"
@@ -24,9 +25,7 @@ import (
 	"whale/kernels"
 )
 
-var testModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
-	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
-	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+var testModel = modeltest.Config()
 
 func testEnv(t *testing.T, path string) Env {
 	db, err := store.Open(path, time.Second)

@@ -18,6 +18,7 @@ import (
 	"whale/core/chat"
 	"whale/core/engine"
 	"whale/core/model"
+	"whale/core/model/modeltest"
 	"whale/core/policy"
 	"whale/core/store"
 	"whale/core/tokenizer"
@@ -30,9 +31,7 @@ import (
 	"whale/tui"
 )
 
-var steerModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
-	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
-	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+var steerModel = modeltest.Config()
 
 // steerBench is a tiny bench of whale-fixed over seeds in a fresh store:
 // a byte-level model and a scripted policy, so it runs in seconds.

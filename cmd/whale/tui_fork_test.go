@@ -10,6 +10,7 @@ import (
 	"whale/core/chat"
 	"whale/core/engine"
 	"whale/core/model"
+	"whale/core/model/modeltest"
 	"whale/core/store"
 	"whale/core/tokenizer"
 	"whale/data/domains"
@@ -36,9 +37,7 @@ func TestRunFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
-		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
-		MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+	mc := modeltest.Config()
 	m, err := model.New(mc, kernels.NewCPU(), 3)
 	if err != nil {
 		t.Fatal(err)

@@ -10,23 +10,16 @@ import (
 	"testing"
 
 	"whale/core/model"
+	"whale/core/model/modeltest"
 	"whale/core/policy"
 	"whale/core/tokenizer"
-	"whale/kernels"
 )
 
 // tinyModel is a random-weight model over the byte tokenizer's vocabulary
 // (padded, as models' vocabularies are).
 func tinyModel(t *testing.T) *model.Model {
 	t.Helper()
-	cfg := model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
-		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
-		MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
-	m, err := model.New(cfg, kernels.NewCPU(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return modeltest.New(t, 3)
 }
 
 func newLocal(t *testing.T, m *model.Model) *Local {

@@ -18,6 +18,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/engine"
 	"whale/core/model"
+	"whale/core/model/modeltest"
 	"whale/core/store"
 	"whale/core/tokenizer"
 	"whale/data"
@@ -28,9 +29,7 @@ import (
 )
 
 // faultModel is the engine tests' model: tiny, so a run takes a second.
-var faultModel = model.Config{ModelType: "qwen3", VocabSize: 264, HiddenSize: 16, IntermediateSize: 32, NumHiddenLayers: 1,
-	NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 10000,
-	MaxPositionEmbeddings: 4096, TieWordEmbeddings: true, HiddenAct: "silu"}
+var faultModel = modeltest.Config()
 
 // faultRun is one tiny run's setting: its configuration (with its
 // starting model recorded as a file, as 'whale run --model F' records it)

@@ -57,6 +57,9 @@ type Table struct {
 	// Everyone lists the module's packages any package may import (the
 	// small helpers under internal/).
 	Everyone []string
+	// TestOnly lists the module's test helpers (modeltest, metricstest,
+	// longtests): no package may import them outside its tests.
+	TestOnly []string
 	Rules    []Rule
 }
 
@@ -118,7 +121,11 @@ func (t Table) check(p Package) []Violation {
 		return append(out, Violation{Package: p.Path, Rule: "the table: no row covers this package (add one to the table and to DESIGN.md)"})
 	}
 	for _, imp := range p.Imports {
-		if !t.allowed(r, imp) {
+		rel, _ := strings.CutPrefix(imp, t.Module+"/")
+		switch {
+		case slices.Contains(t.TestOnly, rel):
+			out = append(out, Violation{Package: p.Path, Import: imp, Rule: "the test-only rule: " + rel + " is a test helper, imported by tests alone"})
+		case !t.allowed(r, imp):
 			out = append(out, Violation{Package: p.Path, Import: imp, Rule: describe(r)})
 		}
 	}

@@ -140,6 +140,8 @@ func TestCheckNamesAPlantedForbiddenImport(t *testing.T) {
 		{"the store imports a second module", "core/store", "github.com/dlclark/regexp2", "go.etcd.io/bbolt"},
 		{"a data subpackage reaches the engine", "data/chess", "whale/core/engine", "the rule for data/"},
 		{"a leaf imports anything of ours", "core/policy", "whale/core/model", "nothing of ours"},
+		{"production code imports a test helper", "core/engine", "whale/core/model/modeltest", "the test-only rule"},
+		{"a helper every tree may use is test-only", "core/store", "whale/internal/longtests", "the test-only rule"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pkgs := planted()
