@@ -18,6 +18,7 @@ import (
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -72,7 +73,7 @@ func h0With(t testing.TB, d data.Domain, knobs map[string]string) *harnesses.Har
 func TestStreamingRunIsBitIdenticalToRoundsOnTheBaseModel(t *testing.T) {
 	m := baseModel(t)
 	n, names := 4, domains.Names()
-	if testing.Short() {
+	if longtests.Short() {
 		// The race pass: one domain, multi-turn and voting.
 		n, names = 2, []string{"searchqa"}
 	}

@@ -15,6 +15,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/tokenizer"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -53,9 +54,7 @@ func writeHFFolder(t *testing.T, dir string) []byte {
 // tokenizer, `whale export --format hf` writes it back out, and
 // `whale eval --model DIR` scores the exported folder.
 func TestRunTrainsAHuggingFaceFolder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a tiny run of a tiny model: skipped with -short")
-	}
+	longtests.SkipShort(t, "a tiny run of a tiny model")
 	dir := filepath.Join(t.TempDir(), "qwen3-tiny")
 	tj := writeHFFolder(t, dir)
 	db := filepath.Join(t.TempDir(), "w.db")
@@ -151,9 +150,7 @@ func TestModelFlagRefusesAnUnsupportedFolder(t *testing.T) {
 // rollouts earn rewards, so its adapters train: the export merges them,
 // and exactly the targeted projections differ from the folder's.
 func TestRunTrainsAHuggingFaceFolderWithLoRA(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two tiny runs: skipped with -short")
-	}
+	longtests.SkipShort(t, "two tiny runs")
 	random := filepath.Join(t.TempDir(), "qwen3-random")
 	writeHFFolder(t, random)
 	embedded := filepath.Join(t.TempDir(), "qwen3-embedded")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"whale/core/engine"
+	"whale/internal/longtests"
 )
 
 func TestPrintedCommandsNameTheWorkspace(t *testing.T) {
@@ -33,9 +34,7 @@ func TestPrintedCommandsNameTheWorkspace(t *testing.T) {
 // 0 after its message, and the resume command it prints names the
 // workspace, so it runs as printed.
 func TestInterruptedHeadlessRunExitsCleanlyWithARunnableHint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the tiny preset for a few seconds")
-	}
+	longtests.SkipShort(t, "runs the tiny preset for a few seconds")
 	db := filepath.Join(t.TempDir(), "w.db")
 	root := newRoot()
 	var out bytes.Buffer

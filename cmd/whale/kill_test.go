@@ -18,9 +18,7 @@ import (
 // an uninterrupted run's: same weights, harness and metrics. One kill by
 // default; with WHALE_LONG_TESTS a second, later one.
 func TestKillAndResumeMatchesUninterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two tiny runs in child processes; the race pass (-short) leaves them out")
-	}
+	longtests.SkipShort(t, "two tiny runs in child processes")
 	kills := []int{5} // progress lines seen before the kill
 	if longtests.Enabled() {
 		kills = append(kills, 14)

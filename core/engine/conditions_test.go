@@ -11,6 +11,7 @@ import (
 	"time"
 	"whale/core/weights"
 
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -350,9 +351,7 @@ func TestCurveTestMeasuresEachPairOnce(t *testing.T) {
 // cannot spend — instead of looping through harness phases that cost
 // nothing (the bench's math harness-only run reached round 276 that way).
 func TestExhaustedHarnessSearchFinishes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about 40 s of runs; the race pass (-short) leaves it to the plain pass")
-	}
+	longtests.SkipShort(t, "about 40 s of runs")
 	for _, cond := range []string{"harness-only", "staged"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cfg := tinyConfig(t)
@@ -457,9 +456,7 @@ func costliestPass(e *Engine) int {
 // calls, so a run of a given budget alternates more often than I alone
 // lets it; the incoming incumbent is always scored.
 func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two 320-call runs; the race pass (-short) leaves it to the plain pass")
-	}
+	longtests.SkipShort(t, "two 320-call runs")
 	run := func(allowance int) (Summary, *Engine) {
 		return runCondition(t, "", func(c *Config) { c.I, c.Budget, c.HarnessCalls, c.Proposer = 4, 320, allowance, "" })
 	}
@@ -503,9 +500,7 @@ func TestHarnessCallsBoundHarnessPhases(t *testing.T) {
 // one call a sample), recorded with the phase, and no phase spends past
 // it by more than one pass.
 func TestHarnessPassesBoundHarnessPhasesByTheIncumbentsPrice(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 320-call run; the race pass (-short) leaves it to the plain pass")
-	}
+	longtests.SkipShort(t, "a 320-call run")
 	sum, e := runCondition(t, "", func(c *Config) { c.I, c.Budget, c.HarnessPasses, c.HarnessCalls, c.Proposer = 4, 320, 2.5, 1000, "" })
 	pass := costliestPass(e)
 	harness := 0

@@ -23,6 +23,7 @@ import (
 	"whale/data"
 	"whale/data/domains"
 	"whale/harnesses"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -156,7 +157,7 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 	}
 
 	stops := []int{2, 7, 11}
-	if testing.Short() {
+	if longtests.Short() {
 		stops = []int{7} // mid-run, inside a harness phase
 	}
 	for _, stopAt := range stops {

@@ -15,6 +15,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -297,9 +298,7 @@ func TestLoRACheckpointExportsPEFTAdapters(t *testing.T) {
 // new process (rounding the base blob again) ends byte for byte as the
 // uninterrupted one.
 func TestLoRARunOverABF16BaseResumesExactly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three LoRA runs; the race pass (-short) leaves it to the plain pass (TestLoRARunTrainsAdaptersAndResumesExactly covers the paths)")
-	}
+	longtests.SkipShort(t, "three LoRA runs (TestLoRARunTrainsAdaptersAndResumesExactly covers the paths)")
 	cfg := loraConfig(t)
 	cfg.LoRA.BF16Base = true
 	db := openDB(t)

@@ -9,6 +9,7 @@ import (
 	"whale/core/search"
 	"whale/data/domains"
 	"whale/harnesses"
+	"whale/internal/longtests"
 )
 
 // keyRecorder passes requests on and records their keys.
@@ -145,9 +146,7 @@ format_tool_result = _tool_candidates`, 1)
 // left cannot pay for one), however many candidates that takes, and every
 // candidate it scored carries a paired gain over the incumbent of its time.
 func TestFragmentSearchSpendsItsBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 400-call run; the race pass (-short) leaves it to the plain pass")
-	}
+	longtests.SkipShort(t, "a 400-call run")
 	cfg := tinyConfig(t)
 	cfg.Condition, cfg.MaxRounds, cfg.Budget = "harness-only", 0, 400
 	e, err := New(cfg, testEnv(t, openDB(t)), "f")

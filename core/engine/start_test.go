@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"whale/core/ckpt"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -18,9 +19,7 @@ import (
 // exactly the uninterrupted run — or, when the file moved, from the file
 // named anew, whose sha256 must be the recorded one.
 func TestResumeBeforeFirstResumePointFromRecordedStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three tiny runs; core/store's failing-write test resumes from a recorded start file too")
-	}
+	longtests.SkipShort(t, "three tiny runs (core/store's failing-write test resumes from a recorded start file too)")
 	cfg := tinyConfig(t)
 	sumA, _, _ := runFresh(t, cfg, "s")
 

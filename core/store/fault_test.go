@@ -158,7 +158,7 @@ func TestFailingWritesNeverStrandARun(t *testing.T) {
 	t0 := time.Now()
 	tried, pages := 0, 0
 	for n := 1; n <= len(order); n++ {
-		if testing.Short() && !long {
+		if longtests.Short() && !long {
 			if n%10 != 1 {
 				continue
 			}

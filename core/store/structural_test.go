@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"whale/internal/longtests"
 )
 
 // A structural edit changes one field of one page of a real workspace to
@@ -233,7 +235,7 @@ func exercise(t testing.TB, path string, file []byte, blobs, harnesses []string,
 func TestStructuralPageEditsNeverCrashOrHang(t *testing.T) {
 	file, blobs, harnesses := smallWorkspace(t)
 	edits := seedEdits(file)
-	if testing.Short() {
+	if longtests.Short() {
 		var some []pageEdit
 		for i := 0; i < len(edits); i += 5 {
 			some = append(some, edits[i])

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"whale/data"
+	"whale/internal/longtests"
 )
 
 // replayGold plays the gold solver through an episode of task and returns
@@ -287,7 +288,7 @@ func mustMove(t *testing.T, p *Position, s string) Move {
 // plain minimax on positions from seeded self-play, mates and non-mates.
 func TestSearchAgainstBruteForce(t *testing.T) {
 	want := 60
-	if testing.Short() {
+	if longtests.Short() {
 		want = 16
 	}
 	var positions []*Position
