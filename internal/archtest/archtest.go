@@ -203,3 +203,34 @@ func describe(r Rule) string {
 	}
 	return fmt.Sprintf("the rule for %s/ (may import: std; %s; %s)", r.Path, may, mods)
 }
+
+// Deps returns every import path that the module package from (relative
+// to module) reaches through pkgs' imports, itself excluded, sorted: our
+// packages and the standard library's and third-party ones they import.
+// Packages outside pkgs (std, third-party) are leaves: only what our own
+// packages import directly is seen of them.
+func Deps(module string, pkgs []Package, from string) []string {
+	imports := map[string][]string{}
+	for _, p := range pkgs {
+		imports[module+"/"+p.Path] = p.Imports
+	}
+	seen := map[string]bool{}
+	stack := []string{module + "/" + from}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, imp := range imports[p] {
+			if !seen[imp] {
+				seen[imp] = true
+				stack = append(stack, imp)
+			}
+		}
+	}
+	delete(seen, module+"/"+from)
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}

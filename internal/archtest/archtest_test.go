@@ -200,3 +200,40 @@ func TestCheckAppliesExceptionsAndReportsStaleOnes(t *testing.T) {
 		t.Errorf("stale %v; want only the whale/data exception", stale)
 	}
 }
+
+// TestLoadingAModelLinksNoTrainer: opening a --model (core/bundle, and the
+// embedded model of core/basemodel) reaches neither the trainer
+// (core/pretrain) nor Starlark, the harnesses or a domain, directly or
+// through anything it imports.
+func TestLoadingAModelLinksNoTrainer(t *testing.T) {
+	pkgs := listTree(t)
+	for _, from := range []string{"core/bundle", "core/basemodel"} {
+		deps := Deps(design.Module, pkgs, from)
+		if !slices.Contains(deps, "whale/core/model") {
+			t.Fatalf("%s reaches %v, not even core/model: the import graph was not read", from, deps)
+		}
+		for _, d := range deps {
+			for _, bad := range []string{"whale/core/pretrain", "whale/harnesses", "whale/data", "go.starlark.net"} {
+				if under(d, bad) {
+					t.Errorf("%s reaches %s: loading a model must not link the trainer, Starlark or a domain", from, d)
+				}
+			}
+		}
+	}
+}
+
+// TestDepsFollowsImportsTransitively on a made-up graph: a → b → c, c →
+// fmt, d unreached.
+func TestDepsFollowsImportsTransitively(t *testing.T) {
+	pkgs := []Package{
+		{Path: "a", Imports: []string{"m/b"}},
+		{Path: "b", Imports: []string{"m/c", "strings"}},
+		{Path: "c", Imports: []string{"fmt", "m/b"}},
+		{Path: "d", Imports: []string{"go.starlark.net/starlark"}},
+	}
+	got := Deps("m", pkgs, "a")
+	want := []string{"fmt", "m/b", "m/c", "strings"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Deps(a) = %v, want %v", got, want)
+	}
+}
