@@ -1,5 +1,5 @@
-// Package archtest holds whale's packages to the import table of
-// docs' design card (DESIGN.md, "Packages"): which of our packages, and
+// Package archtest holds whale's packages to the import table of the
+// design card (DESIGN.md, "Packages"): which of our packages, and
 // which third-party modules, each package may import. The table itself
 // is data in this package's test (table_test.go), which lists every
 // package with `go list` and checks it; this file is the checker, which
