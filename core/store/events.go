@@ -6,6 +6,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// A run's sequenced records (events, samples, control commands) live in
+// buckets keyed by big-endian sequence numbers, so byte order is append
+// order; samples.go uses the same three helpers.
+
+// appendSeq appends recs to a run's sequenced bucket in one transaction
+// and returns the last one's sequence number.
 func (db *DB) appendSeq(run string, bucket []byte, recs [][]byte) (uint64, error) {
 	var last uint64
 	err := db.update(func(tx *bolt.Tx) error {
@@ -29,6 +35,8 @@ func (db *DB) appendSeq(run string, bucket []byte, recs [][]byte) (uint64, error
 	return last, err
 }
 
+// scanSeq calls fn for each record of a run's sequenced bucket with
+// sequence ≥ from, in order.
 func (db *DB) scanSeq(run string, bucket []byte, from uint64, fn func(seq uint64, rec []byte) error) error {
 	return db.view(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
@@ -48,6 +56,8 @@ func (db *DB) scanSeq(run string, bucket []byte, from uint64, fn func(seq uint64
 	})
 }
 
+// truncateSeq deletes the records with sequence > after and rewinds the
+// bucket's sequence to after.
 func (db *DB) truncateSeq(run string, bucket []byte, after uint64) error {
 	return db.update(func(tx *bolt.Tx) error {
 		rb, err := runBucket(tx, run)
