@@ -352,9 +352,6 @@ func (t *table) rows() {
 		{1, 1, 2, 4000, 1e4}, {3, 2, 6, 4000, 1e4}, {7, 4, 8, 4000, 1e4}, {70, 2, 4, 4000, 1e4}, {21, 8, 12, 4000, 1e4}, {70, 4, 8, 4000, 1e4}} {
 		rows, H, hd, maxPos, theta := s.rows, s.H, s.hd, s.maxPos, s.theta
 		name := fmt.Sprintf("%dx%dx%d/pos<%d", rows, H, hd, maxPos)
-		if theta != 1e6 {
-			name += fmt.Sprintf("/theta%g", theta)
-		}
 		t.sized(rows*H*hd).add("RoPE", F32, false, "RoPE/"+name, func(e *Env) {
 			x, out := e.In(rows*H*hd), e.In(rows*H*hd)
 			pos := e.Ints(rows, maxPos)
