@@ -34,8 +34,8 @@ func Run(be kernels.Backend, c Case, pad int) (outs []Output, err error) {
 // Result is one case's verdict, as a line of a report.
 type Result struct {
 	Name  string  `json:"name"`
-	Op    string  `json:"op"`
-	DType DType   `json:"dtype"`
+	Op    string  `json:"op,omitempty"`
+	DType DType   `json:"dtype,omitempty"`
 	Kind  string  `json:"kind"` // "exact", "f32" or "bf16" (Case.Kind)
 	Tol   float64 `json:"tol"`
 	// Err is the worst normalised error over the outputs, Worst the

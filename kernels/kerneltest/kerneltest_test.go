@@ -1,6 +1,9 @@
 package kerneltest
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -241,5 +244,34 @@ func TestCheckCatchesBrokenBackends(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResultJSONHoldsWhatTheDeviceReportReads: kernels/cuda/check/
+// combine.py reads these keys of every case, and an error that is NaN or
+// infinite must still be JSON.
+func TestResultJSONHoldsWhatTheDeviceReportReads(t *testing.T) {
+	c := Cases()[0]
+	r := Judge(c, []Output{{Name: "x", Vals: []float64{1}}}, []Output{{Name: "x", Vals: []float64{math.NaN()}}}, []Output{{Name: "x", Vals: []float64{math.NaN()}}})
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "kind", "tol", "err", "worst_output", "deterministic", "pass", "outputs"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("report line %s has no %q", data, k)
+		}
+	}
+	if got["err"] != "NaN" || got["pass"] != false {
+		t.Errorf("a NaN output: err %v, pass %v; want \"NaN\", false", got["err"], got["pass"])
+	}
+	for _, v := range []float64{math.Inf(1), math.Inf(-1)} {
+		if b, err := json.Marshal(Num(v)); err != nil || string(b) != fmt.Sprintf("%q", fmt.Sprintf("%+v", v)) {
+			t.Errorf("Num(%v) marshals to %s, %v", v, b, err)
+		}
 	}
 }
