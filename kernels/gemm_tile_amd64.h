@@ -203,3 +203,82 @@
 	VEXTRACTF128 $1, Y12, X0;   \
 	VADDPS       X0, X12, X12;  \
 	VMOVUPS      X12, 32(DX)
+
+// The NT panel packers (packNT16AVX2, packNT16BF16AVX2): 16 rows of B, 8
+// elements a trip, transposed into 8 steps of a 16-column panel. Rows
+// 0..3 are at SI, SI+R8, SI+2·R8, SI+R9 (R9 = 3·R8) and rows 4..7, 8..11,
+// 12..15 likewise from R10, R11, R12; DI is the panel.
+
+// PK8LOADF32 loads 8 floats of each of rows r0+0..3 and r4+0..3 into
+// Y0..Y7; PK8LOADBF16 loads 8 bf16 of each, widened exactly.
+#define PK8LOADF32(r0, r4) \
+	VMOVUPS (r0), Y0;        \
+	VMOVUPS (r0)(R8*1), Y1;  \
+	VMOVUPS (r0)(R8*2), Y2;  \
+	VMOVUPS (r0)(R9*1), Y3;  \
+	VMOVUPS (r4), Y4;        \
+	VMOVUPS (r4)(R8*1), Y5;  \
+	VMOVUPS (r4)(R8*2), Y6;  \
+	VMOVUPS (r4)(R9*1), Y7
+
+#define PK8LOADBF16(r0, r4) \
+	VPMOVZXWD (r0), Y0;       \
+	VPSLLD    $16, Y0, Y0;    \
+	VPMOVZXWD (r0)(R8*1), Y1; \
+	VPSLLD    $16, Y1, Y1;    \
+	VPMOVZXWD (r0)(R8*2), Y2; \
+	VPSLLD    $16, Y2, Y2;    \
+	VPMOVZXWD (r0)(R9*1), Y3; \
+	VPSLLD    $16, Y3, Y3;    \
+	VPMOVZXWD (r4), Y4;       \
+	VPSLLD    $16, Y4, Y4;    \
+	VPMOVZXWD (r4)(R8*1), Y5; \
+	VPSLLD    $16, Y5, Y5;    \
+	VPMOVZXWD (r4)(R8*2), Y6; \
+	VPSLLD    $16, Y6, Y6;    \
+	VPMOVZXWD (r4)(R9*1), Y7; \
+	VPSLLD    $16, Y7, Y7
+
+// PK8STORE transposes the 8×8 block in Y0..Y7 (row i in Yi) and stores
+// its column j, 8 floats, at sj: step j of the panel.
+#define PK8STORE(s0, s1, s2, s3, s4, s5, s6, s7) \
+	VUNPCKLPS  Y1, Y0, Y8;          \
+	VUNPCKHPS  Y1, Y0, Y9;          \
+	VUNPCKLPS  Y3, Y2, Y10;         \
+	VUNPCKHPS  Y3, Y2, Y11;         \
+	VUNPCKLPS  Y5, Y4, Y12;         \
+	VUNPCKHPS  Y5, Y4, Y13;         \
+	VUNPCKLPS  Y7, Y6, Y14;         \
+	VUNPCKHPS  Y7, Y6, Y15;         \
+	VSHUFPS    $0x44, Y10, Y8, Y0;  \
+	VSHUFPS    $0xee, Y10, Y8, Y1;  \
+	VSHUFPS    $0x44, Y11, Y9, Y2;  \
+	VSHUFPS    $0xee, Y11, Y9, Y3;  \
+	VSHUFPS    $0x44, Y14, Y12, Y4; \
+	VSHUFPS    $0xee, Y14, Y12, Y5; \
+	VSHUFPS    $0x44, Y15, Y13, Y6; \
+	VSHUFPS    $0xee, Y15, Y13, Y7; \
+	VPERM2F128 $0x20, Y4, Y0, Y8;   \
+	VMOVUPS    Y8, s0;              \
+	VPERM2F128 $0x20, Y5, Y1, Y9;   \
+	VMOVUPS    Y9, s1;              \
+	VPERM2F128 $0x20, Y6, Y2, Y10;  \
+	VMOVUPS    Y10, s2;             \
+	VPERM2F128 $0x20, Y7, Y3, Y11;  \
+	VMOVUPS    Y11, s3;             \
+	VPERM2F128 $0x31, Y4, Y0, Y12;  \
+	VMOVUPS    Y12, s4;             \
+	VPERM2F128 $0x31, Y5, Y1, Y13;  \
+	VMOVUPS    Y13, s5;             \
+	VPERM2F128 $0x31, Y6, Y2, Y14;  \
+	VMOVUPS    Y14, s6;             \
+	VPERM2F128 $0x31, Y7, Y3, Y15;  \
+	VMOVUPS    Y15, s7
+
+// PK16TRIP packs one trip: rows 0..7 into columns 0..7 of 8 steps, rows
+// 8..15 into columns 8..15, B loaded with LOAD.
+#define PK16TRIP(LOAD) \
+	LOAD(SI, R10);                                                                  \
+	PK8STORE(0(DI), 64(DI), 128(DI), 192(DI), 256(DI), 320(DI), 384(DI), 448(DI));  \
+	LOAD(R11, R12);                                                                 \
+	PK8STORE(32(DI), 96(DI), 160(DI), 224(DI), 288(DI), 352(DI), 416(DI), 480(DI))
