@@ -1,15 +1,16 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
 )
 
-// opEnv hands an op case its inputs. in(n) returns a tensor loaded with the
+// opEnv hands a test its inputs. in(n) returns a tensor loaded with the
 // next n values of a seeded stream, so every backend sees identical inputs.
+// (The op table every backend runs is kernels/kerneltest's; its CPU run
+// is optable_test.go.)
 type opEnv struct {
 	be  Backend
 	rng *rand.Rand
@@ -44,167 +45,10 @@ func (e *opEnv) ints(n, hi int) []int32 {
 	return r
 }
 
-type opCase struct {
-	name string
-	// tol bounds max|f32-f64| / max|f64| over each output. Float32 rounds at
-	// 6e-8 relative; the longest sums here have ~100 terms of mixed sign, so
-	// the error stays well under 1e-5 unless an op is wrong (a wrong index
-	// or a missed term gives errors of order 1).
-	tol float64
-	run func(e *opEnv) []Tensor
-}
-
 func host64(be Backend, t Tensor) []float64 {
 	h := make([]float64, t.Len())
 	be.Store64(h, t)
 	return h
-}
-
-func opCases() []opCase {
-	var cs []opCase
-	add := func(name string, run func(e *opEnv) []Tensor) {
-		cs = append(cs, opCase{name: name, tol: 1e-5, run: run})
-	}
-	for _, sz := range [][3]int{{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 48, 65}} {
-		m, k, n := sz[0], sz[1], sz[2]
-		for _, l := range []Layout{NN, NT, TN} {
-			for _, acc := range []bool{false, true} {
-				add(fmt.Sprintf("Gemm%s/%dx%dx%d/acc=%v", l, m, k, n, acc), func(e *opEnv) []Tensor {
-					out := e.in(m * n)
-					e.be.Gemm(l, out, e.in(m*k), e.in(k*n), m, k, n, acc)
-					return []Tensor{out}
-				})
-			}
-		}
-		add(fmt.Sprintf("GemmBF16NT/%dx%dx%d", m, k, n), func(e *opEnv) []Tensor {
-			out := e.in(m * n)
-			b := e.be.AllocBF16(k * n)
-			e.be.ToBF16(b, e.in(k*n))
-			e.be.GemmBF16NT(out, e.in(m*k), b, m, k, n, true)
-			return []Tensor{out}
-		})
-	}
-	for _, n := range []int{1, 7, 5000, 70001} {
-		add(fmt.Sprintf("Elementwise/%d", n), func(e *opEnv) []Tensor {
-			a, b := e.in(n), e.in(n)
-			out := e.be.Alloc(n)
-			e.be.Add(out, a, b)
-			e.be.Scale(a, 0.37)
-			ss := e.be.Alloc(1)
-			e.be.Load(ss, []float32{float32(e.be.SumSq(b) / float64(n))})
-			f := e.be.Alloc(3)
-			e.be.Fill(f, 2.5)
-			cp := e.be.Alloc(n)
-			e.be.Copy(cp, b)
-			return []Tensor{out, a, ss, f, cp}
-		})
-	}
-	for _, sz := range [][2]int{{1, 1}, {5, 3}, {130, 33}} {
-		rows, n := sz[0], sz[1]
-		add(fmt.Sprintf("Bias/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			out, bias, db := e.in(rows*n), e.in(n), e.in(n)
-			e.be.BiasAdd(out, bias, rows, n)
-			e.be.BiasBackward(db, e.in(rows*n), rows, n)
-			return []Tensor{out, db}
-		})
-		add(fmt.Sprintf("Embedding/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			V := 11
-			table, out := e.in(V*n), e.in(rows*n)
-			tok := e.ints(rows, V)
-			e.be.Embedding(out, table, tok, n)
-			e.be.EmbeddingBackward(table, e.in(rows*n), tok, n)
-			return []Tensor{out, table}
-		})
-		add(fmt.Sprintf("RMSNorm/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			out, rstd := e.be.Alloc(rows*n), e.be.Alloc(rows)
-			x, w := e.in(rows*n), e.in(n)
-			e.be.RMSNorm(out, rstd, x, w, rows, n, 1e-6)
-			dx, dw := e.in(rows*n), e.in(n)
-			e.be.RMSNormBackward(dx, dw, e.in(rows*n), x, w, rstd, rows, n)
-			return []Tensor{out, rstd, dx, dw}
-		})
-		add(fmt.Sprintf("SwiGLU/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			g, u, out := e.in(rows*n), e.in(rows*n), e.be.Alloc(rows*n)
-			e.be.SwiGLU(out, g, u)
-			dg, du := e.in(rows*n), e.in(rows*n)
-			e.be.SwiGLUBackward(dg, du, e.in(rows*n), g, u)
-			return []Tensor{out, dg, du}
-		})
-		add(fmt.Sprintf("CrossEntropy/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			logits, loss := e.in(rows*n), e.be.Alloc(rows)
-			tg := e.ints(rows, n)
-			w := make([]float32, rows)
-			for i := range w {
-				if i%3 != 1 {
-					w[i] = 0.25
-				} else {
-					tg[i] = -1 // unread when the weight is zero
-				}
-			}
-			dl := e.in(rows * n)
-			e.be.CrossEntropy(loss, dl, logits, tg, w, rows, n)
-			e.be.CrossEntropy(loss, logits, logits, tg, w, rows, n) // in place
-			return []Tensor{loss, dl, logits}
-		})
-		add(fmt.Sprintf("AdamW/%dx%d", rows, n), func(e *opEnv) []Tensor {
-			p, g, m, v := e.in(rows*n), e.in(rows*n), e.in(rows*n), e.pos(rows*n)
-			for s := 1; s <= 3; s++ {
-				e.be.AdamWUpdate(p, g, m, v, AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, GradScale: 0.5, Step: s})
-			}
-			return []Tensor{p, m, v}
-		})
-	}
-	for _, sz := range [][4]int{{1, 1, 1, 2}, {3, 2, 1, 6}, {7, 4, 2, 8}, {attnBlock + 6, 2, 1, 4}, {21, 8, 2, 12}, {attnBlock + 6, 4, 1, 8}} {
-		rows, H, KVH, hd := sz[0], sz[1], sz[2], sz[3]
-		add(fmt.Sprintf("RoPE/%dx%dx%d", rows, H, hd), func(e *opEnv) []Tensor {
-			x, out := e.in(rows*H*hd), e.be.Alloc(rows*H*hd)
-			pos := e.ints(rows, 4000)
-			e.be.RoPE(out, x, pos, rows, H, hd, 10000)
-			dx := e.in(rows * H * hd)
-			e.be.RoPEBackward(dx, e.in(rows*H*hd), pos, rows, H, hd, 1e6)
-			return []Tensor{out, dx}
-		})
-		for _, B := range []int{1, 2} {
-			T := rows
-			add(fmt.Sprintf("Attention/B%dT%dH%dKV%dhd%d", B, T, H, KVH, hd), func(e *opEnv) []Tensor {
-				N := B * T
-				q, k, v := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
-				out, lse := e.be.Alloc(N*H*hd), e.be.Alloc(B*H*T)
-				e.be.Attention(out, lse, q, k, v, B, T, H, KVH, hd)
-				dq, dk, dv := e.in(N*H*hd), e.in(N*KVH*hd), e.in(N*KVH*hd)
-				e.be.AttentionBackward(dq, dk, dv, e.in(N*H*hd), out, lse, q, k, v, B, T, H, KVH, hd)
-				return []Tensor{out, lse, dq, dk, dv}
-			})
-		}
-		add(fmt.Sprintf("AttentionKV/R%dH%dKV%dhd%d", rows, H, KVH, hd), func(e *opEnv) []Tensor {
-			// Two sequences: one prefilling rows at positions 2.., one decoding
-			// a single row at position rows+1.
-			cap := rows + 5
-			var spans []KVSpan
-			var caches []Tensor
-			for s, sp := range [][2]int{{2, rows}, {rows + 1, 1}} {
-				kc, vc := e.be.Alloc(KVH*cap*hd), e.be.Alloc(KVH*cap*hd)
-				n := sp[0] + sp[1]
-				e.be.CacheWrite(kc, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, cap)
-				e.be.CacheWrite(vc, e.in(n*KVH*hd), Values, 0, n, KVH, hd, cap)
-				spans = append(spans, KVSpan{K: kc, V: vc, Cap: cap, QRow: s * rows, Rows: sp[1], Pos0: sp[0]})
-				caches = append(caches, kc, vc)
-			}
-			q, out := e.in((rows+1)*H*hd), e.be.Alloc((rows+1)*H*hd)
-			e.be.AttentionKV(out, q, spans, H, KVH, hd)
-			// The same through a copy into a larger cache.
-			big := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(big, spans[0].K, Keys, 0, 0, rows+2, KVH, hd, cap+3, cap)
-			spans[0].K, spans[0].Cap = big, cap+3
-			bigV := e.be.Alloc(KVH * (cap + 3) * hd)
-			e.be.CacheCopy(bigV, spans[0].V, Values, 0, 0, rows+2, KVH, hd, cap+3, cap)
-			spans[0].V = bigV
-			out2 := e.be.Alloc((rows + 1) * H * hd)
-			e.be.AttentionKV(out2, q, spans, H, KVH, hd)
-			return append(caches, out, out2)
-		})
-	}
-	return cs
 }
 
 // splitSpan returns sp (one sequence whose K and V of capacity cap are k,
@@ -223,15 +67,6 @@ func splitSpan(be Backend, sp KVSpan, k, v Tensor, cap, pn, KVH, hd int) KVSpan 
 	return sp
 }
 
-func runCase(be Backend, c opCase) [][]float64 {
-	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 2))}
-	var r [][]float64
-	for _, t := range c.run(e) {
-		r = append(r, host64(be, t))
-	}
-	return r
-}
-
 func relErr(a, b []float64) float64 {
 	var d, m float64
 	for i := range a {
@@ -242,41 +77,6 @@ func relErr(a, b []float64) float64 {
 		return d
 	}
 	return d / m
-}
-
-// TestCPUOpsFloat32VsFloat64 runs every op on both CPU backends from the
-// same inputs.
-func TestCPUOpsFloat32VsFloat64(t *testing.T) {
-	for _, c := range opCases() {
-		got := runCase(NewCPU(), c)
-		want := runCase(NewCPU64(), c)
-		for i := range want {
-			if e := relErr(got[i], want[i]); !(e <= c.tol) {
-				t.Errorf("%s output %d: float32 vs float64 relative error %.3g > %.1g", c.name, i, e, c.tol)
-			}
-		}
-	}
-}
-
-// TestCPUOpsThreadInvariant checks that every op gives bit-identical
-// float32 results with 1, 2 and 3 threads.
-func TestCPUOpsThreadInvariant(t *testing.T) {
-	defer SetThreads(Threads())
-	for _, c := range opCases() {
-		SetThreads(1)
-		want := runCase(NewCPU(), c)
-		for _, n := range []int{2, 3} {
-			SetThreads(n)
-			got := runCase(NewCPU(), c)
-			for i := range want {
-				for j := range want[i] {
-					if math.Float64bits(got[i][j]) != math.Float64bits(want[i][j]) {
-						t.Fatalf("%s output %d element %d: %d threads give %v, 1 thread %v", c.name, i, j, n, got[i][j], want[i][j])
-					}
-				}
-			}
-		}
-	}
 }
 
 // TestAttentionKVRowInvariant: a row's result is bit-identical whether it

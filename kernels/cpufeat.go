@@ -16,6 +16,19 @@ var useAVX512 = useAsm && hasAVX512() && os.Getenv("WHALE_NOAVX512") != "1"
 // HasAVX512 reports whether this CPU (and OS) supports AVX-512F.
 func HasAVX512() bool { return hasAVX512() }
 
+// VectorBits is the width of the FMAs the GEMM kernels in use issue: 512
+// with the AVX-512 kernels, 256 with AVX2+FMA, 32 for the pure-Go loops
+// (kernels/bench times its FMA peak at this width).
+func VectorBits() int {
+	switch {
+	case useAVX512:
+		return 512
+	case useAsm:
+		return 256
+	}
+	return 32
+}
+
 // KernelName describes the kernels in use, for reports and benchmarks.
 func KernelName() string {
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"whale/core/model"
 	"whale/kernels"
+	kbench "whale/kernels/bench"
 )
 
 func init() { register(newBenchCmd) }
@@ -145,8 +146,8 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 	}
 	if onCPU {
 		fmt.Fprintln(log, "bench: FMA peak, read bandwidth")
-		r.PeakGFLOPS, r.PeakBits = kernels.PeakGFLOPS(), kernels.PeakVectorBits()
-		r.ReadGBPS = kernels.ReadGBPS()
+		r.PeakGFLOPS, r.PeakBits = kbench.PeakGFLOPS(), kbench.PeakVectorBits()
+		r.ReadGBPS = kbench.ReadGBPS()
 	}
 	fmt.Fprintln(log, "bench: GEMM")
 	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
@@ -155,8 +156,8 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 				var g float64
 				var err error
 				if onCPU { // the kernels' own figure, without the interface
-					g = kernels.BenchGemm(layout, 1024, k, n, dur)
-				} else if g, err = kernels.BenchGemmOn(be, layout, 1024, k, n, dur); err != nil {
+					g = kbench.Gemm(layout, 1024, k, n, dur)
+				} else if g, err = kbench.GemmOn(be, layout, 1024, k, n, dur); err != nil {
 					return r, err
 				}
 				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: fraction(g, r.PeakGFLOPS)})
@@ -195,7 +196,7 @@ func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, er
 	wb := model.WeightBytes(big, true)
 	if onCPU {
 		fmt.Fprintln(log, "bench: read bandwidth over the 110M bf16 weights' size")
-		r.ReadGBPS110M = kernels.ReadGBPSOver(wb)
+		r.ReadGBPS110M = kbench.ReadGBPSOver(wb)
 	}
 	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
 	bm, err := model.BenchModel(be, big)

@@ -16,6 +16,7 @@ import (
 	"whale/core/model"
 	"whale/internal/procstat"
 	"whale/kernels"
+	kbench "whale/kernels/bench"
 )
 
 // modelBench is `whale bench model`: sampling and a LoRA step of one
@@ -109,7 +110,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	}
 	r.Params = cfg.NumParams()
 	fmt.Fprintln(log, "bench: read bandwidth")
-	r.ReadGBPS = kernels.ReadGBPS()
+	r.ReadGBPS = kbench.ReadGBPS()
 	fmt.Fprintf(log, "bench: building %s (%.0fM parameters, random)\n", preset, float64(r.Params)/1e6)
 	m, err := model.BenchModel(nil, cfg)
 	if err != nil {
@@ -117,7 +118,7 @@ func benchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 	}
 	wb := model.WeightBytes(cfg, true)
 	fmt.Fprintf(log, "bench: read bandwidth over %.2f GB (the bf16 weights' size)\n", float64(wb)/1e9)
-	r.ReadGBPSWeights = kernels.ReadGBPSOver(wb)
+	r.ReadGBPSWeights = kbench.ReadGBPSOver(wb)
 	fmt.Fprintln(log, "bench: sampling, batch 1, bf16")
 	debug.FreeOSMemory() // the random initial values, copied into the arena
 	procstat.ResetPeakRSS()

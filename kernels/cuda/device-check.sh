@@ -38,11 +38,12 @@
 #
 # Steps (each under a timeout; together under WHALE_CHECK_SECONDS, 450 by
 # default, so the run ends within 8 minutes even when a step hangs):
-#   1. ./cuda.test -test.run TestDevice...: every op against the CPU backend
-#      (normalised error ≤ 1e-5 in f32, ≤ 1e-2 with bf16 weights, bit-exact
-#      moves and roundings, deterministic), the sampler's invariants (GPU
-#      alone, bit-exact), and 200-step training runs whose losses must match
-#      the CPU's within 1e-3.
+#   1. ./cuda.test -test.run TestDevice...: the op table every backend runs
+#      (kernels/kerneltest) against the float64 reference (normalised error
+#      within each op's tolerance: 1e-5 in f32 for most, 1e-2 with bf16
+#      weights; bit-exact moves and roundings; deterministic), the sampler's
+#      invariants (GPU alone, bit-exact), and 200-step training runs whose
+#      losses must match the CPU's within 1e-3.
 #   2. Benchmarks: GEMM (model shapes and 4096³, f32 and bf16), a 0.6B
 #      training step (WHALE_BENCH_B × WHALE_BENCH_T, default 4 × 256), and
 #      bench-small sampling at batch 64 and 1; then one step and one
@@ -130,7 +131,7 @@ ldd "$TEST" >"$LOGS/ldd.log" 2>&1 || true
 # a process of its own, so that an error that spoils the CUDA context
 # (a misaligned access in the ops' odd-offset pass) spoils one step only.
 step tests-ops 150 env WHALE_REQUIRE_GPU=1 WHALE_CHECK_JSON="$LOGS/ops.json" \
-	"$TEST" -test.run '^TestDeviceOpsMatchCPU$' -test.v -test.timeout 145s
+	"$TEST" -test.run '^TestDeviceOpsMatchReference$' -test.v -test.timeout 145s
 step tests-invariants 40 env WHALE_REQUIRE_GPU=1 WHALE_CHECK_JSON="$LOGS/invariants.json" \
 	"$TEST" -test.run '^TestDeviceSamplerInvariants$' -test.v -test.timeout 35s
 step tests-train 120 env WHALE_REQUIRE_GPU=1 WHALE_CHECK_JSON_TRAIN="$LOGS/train.json" \

@@ -1,8 +1,10 @@
-package kernels
+package bench
 
 import (
 	"sync"
 	"time"
+
+	"whale/kernels"
 )
 
 // peakDuration is how long PeakGFLOPS keeps the FMA units busy: long enough
@@ -17,8 +19,8 @@ const (
 )
 
 // PeakGFLOPS measures this machine's float32 multiply-add peak in GFLOP/s
-// (two flops per FMA lane) on Threads() goroutines, with the widest FMAs
-// the kernels use (PeakVectorBits): on amd64 it times an assembly loop of
+// (two flops per FMA lane) on kernels.Threads() goroutines, with the widest FMAs
+// the kernels use (kernels.VectorBits): on amd64 it times an assembly loop of
 // twelve independent FMA chains of 16 lanes (AVX-512) or 8 (AVX2), enough
 // to hide the FMA latency on two pipes; elsewhere a Go loop of independent
 // scalar multiply-adds, the peak the pure-Go kernels can reach. After a
@@ -36,7 +38,7 @@ const (
 // (Counting only rounds of chunks run side by side was tried: on a busy
 // machine it found almost none and gave half the peak.)
 func PeakGFLOPS() float64 {
-	t := Threads()
+	t := kernels.Threads()
 	best := make([]float64, t)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -62,6 +64,10 @@ func PeakGFLOPS() float64 {
 	return total / 1e9
 }
 
+// useAsm selects the assembly read loop (sumBlockAVX2) where the kernels
+// run AVX2; tests clear it to run its Go twin.
+var useAsm = kernels.VectorBits() >= 256
+
 // readFloats is the size of the buffer ReadGBPS streams, 64 MiB: the
 // array size of ../shared/refbench's triad, and more than the caches of
 // the machines measured (their L3 is at most 48 MB). A sweep of twice
@@ -69,7 +75,7 @@ func PeakGFLOPS() float64 {
 // measures a buffer as large as the data a kernel streams.
 const readFloats = 1 << 24
 
-// ReadGBPS measures how fast Threads() goroutines read memory, in GB/s:
+// ReadGBPS measures how fast kernels.Threads() goroutines read memory, in GB/s:
 // each sums its share of a 64 MiB buffer (in 2 MB pages where the OS
 // gives them, as the sampler's weights are), for at least 400 ms, and the
 // fastest sweep counts. This bounds any kernel that streams its operands
@@ -80,9 +86,9 @@ func ReadGBPS() float64 { return ReadGBPSOver(4 * readFloats) }
 // 1 MiB): the bound for a kernel that streams that much once, such as a
 // model's weights, measured on as much memory.
 func ReadGBPSOver(bytes int64) float64 {
-	x := HugeFloat32(int(max(bytes, 1<<20) / 4))
-	defer FreeHuge(x)
-	Parallel(len(x), 1<<16, func(lo, hi int) {
+	x := kernels.HugeFloat32(int(max(bytes, 1<<20) / 4))
+	defer kernels.FreeHuge(x)
+	kernels.Parallel(len(x), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x[i] = 1
 		}
@@ -92,7 +98,7 @@ func ReadGBPSOver(bytes int64) float64 {
 	start := time.Now()
 	for reps := 0; reps < 3 || time.Since(start) < 2*peakDuration; reps++ {
 		t0 := time.Now()
-		Parallel(len(x), 1<<16, func(lo, hi int) {
+		kernels.Parallel(len(x), 1<<16, func(lo, hi int) {
 			s := sumBlock(x[lo:hi])
 			mu.Lock()
 			sum += float64(s)

@@ -1,4 +1,6 @@
-package kernels
+package bench
+
+import "whale/kernels"
 
 // fmaLoopAVX2 issues n trips of twelve independent 8-lane FMAs. In Go:
 //
@@ -33,28 +35,21 @@ func sumBlockAVX2(x *float32, n64 int) float32
 // peakChunk runs about a millisecond of the widest FMAs the kernels use and
 // returns how many flops it did.
 func peakChunk() float64 {
-	switch {
-	case useAVX512:
+	switch kernels.VectorBits() {
+	case 512:
 		fmaLoopAVX512(peakIters)
 		return 12 * 16 * 2 * peakIters
-	case useAsm:
+	case 256:
 		fmaLoopAVX2(peakIters)
 		return 12 * 8 * 2 * peakIters
 	}
 	return peakChunkGo()
 }
 
-// PeakVectorBits is the width of the FMAs PeakGFLOPS times: 512 where the
-// GEMM runs AVX-512, 256 with AVX2, 32 for the pure-Go loop.
-func PeakVectorBits() int {
-	switch {
-	case useAVX512:
-		return 512
-	case useAsm:
-		return 256
-	}
-	return 32
-}
+// PeakVectorBits is the width of the FMAs PeakGFLOPS times: the GEMM's
+// (kernels.VectorBits), 512 with AVX-512, 256 with AVX2, 32 for the
+// pure-Go loop.
+func PeakVectorBits() int { return kernels.VectorBits() }
 
 func sumBlock(x []float32) float32 {
 	if !useAsm {

@@ -1,4 +1,4 @@
-package kernels
+package bench
 
 // peakIters is the trip count of one timed chunk: about a millisecond.
 const peakIters = 1 << 18

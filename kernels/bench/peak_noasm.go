@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package kernels
+package bench
 
 func peakChunk() float64 { return peakChunkGo() }
 

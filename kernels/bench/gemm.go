@@ -1,42 +1,44 @@
-package kernels
+package bench
 
 import (
 	"math/rand/v2"
 	"time"
+
+	"whale/kernels"
 )
 
-// BenchGemm times Gemm on random inputs of the given shape and returns its
+// Gemm times kernels.Gemm on random inputs of the given shape and returns its
 // speed in GFLOP/s (2·m·k·n flops a product). After one warm-up run it
 // repeats the product until minDur has passed (at least three times) and
 // keeps the fastest run: on a shared machine the best run is the one least
 // disturbed by others.
-func BenchGemm(layout Layout, m, k, n int, minDur time.Duration) (gflops float64) {
+func Gemm(layout kernels.Layout, m, k, n int, minDur time.Duration) (gflops float64) {
 	if m <= 0 || k <= 0 || n <= 0 {
 		return 0
 	}
 	r := benchRand(m, k, n)
 	a, b, out := randomSlice(r, m*k), randomSlice(r, k*n), make([]float32, m*n)
-	best, _ := fastest(minDur, func() error { Gemm(layout, out, a, b, m, k, n, false); return nil })
+	best, _ := fastest(minDur, func() error { kernels.Gemm(layout, out, a, b, m, k, n, false); return nil })
 	return 2 * float64(m) * float64(k) * float64(n) / best.Seconds() / 1e9
 }
 
-// BenchGemmOn is BenchGemm through a backend's Gemm (its tensors, its
+// GemmOn is Gemm through a backend's Gemm (its tensors, its
 // kernels), synchronising an asynchronous backend around each timed
-// product; on the CPU backend it measures what BenchGemm does plus the
+// product; on the CPU backend it measures what Gemm does plus the
 // interface's dispatch.
-func BenchGemmOn(be Backend, layout Layout, m, k, n int, minDur time.Duration) (gflops float64, err error) {
+func GemmOn(be kernels.Backend, layout kernels.Layout, m, k, n int, minDur time.Duration) (gflops float64, err error) {
 	if m <= 0 || k <= 0 || n <= 0 {
 		return 0, nil
 	}
 	r := benchRand(m, k, n)
-	load := func(size int) Tensor {
+	load := func(size int) kernels.Tensor {
 		t := be.Alloc(size)
 		be.Load(t, randomSlice(r, size))
 		return t
 	}
 	a, b, out := load(m*k), load(k*n), be.Alloc(m*n)
 	defer func() { be.Free(a); be.Free(b); be.Free(out) }()
-	best, err := fastest(minDur, func() error { be.Gemm(layout, out, a, b, m, k, n, false); return Sync(be) })
+	best, err := fastest(minDur, func() error { be.Gemm(layout, out, a, b, m, k, n, false); return kernels.Sync(be) })
 	if err != nil {
 		return 0, err
 	}
