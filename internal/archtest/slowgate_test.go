@@ -15,9 +15,7 @@ import (
 // slowGateExceptions are test files that still mark their cost by hand,
 // with what removes them; the test fails on an entry that no longer
 // matches, so it gets deleted.
-var slowGateExceptions = map[string]string{
-	"kernels/peak_test.go": "issue 38: the kerneltest work turns these timing tests into benchmarks in kernels/bench",
-}
+var slowGateExceptions = map[string]string{}
 
 // TestSlowTestsUseOneGate: a test says what it costs only through
 // internal/longtests (Skip, SkipShort, Short, Enabled), never by reading

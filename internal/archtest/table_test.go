@@ -8,7 +8,7 @@ var design = Table{
 	TopLevel: []string{"cmd", "tui", "core", "kernels", "harnesses", "data", "internal"},
 	// "internal/: small helpers every tree may use".
 	Everyone: []string{"internal"},
-	TestOnly: []string{"core/model/modeltest", "core/metrics/metricstest", "internal/longtests"},
+	TestOnly: []string{"core/model/modeltest", "kernels/kerneltest", "core/metrics/metricstest", "internal/longtests"},
 	Rules: []Rule{
 		{Path: "kernels", Modules: []string{"gonum.org/v1/gonum", "golang.org/x/sys"}},
 		{Path: "kernels/kerneltest", May: []string{"kernels"}},
