@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"whale/core/attach"
-	"whale/core/basemodel"
 	"whale/core/bundle"
 	"whale/core/engine"
 	"whale/core/model"
@@ -33,39 +30,19 @@ func init() {
 	register(newResumeCmd)
 }
 
-// readRun decodes a stored run's configuration and resume point (a zero
-// State when it has none yet).
-func readRun(r store.Run) (engine.Config, engine.State, error) {
-	var cfg engine.Config
-	var st engine.State
-	if err := json.Unmarshal(r.Config, &cfg); err != nil {
-		return cfg, st, fmt.Errorf("run %s: stored config: %w", r.ID, err)
-	}
-	if len(r.Cursor) > 0 {
-		if err := json.Unmarshal(r.Cursor, &st); err != nil {
-			return cfg, st, fmt.Errorf("run %s: resume point: %w", r.ID, err)
-		}
-	}
-	return cfg, st, nil
-}
-
 // openRun opens the workspace and reads one run from it; on success the
-// caller closes the store.
-func openRun(dbPath, id string) (*store.DB, store.Run, engine.Config, engine.State, error) {
-	db, err := openExistingStore(dbPath)
+// caller closes the workspace.
+func openRun(dbPath, id string) (*engine.Workspace, engine.RunView, error) {
+	ws, err := openExistingWorkspace(dbPath)
 	if err != nil {
-		return nil, store.Run{}, engine.Config{}, engine.State{}, err
+		return nil, engine.RunView{}, err
 	}
-	r, err := db.GetRun(id)
-	if err == nil {
-		var cfg engine.Config
-		var st engine.State
-		if cfg, st, err = readRun(r); err == nil {
-			return db, r, cfg, st, nil
-		}
+	v, err := ws.Load(id)
+	if err != nil {
+		ws.Close()
+		return nil, engine.RunView{}, err
 	}
-	db.Close()
-	return nil, store.Run{}, engine.Config{}, engine.State{}, err
+	return ws, v, nil
 }
 
 // openStore opens the workspace named by --db, failing within a second if
@@ -245,12 +222,12 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fl.file.locate(err)
 	}
-	db, err := openStore(fl.dbPath)
+	ws, err := openWorkspace(fl.dbPath)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
+	defer ws.Close()
+	eng, _, err := newRunEngine(ws, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
 	var refused *engine.AuditRefusal
 	if errors.As(err, &refused) && cfg.Harness != fl.harness {
 		refused.Audit.Harness = "starting harness " + fl.harness // a file: name it, not its hash
@@ -260,7 +237,7 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", eng.RunID, fl.domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, fl.dbPath)
-	return drive(cmd, db, eng, fl.asJSON)
+	return drive(cmd, ws, eng, fl.asJSON)
 }
 
 // config is the preset with the flags the person set.
@@ -326,12 +303,12 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	return cfg, nil
 }
 
-// newRunEngine starts a new run of cfg in db, from the model at modelPath
+// newRunEngine starts a new run of cfg in ws, from the model at modelPath
 // (the embedded one if empty) over the domain's generated splits or its
-// --data: the run's data seed and starting-weights record come from the
-// model. whale run and the workbench start runs through it. tune, when
-// set, adjusts the engine's Env (envFlags.apply) before the run starts.
-func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format string, tune func(*engine.Env)) (*engine.Engine, *bundle.Bundle, error) {
+// --data, opened with the model's data seed. whale run and the workbench
+// start runs through it. tune, when set, adjusts the engine's Env
+// (envFlags.apply) before the run starts.
+func newRunEngine(ws *engine.Workspace, cfg engine.Config, modelPath, dataPath, format string, tune func(*engine.Env)) (*engine.Engine, *bundle.Bundle, error) {
 	b, err := openModel(modelPath)
 	if err != nil {
 		return nil, nil, err
@@ -340,22 +317,14 @@ func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format s
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.DataSeed = b.DataSeed
-	if cfg.Start, err = startRecord(b); err != nil {
-		return nil, nil, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageError{err}
 	}
-	env := engine.BundleEnv(b, dom, db)
+	env := engine.Env{Domain: dom, Bundle: b}
 	if tune != nil {
 		tune(&env)
 	}
-	id, err := newRunID(db, cfg.Domain)
-	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := engine.New(cfg, env, id)
+	eng, err := ws.NewRun(cfg, env)
 	return eng, b, err
 }
 
@@ -416,27 +385,11 @@ func harnessArg(arg, domain string) (string, error) {
 	return string(b), nil
 }
 
-func newRunID(db *store.DB, domain string) (string, error) {
-	runs, err := db.Runs()
-	if err != nil {
-		return "", err
-	}
-	taken := map[string]bool{}
-	for _, r := range runs {
-		taken[r.ID] = true
-	}
-	base := fmt.Sprintf("%s-%s", domain, time.Now().UTC().Format("20060102-150405"))
-	id := base
-	for n := 2; taken[id]; n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
-	}
-	return id, nil
-}
-
 // drive runs the engine to its end, printing progress lines from its
 // events, and prints the summary; meanwhile other processes may watch the
 // run (and steer it) through db's socket.
-func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) error {
+func drive(cmd *cobra.Command, ws *engine.Workspace, eng *engine.Engine, asJSON bool) error {
+	db := ws.Store()
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
 	srv := serveStore(cmd, db)
@@ -592,7 +545,7 @@ func printSummary(w io.Writer, s engine.Summary) {
 // or, while another whale process holds it, from that process (which
 // marks the runs it is running Live).
 func workspaceRuns(path string) ([]attach.RunInfo, error) {
-	db, err := openExistingStore(path)
+	ws, err := openExistingWorkspace(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -600,8 +553,8 @@ func workspaceRuns(path string) ([]attach.RunInfo, error) {
 		}
 		return cl.Runs()
 	}
-	defer db.Close()
-	runs, err := db.Runs()
+	defer ws.Close()
+	runs, err := ws.Store().Runs()
 	out := make([]attach.RunInfo, len(runs))
 	for i, r := range runs {
 		out[i] = attach.RunInfo{Run: r}
@@ -611,7 +564,7 @@ func workspaceRuns(path string) ([]attach.RunInfo, error) {
 
 // workspaceRun reads one run as workspaceRuns reads them all.
 func workspaceRun(path, id string) (attach.RunInfo, error) {
-	db, err := openExistingStore(path)
+	ws, err := openExistingWorkspace(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -619,13 +572,12 @@ func workspaceRun(path, id string) (attach.RunInfo, error) {
 		}
 		return cl.Run(id)
 	}
-	defer db.Close()
-	r, err := db.GetRun(id)
+	defer ws.Close()
+	v, err := ws.Load(id)
 	if err != nil {
 		return attach.RunInfo{}, err
 	}
-	origin, err := engine.ForkedFrom(db, id)
-	return attach.RunInfo{Run: r, Origin: origin}, err
+	return attach.RunInfo{Run: v.Run, Origin: v.Origin}, nil
 }
 
 func newRunsCmd() *cobra.Command {
@@ -651,7 +603,7 @@ func newRunsCmd() *cobra.Command {
 			}
 			rows := []row{}
 			for _, r := range runs {
-				cfg, _, err := readRun(r.Run)
+				cfg, err := engine.DecodeConfig(r.ID, r.Config)
 				if err != nil {
 					return err
 				}
@@ -702,11 +654,11 @@ func newShowCmd() *cobra.Command {
 // showRun prints what 'whale show' says of a run.
 func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool) error {
 	r, origin := info.Run, info.Origin
-	cfg, st, err := readRun(r)
+	cfg, st, err := engine.DecodeRun(r)
 	if err != nil {
 		return err
 	}
-	resumable := r.Status != "finished" && !info.Live && (len(r.Cursor) > 0 || cfg.Start != nil)
+	resumable := !info.Live && engine.RunView{Run: r, Config: cfg}.Resumable()
 	out := map[string]any{"run_id": r.ID, "status": info.State(), "config": r.Config, "resumable": resumable,
 		"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
 		"compute_s": r.Compute.Seconds()}
@@ -744,24 +696,6 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool
 	return nil
 }
 
-// startRecord is what a run records of its starting model (b, opened
-// from --model), so that it can begin again after a stop before its
-// first resume point.
-func startRecord(b *bundle.Bundle) (*engine.StartModel, error) {
-	if b.Kind == bundle.KindEmbedded {
-		return &engine.StartModel{Kind: engine.StartEmbedded, Name: basemodel.Name, SHA256: b.SHA256}, nil
-	}
-	abs, err := filepath.Abs(b.Name)
-	if err != nil {
-		return nil, fmt.Errorf("--model: %w", err)
-	}
-	kind := engine.StartFile
-	if b.Kind == bundle.KindDir {
-		kind = engine.StartDir
-	}
-	return &engine.StartModel{Kind: kind, Name: abs, SHA256: b.SHA256}, nil
-}
-
 func newResumeCmd() *cobra.Command {
 	var dbPath, dataPath, format, modelPath, policyURL string
 	var headless, asJSON bool
@@ -776,11 +710,12 @@ func newResumeCmd() *cobra.Command {
 			if err := backend.open(); err != nil {
 				return err
 			}
-			db, r, cfg, _, err := openRun(dbPath, args[0])
+			ws, v, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer ws.Close()
+			r, cfg := v.Run, v.Config
 			if !headless && r.Status != "finished" {
 				return usageError{errors.New("without --headless a run resumes in the workbench: use 'whale tui --run RUN' (or add --headless)")}
 			}
@@ -788,7 +723,7 @@ func newResumeCmd() *cobra.Command {
 				if cmd.Flags().Changed("lr") && !(lr > 0) {
 					return usageError{fmt.Errorf("--lr %v: want a positive learning rate", lr)}
 				}
-				if cfg, err = engine.Amend(db, r.ID, engine.Amendment{LR: lr, PolicyURL: policyURL}); err != nil {
+				if cfg, err = ws.Amend(r.ID, engine.Amendment{LR: lr, PolicyURL: policyURL}); err != nil {
 					return err
 				}
 			}
@@ -796,28 +731,23 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The run's tokenizer comes back from the store (engine.Resume).
-			env := engine.Env{Domain: dom, Store: db}
+			// The run's model configuration and tokenizer come back from
+			// the store.
+			env := engine.Env{Domain: dom}
 			envf.apply(&env)
+			var eng *engine.Engine
 			if modelPath != "" {
 				if len(r.Cursor) > 0 {
 					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
 				}
-				if cfg.Start == nil { // recorded before runs kept their start: nothing to check against
-					b, err := openModel(modelPath)
-					if err != nil {
-						return err
-					}
-					env.Model = b.Model
-				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, runBackend(), modelPath); err != nil {
-					return err
-				}
+				eng, err = ws.ResumeMoved(r.ID, env, modelPath)
+			} else {
+				eng, err = ws.Resume(r.ID, env)
 			}
-			eng, err := engine.Resume(env, runBackend(), r.ID)
 			if err != nil {
 				return err
 			}
-			return drive(cmd, db, eng, asJSON)
+			return drive(cmd, ws, eng, asJSON)
 		},
 	}
 	f := c.Flags()

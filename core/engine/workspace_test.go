@@ -82,7 +82,7 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	envC := testEnv(t, dbB)
-	envC.Model = nil
+	envC.Bundle = nil
 	c, err := Resume(envC, kernels.NewCPU(), b.RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 		t.Fatalf("kept checkpoints %v (%v)", kept, err)
 	}
 	fenv := testEnv(t, db)
-	fenv.Model = nil
+	fenv.Bundle = nil
 	f, err := Fork(fenv, kernels.NewCPU(), kept[0], "fork")
 	if err != nil {
 		t.Fatal(err)
