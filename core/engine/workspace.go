@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"whale/core/basemodel"
@@ -20,6 +21,8 @@ import (
 // is made one way whoever starts it.
 type Workspace struct {
 	db *store.DB
+	// be is set on first use when the caller gave none.
+	mu sync.Mutex
 	be kernels.Backend
 	// own says Close closes db (Open opened it).
 	own bool
@@ -45,9 +48,6 @@ func Open(path string, be kernels.Backend) (*Workspace, error) {
 // NewWorkspace is the workspace of a store the caller opened (and
 // closes), on backend be (nil: the float32 CPU backend).
 func NewWorkspace(db *store.DB, be kernels.Backend) *Workspace {
-	if be == nil {
-		be = kernels.NewCPU()
-	}
 	return &Workspace{db: db, be: be}
 }
 
@@ -64,7 +64,14 @@ func (w *Workspace) Close() error {
 func (w *Workspace) Store() *store.DB { return w.db }
 
 // Backend is where the workspace's runs' models run.
-func (w *Workspace) Backend() kernels.Backend { return w.be }
+func (w *Workspace) Backend() kernels.Backend {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.be == nil {
+		w.be = kernels.NewCPU()
+	}
+	return w.be
+}
 
 // Path is the workspace file's path.
 func (w *Workspace) Path() string { return w.db.Path() }
@@ -147,7 +154,7 @@ func StartRecord(b *bundle.Bundle) (*StartModel, error) {
 // from the store), building its model on the workspace's backend.
 func (w *Workspace) Resume(id string, env Env) (*Engine, error) {
 	env.Store = w.db
-	return Resume(env, w.be, id)
+	return Resume(env, w.Backend(), id)
 }
 
 // ResumeMoved is Resume for a run stopped before its first resume point
@@ -164,17 +171,17 @@ func (w *Workspace) ResumeMoved(id string, env Env, path string) (*Engine, error
 	}
 	env.Store = w.db
 	if v.Config.Start == nil {
-		b, err := bundle.Open(path, w.be)
+		b, err := bundle.Open(path, w.Backend())
 		if err != nil {
 			return nil, err
 		}
-		return resumeWith(env, w.be, id, b.Model)
+		return resumeWith(env, w.Backend(), id, b.Model)
 	}
-	m, err := StartingModel(w.db, *v.Config.Start, w.be, path)
+	m, err := StartingModel(w.db, *v.Config.Start, w.Backend(), path)
 	if err != nil {
 		return nil, err
 	}
-	return resumeWith(env, w.be, id, m)
+	return resumeWith(env, w.Backend(), id, m)
 }
 
 // ForkPlan reads what a run forked from kept checkpoint ckptID will run:
@@ -201,7 +208,7 @@ func (w *Workspace) Fork(ckptID string, env Env) (*Engine, error) {
 		return nil, err
 	}
 	env.Store = w.db
-	return Fork(env, w.be, ckptID, id)
+	return Fork(env, w.Backend(), ckptID, id)
 }
 
 // Amend rewrites run id's stored configuration with a (see the package

@@ -15,7 +15,8 @@ import (
 // (kind and payload, in order; resume markers left out) and the weights and
 // optimizer state it ended with. Run ids are replaced by their role (the
 // workspace names new runs by the clock), so the hash depends on the run's
-// work alone.
+// work alone; an id must not occur in the records but as the id (the
+// workspace's DOMAIN-DATE-TIME ids do not).
 func trajectoryHash(t *testing.T, e *Engine, ids map[string]string) string {
 	t.Helper()
 	h := sha256.New()
@@ -39,15 +40,16 @@ func trajectoryHash(t *testing.T, e *Engine, ids map[string]string) string {
 // and resumed by a second process), of a run forked from its first kept
 // checkpoint, and of a run whose rollouts the model itself samples through
 // its tokenizer's chat template, as main computed them before runs were
-// made through the Workspace (commit 1764270): making runs in one place
-// must not change a bit of what they do. The amd64 assembly kernels (AVX2
-// and AVX-512 agree here) and the pure-Go ones round differently.
+// made through the Workspace (commit 1764270, with New, Resume and Fork
+// under the ids RUN and FORK): making runs in one place must not change a
+// bit of what they do. The amd64 assembly kernels (AVX2 and AVX-512 agree
+// here) and the pure-Go ones round differently.
 var mainTrajectories = map[bool]struct{ run, fork, local string }{
-	true: {run: "6e1281ce982bc7d13ddccc22d046647c6c710c7686cd73475ad950562ae1f5dd",
-		fork:  "165f1c1b9537e9b69512d37042b726e95c231daef41f7ea53e58eeeb3464c120",
+	true: {run: "2353852826a3f79a8cbd0efba49beabeb085ba91325382140ca70b69e5f8adfe",
+		fork:  "65ac3908755cda0da0ed72c7d2a327896bfd34d54cead07054b88b47f7d26626",
 		local: "cb90d7452a0934835396211842df763d405b0abb34c5cf7dfd8a49c81041f263"},
-	false: {run: "88591209e2dc89063bcf82410f824caccdbc14b850e46a48b299b15b03e90b17",
-		fork:  "98865396b2d8fe6fa27e4d3d611c9a1e0a41bd5149f36298248e5b3b601a3d65",
+	false: {run: "63edc5ba1e2575ab67eee297ee67de4a44ea20766af913a0d37dc5d82ad5200a",
+		fork:  "2df720c5c476c96968f372ee540000038e683e7db97424576aa0b114c0e38dac",
 		local: "cb90d7452a0934835396211842df763d405b0abb34c5cf7dfd8a49c81041f263"},
 }
 
@@ -58,7 +60,8 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	ctx := context.Background()
 
 	db := openDB(t)
-	a, err := New(cfg, testEnv(t, db), "run")
+	ws := NewWorkspace(db, kernels.NewCPU())
+	a, err := ws.NewRun(cfg, testEnv(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +74,8 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	}
 
 	// Stopped inside its first harness phase, resumed by a new process.
-	dbB := openDB(t)
-	b, err := New(cfg, testEnv(t, dbB), "run")
+	wsB := NewWorkspace(openDB(t), kernels.NewCPU())
+	b, err := wsB.NewRun(cfg, testEnv(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +84,9 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	if _, err := b.Run(ctx); !errors.Is(err, errStopped) {
 		t.Fatalf("stop: %v", err)
 	}
-	envC := testEnv(t, dbB)
+	envC := testEnv(t, nil)
 	envC.Bundle = nil
-	c, err := Resume(envC, kernels.NewCPU(), b.RunID)
+	c, err := wsB.Resume(b.RunID, envC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +102,9 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	if err != nil || len(kept) == 0 {
 		t.Fatalf("kept checkpoints %v (%v)", kept, err)
 	}
-	fenv := testEnv(t, db)
+	fenv := testEnv(t, nil)
 	fenv.Bundle = nil
-	f, err := Fork(fenv, kernels.NewCPU(), kept[0], "fork")
+	f, err := ws.Fork(kept[0], fenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +119,9 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	// The model samples its own rollouts.
 	lcfg := cfg
 	lcfg.MaxRounds = 1
-	lenv := testEnv(t, openDB(t))
+	lenv := testEnv(t, nil)
 	lenv.Policy = nil
-	l, err := New(lcfg, lenv, "local")
+	l, err := NewWorkspace(openDB(t), kernels.NewCPU()).NewRun(lcfg, lenv)
 	if err != nil {
 		t.Fatal(err)
 	}
