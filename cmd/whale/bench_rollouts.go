@@ -73,8 +73,8 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 		},
 	}
 	c.Flags().StringVar(&domain, "domain", "all", "math, searchqa, chess or all")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON array, a row per domain")
-	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	jsonFlag(c.Flags(), &asJSON, "print one JSON array, a row per domain")
+	threadsFlag(c.Flags(), &threads)
 	c.Flags().BoolVar(&sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	resumeEvery.register(c.Flags())
 	return c

@@ -46,9 +46,9 @@ func newGCCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	dbFlag(c.Flags(), &dbPath)
 	c.Flags().IntVar(&keep, "keep", 0, "kept checkpoints to keep per run (besides its best-val one)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 

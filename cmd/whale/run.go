@@ -110,10 +110,10 @@ func newRunCmd() *cobra.Command {
 }
 
 func (fl *runFlags) register(f *pflag.FlagSet) {
-	f.BoolVar(&fl.headless, "headless", false, "run without the TUI, progress on stderr")
+	headlessFlag(f, &fl.headless)
 	f.StringVar(&fl.domain, "domain", "", "math, searchqa or chess")
-	f.StringVar(&fl.dataPath, "data", "", "import tasks from FILE instead of the generated splits")
-	f.StringVar(&fl.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	f.StringVar(&fl.dataPath, "data", "", dataUsage)
+	formatFlag(f, &fl.format)
 	f.StringVar(&fl.schedule, "schedule", "fixed", "fixed or adaptive")
 	f.Float64Var(&fl.e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
 	f.IntVar(&fl.i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
@@ -128,8 +128,8 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&fl.harnessPasses, "harness-passes", 0, "bound each harness phase of WHALE's alternation in passes of its incumbent over the val tasks, at the incumbent's price when the phase begins, instead of --harness-calls (1 + S: its re-score and one S-sample candidate; 2 + 2S: and that candidate's confirming pass)")
 	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
-	f.StringVar(&fl.dbPath, "db", "whale.db", "workspace file")
-	f.StringVar(&fl.modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	dbFlag(f, &fl.dbPath)
+	f.StringVar(&fl.modelPath, "model", "", modelUsage)
 	f.StringVar(&fl.harness, "harness", "h0", "starting harness: a built-in name or a .star file")
 	f.IntVar(&fl.replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
 	f.StringVar(&fl.condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
@@ -138,7 +138,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
 	f.StringVar(&fl.proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&fl.proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
-	f.BoolVar(&fl.asJSON, "json", false, "print the summary as one JSON object")
+	jsonFlag(f, &fl.asJSON, "print the summary as one JSON object")
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	f.StringVar(&fl.fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
 	fl.lora.register(f)
@@ -622,8 +622,8 @@ func newRunsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, "print a JSON array")
 	return c
 }
 
@@ -645,8 +645,8 @@ func newShowCmd() *cobra.Command {
 			return showRun(cmd, info, dbPath, asJSON)
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&asConfig, "config", false, "print the run's configuration as a TOML file that 'whale run --headless --config FILE' reads back to the same run")
 	return c
 }
@@ -751,12 +751,12 @@ func newResumeCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
-	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
+	dbFlag(f, &dbPath)
+	headlessFlag(f, &headless)
 	f.StringVar(&dataPath, "data", "", "the --data the run was started with")
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
-	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	jsonFlag(f, &asJSON, "print the summary as one JSON object")
 	f.Float64Var(&lr, "lr", 0, "continue with this learning rate (stored in the run's config), e.g. after a run stopped on a non-finite step")
 	f.StringVar(&policyURL, "policy-url", "", "a server-policy run: the server's endpoint now, when it moved (stored in the run's config)")
 	envf.register(f)

@@ -86,7 +86,7 @@ func newTUICmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&fl.db, "db", "whale.db", "workspace file")
+	dbFlag(f, &fl.db)
 	f.StringVar(&fl.domain, "domain", "math", "domain of a new run: "+strings.Join(domains.Names(), ", "))
 	f.StringVar(&fl.preset, "preset", "small", "size of a new run: "+strings.Join(engine.PresetNames(), ", "))
 	f.StringVar(&fl.run, "run", "", "resume this run instead of starting one")
