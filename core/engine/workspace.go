@@ -26,6 +26,8 @@ type Workspace struct {
 	be kernels.Backend
 	// own says Close closes db (Open opened it).
 	own bool
+	// now is the clock run ids are read from (time.Now; tests set it).
+	now func() time.Time
 }
 
 // OpenTimeout is how long Open waits for another process that holds the
@@ -119,7 +121,11 @@ func (w *Workspace) NewRunID(domain string) (string, error) {
 	for _, r := range runs {
 		taken[r.ID] = true
 	}
-	base := fmt.Sprintf("%s-%s", domain, time.Now().UTC().Format("20060102-150405"))
+	now := time.Now
+	if w.now != nil {
+		now = w.now
+	}
+	base := fmt.Sprintf("%s-%s", domain, now().UTC().Format("20060102-150405"))
 	id := base
 	for n := 2; taken[id]; n++ {
 		id = fmt.Sprintf("%s-%d", base, n)

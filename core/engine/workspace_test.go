@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"whale/core/bundle"
 	"whale/kernels"
 )
 
@@ -115,6 +118,29 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	if got := trajectoryHash(t, f, ids); got != wantForkHash {
 		t.Errorf("fork of %s: trajectory %s, main's %s", kept[0], got, wantForkHash)
 	}
+	if c.model.Backend() != wsB.Backend() || f.model.Backend() != ws.Backend() {
+		t.Error("a resumed or forked run's model is not on its workspace's backend")
+	}
+
+	// Read back: the finished run, its checkpoints in the order it kept
+	// them, and the fork's origin.
+	v, err := ws.Load(a.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ID() != a.RunID || v.Config.Domain != "math" || !v.State.Done || v.Resumable() || v.Origin != nil {
+		t.Fatalf("view of the finished run: id %s, domain %s, done %v, resumable %v, origin %v", v.ID(), v.Config.Domain, v.State.Done, v.Resumable(), v.Origin)
+	}
+	if evs, err := v.Events(0, 0); err != nil || len(evs) != len(events(t, db, a.RunID)) {
+		t.Fatalf("view's events: %d (%v), want the %d stored", len(evs), err, len(events(t, db, a.RunID)))
+	}
+	order, err := v.Checkpoints()
+	if err != nil || len(order) != 4 || order[0] != a.RunID+"/01-weights" || order[1] != a.RunID+"/01-harness" || order[3] != a.RunID+"/02-harness" {
+		t.Fatalf("view's checkpoints %v (%v), want weights then harness, round by round", order, err)
+	}
+	if fv, err := ws.Load(f.RunID); err != nil || fv.Origin == nil || fv.Origin.Checkpoint != kept[0] || fv.Origin.Run != a.RunID {
+		t.Fatalf("the fork's origin %+v (%v), want checkpoint %s of %s", fv.Origin, err, kept[0], a.RunID)
+	}
 
 	// The model samples its own rollouts.
 	lcfg := cfg
@@ -130,5 +156,42 @@ func TestWorkspaceRunsAreBitIdenticalToMain(t *testing.T) {
 	}
 	if got := trajectoryHash(t, l, map[string]string{l.RunID: "RUN"}); got != wantLocalHash {
 		t.Errorf("local-policy run: trajectory %s, main's %s", got, wantLocalHash)
+	}
+}
+
+// TestWorkspaceNamesAndRecordsNewRuns: a new run gets DOMAIN-DATE-TIME,
+// with a suffix when that is taken; a bundle opened from a source is
+// recorded as the run's start and gives its data seed, one made in memory
+// records neither; a run needs a bundle.
+func TestWorkspaceNamesAndRecordsNewRuns(t *testing.T) {
+	cfg := tinyConfig(t)
+	ws := NewWorkspace(openDB(t), kernels.NewCPU())
+	ws.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)) }
+	if _, err := ws.NewRun(cfg, Env{Domain: testEnv(t, nil).Domain}); err == nil || !strings.Contains(err.Error(), "Env.Bundle") {
+		t.Fatalf("a run without a bundle: %v", err)
+	}
+	a, err := ws.NewRun(cfg, testEnv(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RunID != "math-20260102-020405" || a.Cfg.Start != nil || a.Cfg.DataSeed != cfg.DataSeed {
+		t.Fatalf("in-memory bundle: run %s, start %+v, data seed %d; want math-20260102-020405, none, the config's %d", a.RunID, a.Cfg.Start, a.Cfg.DataSeed, cfg.DataSeed)
+	}
+	env := testEnv(t, nil)
+	env.Bundle.Kind, env.Bundle.Name, env.Bundle.SHA256, env.Bundle.DataSeed = bundle.KindFile, "m.safetensors", "feed", cfg.DataSeed+6
+	b, err := ws.NewRun(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("m.safetensors")
+	if b.RunID != a.RunID+"-2" || b.Cfg.DataSeed != cfg.DataSeed+6 || b.Cfg.Start == nil || *b.Cfg.Start != (StartModel{Kind: StartFile, Name: abs, SHA256: "feed"}) {
+		t.Fatalf("file bundle: run %s, data seed %d, start %+v; want %s-2, the bundle's, the file", b.RunID, b.Cfg.DataSeed, b.Cfg.Start, a.RunID)
+	}
+	v, err := ws.Load(b.RunID)
+	if err != nil || v.Config.DataSeed != cfg.DataSeed+6 || !v.Resumable() || v.State.Round != 1 {
+		t.Fatalf("stored: %+v (%v)", v, err)
+	}
+	if _, err := ws.ResumeMoved(b.RunID, Env{Domain: env.Domain}, "elsewhere.safetensors"); err == nil || !strings.Contains(err.Error(), "needs no starting model") {
+		t.Fatalf("a moved start for a run with a resume point: %v", err)
 	}
 }
