@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"whale/core/bundle"
 	"whale/data/domains"
 	"whale/experiments"
 	"whale/kernels"
@@ -21,6 +20,7 @@ func newBenchRolloutsCmd() *cobra.Command {
 	var threads int
 	var sampleBF16 bool
 	var resumeEvery resumeEveryFlag
+	var backend backendFlag
 	c := &cobra.Command{
 		Use:   "rollouts",
 		Short: "Episodes, model calls and tokens per second of a fixed run workload per domain, and where its time goes",
@@ -40,6 +40,9 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 			} else if !slices.Contains(domains.Names(), domain) {
 				return usageError{fmt.Errorf("--domain %q: want %s or all", domain, strings.Join(domains.Names(), ", "))}
 			}
+			if err := backend.open(); err != nil {
+				return err
+			}
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
@@ -54,7 +57,7 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 				if err != nil {
 					return err
 				}
-				m, err := bundle.Embedded(kernels.NewCPU())
+				m, err := openModel("") // the embedded model, on --backend
 				if err != nil {
 					return err
 				}
@@ -77,6 +80,7 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 	threadsFlag(c.Flags(), &threads)
 	c.Flags().BoolVar(&sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	resumeEvery.register(c.Flags())
+	backend.register(c.Flags())
 	return c
 }
 
