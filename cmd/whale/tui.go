@@ -238,7 +238,11 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 		if eng, err = forkRun(ws, forkID, "", ""); err != nil {
 			return err
 		}
-		if history, err = engine.StoredEvents(db, eng.RunID, 0, 0); err != nil {
+		v, err := ws.Load(eng.RunID)
+		if err != nil {
+			return err
+		}
+		if history, err = v.Events(0, 0); err != nil {
 			return err
 		}
 		modelDesc = "weights of " + forkID
