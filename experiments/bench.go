@@ -262,6 +262,9 @@ type Env struct {
 	// subscribe, serve it to other processes); the func it returns hears
 	// how the run ended (nil error: finished).
 	Live func(j Job, eng *engine.Engine) func(error)
+	// Backend is where the runs' models run (nil: the float32 CPU
+	// backend): the workspace builds every run's engine on it.
+	Backend kernels.Backend
 }
 
 // record keeps a finished run in the plan's record, if it has one.
@@ -434,20 +437,21 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	if err != nil {
 		return r, err
 	}
-	eenv := engine.BundleEnv(m, dom, env.Store)
+	ws := engine.NewWorkspace(env.Store, env.Backend)
+	eenv := engine.Env{Domain: dom, Bundle: m}
 	if env.Policy != nil {
 		eenv.Policy = env.Policy(dom)
 	}
 	var eng *engine.Engine
 	if fresh {
 		say(fmt.Sprintf("%s %s: starting", tag, j.ID))
-		eng, err = engine.New(j.Config, eenv, j.ID)
+		eng, err = ws.StartRun(j.ID, j.Config, eenv)
 		if err == nil {
 			err = env.Store.SetRunLabel(j.ID, labelRunsVersion, strconv.Itoa(RunsVersion(j.Condition)))
 		}
 	} else {
 		say(fmt.Sprintf("%s %s: resuming", tag, j.ID))
-		eng, err = engine.Resume(eenv, kernels.NewCPU(), j.ID)
+		eng, err = ws.Resume(j.ID, eenv)
 	}
 	if err != nil {
 		return r, fmt.Errorf("experiments: %s: %w", j.ID, err)
@@ -511,9 +515,9 @@ func collect(db *store.DB, j Job) (report.Run, json.RawMessage, error) {
 // ranAs checks that a run stored (or recorded) with configuration stored is
 // this job's: a bench never silently mixes two plans.
 func (j Job) ranAs(stored []byte) error {
-	var cfg engine.Config
-	if err := json.Unmarshal(stored, &cfg); err != nil {
-		return fmt.Errorf("experiments: run %s: stored config: %w", j.ID, err)
+	cfg, err := engine.DecodeConfig(j.ID, stored)
+	if err != nil {
+		return fmt.Errorf("experiments: %w", err)
 	}
 	want := j.Config
 	// set by the engine from the starting model and its tokenizer
@@ -537,9 +541,9 @@ func row(db *store.DB, j Job, sr store.Run) (report.Run, error) {
 	if len(sr.Cursor) == 0 {
 		return r, nil
 	}
-	var st engine.State
-	if err := json.Unmarshal(sr.Cursor, &st); err != nil {
-		return r, fmt.Errorf("experiments: run %s: resume point: %w", j.ID, err)
+	st, err := engine.DecodeState(j.ID, sr.Cursor)
+	if err != nil {
+		return r, fmt.Errorf("experiments: %w", err)
 	}
 	r.Phases = len(st.Phases)
 	r.Rollouts, r.EvalRollouts = st.Ledger.Budgeted(), st.Ledger.EvalCalls

@@ -8,7 +8,6 @@ import (
 
 	"whale/core/bundle"
 	"whale/core/engine"
-	"whale/core/store"
 	"whale/data"
 	"whale/internal/procstat"
 )
@@ -80,15 +79,14 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 		return RolloutFigures{}, err
 	}
 	cfg.SampleBF16 = sampleBF16
-	db, err := store.Open(filepath.Join(dir, dom.Name()+".db"), time.Second)
+	ws, err := engine.Open(filepath.Join(dir, dom.Name()+".db"), m.Model.Backend())
 	if err != nil {
 		return RolloutFigures{}, err
 	}
-	defer db.Close()
+	defer ws.Close()
 	start, cpu0 := time.Now(), procstat.CPUTime()
-	env := engine.BundleEnv(m, dom, db)
-	env.ResumeEvery = resumeEvery
-	eng, err := engine.New(cfg, env, "bench-rollouts-"+dom.Name())
+	env := engine.Env{Domain: dom, Bundle: m, ResumeEvery: resumeEvery}
+	eng, err := ws.StartRun("bench-rollouts-"+dom.Name(), cfg, env)
 	if err != nil {
 		return RolloutFigures{}, err
 	}

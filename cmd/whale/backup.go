@@ -52,9 +52,9 @@ func newBackupCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	dbFlag(c.Flags(), &dbPath)
 	c.Flags().StringVar(&out, "out", "", "the copy to write (a new file)")
 	c.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for a process holding the workspace to make the copy")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }

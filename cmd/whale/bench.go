@@ -119,9 +119,9 @@ fraction of the read bandwidth. Progress goes to stderr. Takes about a minute (-
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&quick, "quick", false, "shorter measurements (rough figures, for smoke tests)")
-	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	threadsFlag(c.Flags(), &threads)
 	c.Flags().StringVar(&backend, "backend", "cpu", "where the ops run: "+backendChoices())
 	return c
 }

@@ -89,9 +89,9 @@ about 3 GB to build and a few minutes to measure.`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().StringVar(&preset, "preset", "qwen3-0.6b", "model shape: one of the model presets")
-	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	threadsFlag(c.Flags(), &threads)
 	c.Flags().IntVar(&rank, "rank", 16, "LoRA rank of the training step")
 	c.Flags().BoolVar(&bf16Base, "bf16-base", false, "hold the LoRA step's frozen weights in bfloat16 only (whale run --lora-bf16-base)")
 	c.Flags().IntVar(&B, "batch", 4, "sequences in the training step")

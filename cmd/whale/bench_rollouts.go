@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"whale/core/bundle"
 	"whale/data/domains"
 	"whale/experiments"
 	"whale/kernels"
@@ -21,6 +20,7 @@ func newBenchRolloutsCmd() *cobra.Command {
 	var threads int
 	var sampleBF16 bool
 	var resumeEvery resumeEveryFlag
+	var backend backendFlag
 	c := &cobra.Command{
 		Use:   "rollouts",
 		Short: "Episodes, model calls and tokens per second of a fixed run workload per domain, and where its time goes",
@@ -40,6 +40,9 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 			} else if !slices.Contains(domains.Names(), domain) {
 				return usageError{fmt.Errorf("--domain %q: want %s or all", domain, strings.Join(domains.Names(), ", "))}
 			}
+			if err := backend.open(); err != nil {
+				return err
+			}
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
@@ -54,7 +57,7 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 				if err != nil {
 					return err
 				}
-				m, err := bundle.Embedded(kernels.NewCPU())
+				m, err := openModel("") // the embedded model, on --backend
 				if err != nil {
 					return err
 				}
@@ -73,10 +76,11 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 		},
 	}
 	c.Flags().StringVar(&domain, "domain", "all", "math, searchqa, chess or all")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON array, a row per domain")
-	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	jsonFlag(c.Flags(), &asJSON, "print one JSON array, a row per domain")
+	threadsFlag(c.Flags(), &threads)
 	c.Flags().BoolVar(&sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	resumeEvery.register(c.Flags())
+	backend.register(c.Flags())
 	return c
 }
 

@@ -123,6 +123,9 @@ func TestBackendFlagRefusesWhatItCannotOpen(t *testing.T) {
 		{"bench", "engine", "--backend", "cuda"},
 		{"run", "--headless", "--domain", "math", "--backend", "cuda", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"resume", "nope", "--headless", "--backend", "tpu", "--db", filepath.Join(t.TempDir(), "w.db")},
+		{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--backend", "cuda", "--db", filepath.Join(t.TempDir(), "b.db")},
+		{"sweep", "--domain", "math", "--preset", "tiny", "--backend", "tpu", "--db", filepath.Join(t.TempDir(), "s.db")},
+		{"bench", "rollouts", "--domain", "math", "--backend", "cuda"},
 	} {
 		_, err := runWhale(t, args...)
 		if !isUsage(err) || !strings.Contains(err.Error(), "--backend: ") {

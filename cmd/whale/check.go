@@ -71,8 +71,8 @@ func newCheckCmd() *cobra.Command {
 			return checkFailed{fmt.Sprintf("%s is damaged: %d problems, affecting %s; restore a backup made with 'whale backup', or resume the runs it spares", rep.Path, len(rep.Problems), runs)}
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 

@@ -50,8 +50,8 @@ func newCompareCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&asTUI, "tui", false, "open the compare view (curves over model calls, config differences)")
 	return c
 }

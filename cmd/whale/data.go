@@ -47,7 +47,7 @@ type sourceFlags struct {
 func (s *sourceFlags) add(c *cobra.Command) {
 	s.cmd = c
 	f := c.Flags()
-	f.StringVar(&s.domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	domainFlag(f, &s.domain)
 	f.StringVar(&s.file, "file", "", "import tasks from this file instead (with --format; for qa: QUESTIONS.jsonl,CORPUS.jsonl; for splits: a directory from 'data generate')")
 	f.StringVar(&s.data, "data", "", "same as --file")
 	f.StringVar(&s.format, "format", "", "format of --file: "+strings.Join(domains.Formats(), ", "))
@@ -196,7 +196,7 @@ func newDataSampleCmd() *cobra.Command {
 	src.add(c)
 	c.Flags().StringVar(&split, "split", data.SplitTrain, "split: "+strings.Join(data.Splits, ", "))
 	c.Flags().IntVar(&n, "n", 5, "number of tasks")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON array")
+	jsonFlag(c.Flags(), &asJSON, "print one JSON array")
 	return c
 }
 
@@ -303,7 +303,7 @@ func newDataCheckCmd() *cobra.Command {
 	}
 	src.add(c)
 	c.Flags().StringVar(&split, "split", "all", "split to check: "+strings.Join(data.Splits, ", ")+", or all")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 
@@ -403,10 +403,10 @@ func newDataGenerateCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	domainFlag(c.Flags(), &domain)
 	c.Flags().Uint64Var(&seed, "seed", 1, "generator seed (chess: default "+fmt.Sprint(chess.BuiltinSeed)+", its committed set)")
 	c.Flags().StringVar(&out, "out", "", "output directory (default DOMAIN-splits-SEED)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&ladder, "ladder", false, "chess: the ladder set (mate in 1, hanging pieces, mate in 2; see chess.GenerateLadder) instead of the built-in kind")
 	c.Flags().StringVar(&sizesFlag, "sizes", "", "with --ladder: TRAIN,VAL,AUDIT,TEST task counts (default the built-in set's)")
 	return c

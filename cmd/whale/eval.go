@@ -28,7 +28,6 @@ import (
 	"whale/core/search"
 	"whale/core/tokenizer"
 	"whale/data"
-	"whale/data/domains"
 	"whale/harnesses"
 )
 
@@ -165,7 +164,7 @@ func newEvalCmd() *cobra.Command {
 }
 
 func (fl *evalFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&fl.domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	domainFlag(f, &fl.domain)
 	f.StringVar(&fl.harness, "harness", "", "harness file, or the name of a built-in one (h0)")
 	f.StringVar(&fl.split, "split", data.SplitVal, "split: "+strings.Join(data.Splits, ", "))
 	f.IntVar(&fl.k, "k", 1, "samples per task")
@@ -180,7 +179,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
 	f.StringVar(&fl.tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
 	f.BoolVar(&fl.probe, "probe", false, fmt.Sprintf("only run the copy probe on the model (--n probes of each kind, default %d)", probeN))
-	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object")
+	jsonFlag(f, &fl.asJSON, jsonObject)
 	f.BoolVar(&fl.noAudit, "no-audit", false, "skip the null-policy audit of a harness that is not built in (it runs before the evaluation; a refused harness is not evaluated)")
 	fl.server.register(f)
 	fl.df.register(f)

@@ -46,19 +46,21 @@ type experimentFlags struct {
 	progressEvery                                       time.Duration
 	// modelName and modelHash name the starting weights (set by plan).
 	modelName, modelHash string
+	backend              backendFlag
 }
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 	fl := c.Flags()
 	fl.StringVar(&f.domain, "domain", "", "math, searchqa, chess, a comma-separated list of them, or all")
 	fl.StringVar(&f.dataPath, "data", "", "import tasks from FILE instead of the generated splits (one domain)")
-	fl.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	formatFlag(fl, &f.format)
 	fl.StringVar(&f.preset, "preset", "small", "run size: small or paper (tiny for tests)")
 	fl.IntVar(&f.budget, "budget", 0, "training + harness-scoring rollouts per run (0: the preset's default)")
 	fl.IntVar(&f.seeds, "seeds", seeds, "seeds per condition")
 	fl.StringVar(&f.dbPath, "db", "bench.db", "workspace file of the bench's runs (kept apart from whale.db, so the workbench never offers to resume a bench run); rerunning the same command resumes from it")
-	fl.StringVar(&f.modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	fl.StringVar(&f.modelPath, "model", "", modelUsage)
 	fl.DurationVar(&f.progressEvery, "progress-every", 30*time.Second, "without a terminal: a progress line per running run this often (on a terminal the dashboard shows them)")
+	f.backend.register(fl)
 	fl.IntVar(&f.workers, "workers", 0, "runs at once, each with CPUs/workers threads (0: one run per CPU; small models gain more from parallel runs than from threads, docs/PERFORMANCE.md)")
 }
 
@@ -101,6 +103,9 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 			return p, experiments.Env{}, usageError{errors.New("--data holds one domain's tasks: name that domain alone")}
 		}
 	}
+	if err := f.backend.open(); err != nil {
+		return p, experiments.Env{}, err
+	}
 	// Check the model once now, so a bad --model fails before any run.
 	b, err := openModel(f.modelPath)
 	if err != nil {
@@ -122,7 +127,7 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	}
 	opened := map[string]data.Domain{}
 	var mu sync.Mutex
-	env := experiments.Env{Store: db, Workers: f.workers,
+	env := experiments.Env{Store: db, Workers: f.workers, Backend: runBackend(),
 		Domain: func(name string) (data.Domain, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -419,7 +424,7 @@ func newSweepCmd() *cobra.Command {
 		},
 	}
 	f.add(c, 1)
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 

@@ -60,11 +60,11 @@ func newExportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	dbFlag(c.Flags(), &dbPath)
 	c.Flags().StringVar(&out, "out", "", "directory to write into")
 	c.Flags().StringVar(&dtype, "dtype", "f32", "storage of the weights: f32, bf16 or f16 (GGUF keeps 1-D tensors in f32)")
 	c.Flags().StringVar(&format, "format", engine.ExportWhale, "whale (model.safetensors), hf (a Hugging Face folder), gguf (model.gguf for llama.cpp) or, for a LoRA checkpoint, peft (its adapters)")
 	c.Flags().Float64Var(&shardGB, "max-shard-gb", 5, "--format hf: weights above this many GB go into shards model-0000k-of-0000N.safetensors with model.safetensors.index.json")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }

@@ -61,8 +61,8 @@ func readHarnessSource(arg, domain string) (name, src string, err error) {
 type dataFlags struct{ path, format, themes string }
 
 func (f *dataFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.path, "data", "", "import tasks from FILE instead of the generated splits")
-	fs.StringVar(&f.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	fs.StringVar(&f.path, "data", "", dataUsage)
+	formatFlag(fs, &f.format)
 	fs.StringVar(&f.themes, "themes", "", "with --format lichess: keep only puzzles with one of these comma-separated themes (e.g. mateIn1,hangingPiece)")
 }
 
@@ -218,9 +218,9 @@ func newHarnessCheckCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	domainFlag(c.Flags(), &domain)
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed of the domain")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&audit, "audit", false, "also run the null-policy audit (exit status 1 when it refuses the harness)")
 	c.Flags().IntVar(&auditTasks, "audit-tasks", 0, "audit on the first N tasks of the audit split (0: the run's 128)")
 	return c
@@ -361,7 +361,7 @@ func newHarnessRunCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&domain, "domain", "", "domain: "+strings.Join(domains.Names(), ", "))
+	domainFlag(f, &domain)
 	f.StringVar(&pol, "policy", "oracle", "checking policy: oracle or random")
 	f.StringVar(&split, "split", data.SplitVal, "split to draw tasks from: "+strings.Join(data.Splits, ", "))
 	f.IntVar(&n, "n", 200, "number of tasks (the first N of the split)")
@@ -369,7 +369,7 @@ func newHarnessRunCmd() *cobra.Command {
 	f.IntVar(&maxNew, "max-new-tokens", 256, "completion length bound")
 	f.Uint64Var(&seed, "seed", 1, "seed of the domain and of the policy's requests")
 	f.Float64Var(&temp, "temperature", 1, "with --policy-url: sampling temperature (0 = greedy)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(f, &asJSON, jsonObject)
 	server.register(f)
 	df.register(f)
 	return c
@@ -439,7 +439,7 @@ func newHarnessDiffCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&domain, "domain", "", "domain of built-in harnesses named instead of files (h0)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 

@@ -67,7 +67,7 @@ func newMetricsCmd() *cobra.Command {
 			return writeFileWith(out, func(w io.Writer) error { return write(w, pts) })
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
+	dbFlag(c.Flags(), &dbPath)
 	c.Flags().StringVar(&format, "format", "jsonl", "jsonl, csv or tensorboard")
 	c.Flags().StringVarP(&out, "out", "o", "", "file to write (default: stdout); with --format tensorboard a folder (default: tensorboard)")
 	return c

@@ -53,7 +53,7 @@ func newPretrainCmd() *cobra.Command {
 		},
 	}
 	registerPretrainFlags(c.Flags(), &o, &promptWeight)
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	return c
 }
 

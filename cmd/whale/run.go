@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"whale/core/attach"
-	"whale/core/basemodel"
 	"whale/core/bundle"
 	"whale/core/engine"
 	"whale/core/model"
@@ -33,39 +30,19 @@ func init() {
 	register(newResumeCmd)
 }
 
-// readRun decodes a stored run's configuration and resume point (a zero
-// State when it has none yet).
-func readRun(r store.Run) (engine.Config, engine.State, error) {
-	var cfg engine.Config
-	var st engine.State
-	if err := json.Unmarshal(r.Config, &cfg); err != nil {
-		return cfg, st, fmt.Errorf("run %s: stored config: %w", r.ID, err)
-	}
-	if len(r.Cursor) > 0 {
-		if err := json.Unmarshal(r.Cursor, &st); err != nil {
-			return cfg, st, fmt.Errorf("run %s: resume point: %w", r.ID, err)
-		}
-	}
-	return cfg, st, nil
-}
-
 // openRun opens the workspace and reads one run from it; on success the
-// caller closes the store.
-func openRun(dbPath, id string) (*store.DB, store.Run, engine.Config, engine.State, error) {
-	db, err := openExistingStore(dbPath)
+// caller closes the workspace.
+func openRun(dbPath, id string) (*engine.Workspace, engine.RunView, error) {
+	ws, err := openExistingWorkspace(dbPath)
 	if err != nil {
-		return nil, store.Run{}, engine.Config{}, engine.State{}, err
+		return nil, engine.RunView{}, err
 	}
-	r, err := db.GetRun(id)
-	if err == nil {
-		var cfg engine.Config
-		var st engine.State
-		if cfg, st, err = readRun(r); err == nil {
-			return db, r, cfg, st, nil
-		}
+	v, err := ws.Load(id)
+	if err != nil {
+		ws.Close()
+		return nil, engine.RunView{}, err
 	}
-	db.Close()
-	return nil, store.Run{}, engine.Config{}, engine.State{}, err
+	return ws, v, nil
 }
 
 // openStore opens the workspace named by --db, failing within a second if
@@ -133,10 +110,10 @@ func newRunCmd() *cobra.Command {
 }
 
 func (fl *runFlags) register(f *pflag.FlagSet) {
-	f.BoolVar(&fl.headless, "headless", false, "run without the TUI, progress on stderr")
+	headlessFlag(f, &fl.headless)
 	f.StringVar(&fl.domain, "domain", "", "math, searchqa or chess")
-	f.StringVar(&fl.dataPath, "data", "", "import tasks from FILE instead of the generated splits")
-	f.StringVar(&fl.format, "format", "", "format of --data: gsm8k, qa, lichess or splits")
+	f.StringVar(&fl.dataPath, "data", "", dataUsage)
+	formatFlag(f, &fl.format)
 	f.StringVar(&fl.schedule, "schedule", "fixed", "fixed or adaptive")
 	f.Float64Var(&fl.e, "E", 0, "fixed schedule: weight steps per cycle as a fraction of an epoch (preset default)")
 	f.IntVar(&fl.i, "I", 0, "fixed schedule: harness iterations per cycle, the incoming harness's evaluation counted (preset default)")
@@ -151,8 +128,8 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&fl.harnessPasses, "harness-passes", 0, "bound each harness phase of WHALE's alternation in passes of its incumbent over the val tasks, at the incumbent's price when the phase begins, instead of --harness-calls (1 + S: its re-score and one S-sample candidate; 2 + 2S: and that candidate's confirming pass)")
 	f.IntVar(&fl.rounds, "rounds", 0, "cycles (weights then harness) before the run ends (preset default)")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of everything the run samples")
-	f.StringVar(&fl.dbPath, "db", "whale.db", "workspace file")
-	f.StringVar(&fl.modelPath, "model", "", "starting model: a whale model file or a Hugging Face folder (default: the embedded base model)")
+	dbFlag(f, &fl.dbPath)
+	f.StringVar(&fl.modelPath, "model", "", modelUsage)
 	f.StringVar(&fl.harness, "harness", "h0", "starting harness: a built-in name or a .star file")
 	f.IntVar(&fl.replay, "replay", 0, "also train on kept samples of the last N weight steps, re-verified under the current harness (rsft only; 0: off)")
 	f.StringVar(&fl.condition, "condition", "whale", "whale (alternate), or a baseline: "+strings.Join(engine.Conditions, ", ")+" (fast-slow needs --I 1)")
@@ -161,7 +138,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&fl.gridKnobs, "grid-knobs", "", "with --proposer grid: one or two SEARCH_SPACE knobs, comma separated")
 	f.StringVar(&fl.proposerURL, "proposer-url", "", "with --proposer llm: an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 	f.StringVar(&fl.proposerModel, "proposer-model", "", "with --proposer llm: the model name to ask")
-	f.BoolVar(&fl.asJSON, "json", false, "print the summary as one JSON object")
+	jsonFlag(f, &fl.asJSON, "print the summary as one JSON object")
 	f.BoolVar(&fl.sampleBF16, "sample-bf16", false, sampleBF16Usage)
 	f.StringVar(&fl.fromCkpt, "from-checkpoint", "", "start from this kept checkpoint's weights and harness, with its run's configuration (see 'whale export')")
 	fl.lora.register(f)
@@ -245,12 +222,12 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fl.file.locate(err)
 	}
-	db, err := openStore(fl.dbPath)
+	ws, err := openWorkspace(fl.dbPath)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	eng, _, err := newRunEngine(db, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
+	defer ws.Close()
+	eng, _, err := newRunEngine(ws, cfg, fl.modelPath, fl.dataPath, fl.format, fl.envf.apply)
 	var refused *engine.AuditRefusal
 	if errors.As(err, &refused) && cfg.Harness != fl.harness {
 		refused.Audit.Harness = "starting harness " + fl.harness // a file: name it, not its hash
@@ -260,7 +237,7 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: %s, %s, %s, preset %s, db %s\n", eng.RunID, fl.domain, cfg.ScheduleName(), cfg.Operator, cfg.Preset, fl.dbPath)
-	return drive(cmd, db, eng, fl.asJSON)
+	return drive(cmd, ws, eng, fl.asJSON)
 }
 
 // config is the preset with the flags the person set.
@@ -326,12 +303,12 @@ func (fl *runFlags) config(flags *pflag.FlagSet) (engine.Config, error) {
 	return cfg, nil
 }
 
-// newRunEngine starts a new run of cfg in db, from the model at modelPath
+// newRunEngine starts a new run of cfg in ws, from the model at modelPath
 // (the embedded one if empty) over the domain's generated splits or its
-// --data: the run's data seed and starting-weights record come from the
-// model. whale run and the workbench start runs through it. tune, when
-// set, adjusts the engine's Env (envFlags.apply) before the run starts.
-func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format string, tune func(*engine.Env)) (*engine.Engine, *bundle.Bundle, error) {
+// --data, opened with the model's data seed. whale run and the workbench
+// start runs through it. tune, when set, adjusts the engine's Env
+// (envFlags.apply) before the run starts.
+func newRunEngine(ws *engine.Workspace, cfg engine.Config, modelPath, dataPath, format string, tune func(*engine.Env)) (*engine.Engine, *bundle.Bundle, error) {
 	b, err := openModel(modelPath)
 	if err != nil {
 		return nil, nil, err
@@ -340,22 +317,14 @@ func newRunEngine(db *store.DB, cfg engine.Config, modelPath, dataPath, format s
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.DataSeed = b.DataSeed
-	if cfg.Start, err = startRecord(b); err != nil {
-		return nil, nil, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageError{err}
 	}
-	env := engine.BundleEnv(b, dom, db)
+	env := engine.Env{Domain: dom, Bundle: b}
 	if tune != nil {
 		tune(&env)
 	}
-	id, err := newRunID(db, cfg.Domain)
-	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := engine.New(cfg, env, id)
+	eng, err := ws.NewRun(cfg, env)
 	return eng, b, err
 }
 
@@ -416,27 +385,11 @@ func harnessArg(arg, domain string) (string, error) {
 	return string(b), nil
 }
 
-func newRunID(db *store.DB, domain string) (string, error) {
-	runs, err := db.Runs()
-	if err != nil {
-		return "", err
-	}
-	taken := map[string]bool{}
-	for _, r := range runs {
-		taken[r.ID] = true
-	}
-	base := fmt.Sprintf("%s-%s", domain, time.Now().UTC().Format("20060102-150405"))
-	id := base
-	for n := 2; taken[id]; n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
-	}
-	return id, nil
-}
-
 // drive runs the engine to its end, printing progress lines from its
 // events, and prints the summary; meanwhile other processes may watch the
 // run (and steer it) through db's socket.
-func drive(cmd *cobra.Command, db *store.DB, eng *engine.Engine, asJSON bool) error {
+func drive(cmd *cobra.Command, ws *engine.Workspace, eng *engine.Engine, asJSON bool) error {
+	db := ws.Store()
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
 	srv := serveStore(cmd, db)
@@ -592,7 +545,7 @@ func printSummary(w io.Writer, s engine.Summary) {
 // or, while another whale process holds it, from that process (which
 // marks the runs it is running Live).
 func workspaceRuns(path string) ([]attach.RunInfo, error) {
-	db, err := openExistingStore(path)
+	ws, err := openExistingWorkspace(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -600,8 +553,8 @@ func workspaceRuns(path string) ([]attach.RunInfo, error) {
 		}
 		return cl.Runs()
 	}
-	defer db.Close()
-	runs, err := db.Runs()
+	defer ws.Close()
+	runs, err := ws.Store().Runs()
 	out := make([]attach.RunInfo, len(runs))
 	for i, r := range runs {
 		out[i] = attach.RunInfo{Run: r}
@@ -611,7 +564,7 @@ func workspaceRuns(path string) ([]attach.RunInfo, error) {
 
 // workspaceRun reads one run as workspaceRuns reads them all.
 func workspaceRun(path, id string) (attach.RunInfo, error) {
-	db, err := openExistingStore(path)
+	ws, err := openExistingWorkspace(path)
 	if err != nil {
 		cl, aerr := attachTo(path, err)
 		if aerr != nil {
@@ -619,13 +572,12 @@ func workspaceRun(path, id string) (attach.RunInfo, error) {
 		}
 		return cl.Run(id)
 	}
-	defer db.Close()
-	r, err := db.GetRun(id)
+	defer ws.Close()
+	v, err := ws.Load(id)
 	if err != nil {
 		return attach.RunInfo{}, err
 	}
-	origin, err := engine.ForkedFrom(db, id)
-	return attach.RunInfo{Run: r, Origin: origin}, err
+	return attach.RunInfo{Run: v.Run, Origin: v.Origin}, nil
 }
 
 func newRunsCmd() *cobra.Command {
@@ -651,7 +603,7 @@ func newRunsCmd() *cobra.Command {
 			}
 			rows := []row{}
 			for _, r := range runs {
-				cfg, _, err := readRun(r.Run)
+				cfg, err := engine.DecodeConfig(r.ID, r.Config)
 				if err != nil {
 					return err
 				}
@@ -670,8 +622,8 @@ func newRunsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, "print a JSON array")
 	return c
 }
 
@@ -693,8 +645,8 @@ func newShowCmd() *cobra.Command {
 			return showRun(cmd, info, dbPath, asJSON)
 		},
 	}
-	c.Flags().StringVar(&dbPath, "db", "whale.db", "workspace file")
-	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dbFlag(c.Flags(), &dbPath)
+	jsonFlag(c.Flags(), &asJSON, jsonObject)
 	c.Flags().BoolVar(&asConfig, "config", false, "print the run's configuration as a TOML file that 'whale run --headless --config FILE' reads back to the same run")
 	return c
 }
@@ -702,11 +654,11 @@ func newShowCmd() *cobra.Command {
 // showRun prints what 'whale show' says of a run.
 func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool) error {
 	r, origin := info.Run, info.Origin
-	cfg, st, err := readRun(r)
+	cfg, st, err := engine.DecodeRun(r)
 	if err != nil {
 		return err
 	}
-	resumable := r.Status != "finished" && !info.Live && (len(r.Cursor) > 0 || cfg.Start != nil)
+	resumable := !info.Live && engine.RunView{Run: r, Config: cfg}.Resumable()
 	out := map[string]any{"run_id": r.ID, "status": info.State(), "config": r.Config, "resumable": resumable,
 		"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
 		"compute_s": r.Compute.Seconds()}
@@ -744,24 +696,6 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool
 	return nil
 }
 
-// startRecord is what a run records of its starting model (b, opened
-// from --model), so that it can begin again after a stop before its
-// first resume point.
-func startRecord(b *bundle.Bundle) (*engine.StartModel, error) {
-	if b.Kind == bundle.KindEmbedded {
-		return &engine.StartModel{Kind: engine.StartEmbedded, Name: basemodel.Name, SHA256: b.SHA256}, nil
-	}
-	abs, err := filepath.Abs(b.Name)
-	if err != nil {
-		return nil, fmt.Errorf("--model: %w", err)
-	}
-	kind := engine.StartFile
-	if b.Kind == bundle.KindDir {
-		kind = engine.StartDir
-	}
-	return &engine.StartModel{Kind: kind, Name: abs, SHA256: b.SHA256}, nil
-}
-
 func newResumeCmd() *cobra.Command {
 	var dbPath, dataPath, format, modelPath, policyURL string
 	var headless, asJSON bool
@@ -776,11 +710,12 @@ func newResumeCmd() *cobra.Command {
 			if err := backend.open(); err != nil {
 				return err
 			}
-			db, r, cfg, _, err := openRun(dbPath, args[0])
+			ws, v, err := openRun(dbPath, args[0])
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer ws.Close()
+			r, cfg := v.Run, v.Config
 			if !headless && r.Status != "finished" {
 				return usageError{errors.New("without --headless a run resumes in the workbench: use 'whale tui --run RUN' (or add --headless)")}
 			}
@@ -788,7 +723,7 @@ func newResumeCmd() *cobra.Command {
 				if cmd.Flags().Changed("lr") && !(lr > 0) {
 					return usageError{fmt.Errorf("--lr %v: want a positive learning rate", lr)}
 				}
-				if cfg, err = engine.Amend(db, r.ID, engine.Amendment{LR: lr, PolicyURL: policyURL}); err != nil {
+				if cfg, err = ws.Amend(r.ID, engine.Amendment{LR: lr, PolicyURL: policyURL}); err != nil {
 					return err
 				}
 			}
@@ -796,37 +731,32 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The run's tokenizer comes back from the store (engine.Resume).
-			env := engine.Env{Domain: dom, Store: db}
+			// The run's model configuration and tokenizer come back from
+			// the store.
+			env := engine.Env{Domain: dom}
 			envf.apply(&env)
+			var eng *engine.Engine
 			if modelPath != "" {
 				if len(r.Cursor) > 0 {
 					return usageError{fmt.Errorf("run %s resumes from its last resume point, which holds its weights: drop --model (it names the starting model of a run stopped before its first resume point)", r.ID)}
 				}
-				if cfg.Start == nil { // recorded before runs kept their start: nothing to check against
-					b, err := openModel(modelPath)
-					if err != nil {
-						return err
-					}
-					env.Model = b.Model
-				} else if env.Model, err = engine.StartingModel(db, *cfg.Start, runBackend(), modelPath); err != nil {
-					return err
-				}
+				eng, err = ws.ResumeMoved(r.ID, env, modelPath)
+			} else {
+				eng, err = ws.Resume(r.ID, env)
 			}
-			eng, err := engine.Resume(env, runBackend(), r.ID)
 			if err != nil {
 				return err
 			}
-			return drive(cmd, db, eng, asJSON)
+			return drive(cmd, ws, eng, asJSON)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&dbPath, "db", "whale.db", "workspace file")
-	f.BoolVar(&headless, "headless", false, "run without the TUI, progress on stderr")
+	dbFlag(f, &dbPath)
+	headlessFlag(f, &headless)
 	f.StringVar(&dataPath, "data", "", "the --data the run was started with")
 	f.StringVar(&format, "format", "", "the --format the run was started with")
 	f.StringVar(&modelPath, "model", "", "where the starting model file or folder is now, for a run stopped before its first resume point whose --model moved (its sha256 is checked)")
-	f.BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	jsonFlag(f, &asJSON, "print the summary as one JSON object")
 	f.Float64Var(&lr, "lr", 0, "continue with this learning rate (stored in the run's config), e.g. after a run stopped on a non-finite step")
 	f.StringVar(&policyURL, "policy-url", "", "a server-policy run: the server's endpoint now, when it moved (stored in the run's config)")
 	envf.register(f)

@@ -171,9 +171,9 @@ func configTOML(id string, cfg engine.Config) ([]byte, error) {
 
 // printRunConfig is 'whale show RUN --config'.
 func printRunConfig(w io.Writer, id string, raw []byte) error {
-	var cfg engine.Config
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("run %s: stored config: %w", id, err)
+	cfg, err := engine.DecodeConfig(id, raw)
+	if err != nil {
+		return err
 	}
 	b, err := configTOML(id, cfg)
 	if err != nil {

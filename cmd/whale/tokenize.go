@@ -48,7 +48,7 @@ directory holding one.`,
 	}
 	c.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json file or a directory that holds one")
 	c.Flags().BoolVar(&decode, "decode", false, "read JSON arrays of ids and print text")
-	c.Flags().BoolVar(&asJSON, "json", false, "lines of text are JSON strings (input when encoding, output when decoding)")
+	jsonFlag(c.Flags(), &asJSON, "lines of text are JSON strings (input when encoding, output when decoding)")
 	return c
 }
 

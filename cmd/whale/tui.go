@@ -86,7 +86,7 @@ func newTUICmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&fl.db, "db", "whale.db", "workspace file")
+	dbFlag(f, &fl.db)
 	f.StringVar(&fl.domain, "domain", "math", "domain of a new run: "+strings.Join(domains.Names(), ", "))
 	f.StringVar(&fl.preset, "preset", "small", "size of a new run: "+strings.Join(engine.PresetNames(), ", "))
 	f.StringVar(&fl.run, "run", "", "resume this run instead of starting one")
@@ -146,22 +146,6 @@ func defaultWorkbench(cmd *cobra.Command) error {
 	return openWorkbench(cmd, tuiFlags{db: "whale.db", domain: "math", preset: "small", seed: 1, keys: ks})
 }
 
-// newestUnfinished returns the newest run that is not finished and has a
-// resume point, or "".
-func newestUnfinished(db *store.DB) (string, error) {
-	runs, err := db.Runs()
-	if err != nil {
-		return "", err
-	}
-	best := store.Run{}
-	for _, r := range runs {
-		if r.Status != "finished" && len(r.Cursor) > 0 && (best.ID == "" || r.Created.After(best.Created)) {
-			best = r
-		}
-	}
-	return best.ID, nil
-}
-
 // askYes asks a yes/no question on w, reading one line from r; an empty
 // answer is yes.
 func askYes(r io.Reader, w io.Writer, q string) bool {
@@ -181,18 +165,19 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 			return fmt.Errorf("--db %s: no workspace there (%v): name the file that holds run %s", fl.db, err, fl.run)
 		}
 	}
-	db, err := openStore(fl.db)
+	ws, err := openWorkspace(fl.db)
 	if err != nil {
 		return attachedWorkbench(cmd, fl, err)
 	}
-	defer db.Close()
+	defer ws.Close()
+	db := ws.Store()
 	stopTB := tensorBoardOf(cmd).follow(db, cmd.ErrOrStderr())
 	defer func() { err = errors.Join(err, stopTB()) }()
 	srv := serveStore(cmd, db)
 	defer srv.Close()
 	runID := fl.run
 	if runID == "" && !fl.fresh {
-		id, err := newestUnfinished(db)
+		id, err := ws.NewestUnfinished()
 		if err != nil {
 			return err
 		}
@@ -204,27 +189,24 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 	var history []engine.Event
 	modelDesc := "embedded base model"
 	if runID != "" {
-		r, err := db.GetRun(runID)
+		v, err := ws.Load(runID)
 		if err != nil {
 			return err
 		}
-		cfg, _, err := readRun(r)
+		if v.Run.Status == "finished" || fl.readOnly {
+			return watchStored(cmd, ws, v, fl)
+		}
+		dom, err := runDomain(v.Config.Domain, "", "", v.Config.DataSeed)
 		if err != nil {
 			return err
 		}
-		if r.Status == "finished" || fl.readOnly {
-			return watchStored(cmd, db, r, cfg, fl)
-		}
-		dom, err := runDomain(cfg.Domain, "", "", cfg.DataSeed)
-		if err != nil {
-			return err
-		}
-		env := engine.Env{Domain: dom, Store: db} // the run's tokenizer comes back from the store
-		if eng, err = engine.Resume(env, runBackend(), runID); err != nil {
+		// The run's model configuration and tokenizer come back from the
+		// store.
+		if eng, err = ws.Resume(runID, engine.Env{Domain: dom}); err != nil {
 			return err
 		}
 		modelDesc = "resumed weights"
-		if history, err = engine.StoredEvents(db, runID, 0, 0); err != nil {
+		if history, err = v.Events(0, 0); err != nil {
 			return err
 		}
 	} else {
@@ -237,7 +219,7 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 		}
 		cfg.Seed, cfg.LoRA, cfg.SampleBF16 = fl.seed, fl.loraCfg, fl.sampleBF16
 		var b *bundle.Bundle
-		if eng, b, err = newRunEngine(db, cfg, fl.model, "", "", nil); err != nil {
+		if eng, b, err = newRunEngine(ws, cfg, fl.model, "", "", nil); err != nil {
 			return err
 		}
 		if fl.model != "" {
@@ -248,15 +230,19 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 		}
 	}
 	for {
-		forkID, err := workbench(cmd, db, srv, eng, history, modelDesc, fl.keys)
+		forkID, err := workbench(cmd, ws, srv, eng, history, modelDesc, fl.keys)
 		if err != nil || forkID == "" {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "starting a new run from checkpoint %s…\n", forkID)
-		if eng, err = forkRun(db, forkID, "", ""); err != nil {
+		if eng, err = forkRun(ws, forkID, "", ""); err != nil {
 			return err
 		}
-		if history, err = engine.StoredEvents(db, eng.RunID, 0, 0); err != nil {
+		v, err := ws.Load(eng.RunID)
+		if err != nil {
+			return err
+		}
+		if history, err = v.Events(0, 0); err != nil {
 			return err
 		}
 		modelDesc = "weights of " + forkID
@@ -266,7 +252,8 @@ func openWorkbench(cmd *cobra.Command, fl tuiFlags) (err error) {
 // workbench shows eng's run until the person quits or picks a checkpoint
 // to start a new run from (returned); either way eng has stopped at its
 // last resume point, or finished, when it returns.
-func workbench(cmd *cobra.Command, db *store.DB, srv *attach.Server, eng *engine.Engine, history []engine.Event, modelDesc string, keys *keymap.Map) (string, error) {
+func workbench(cmd *cobra.Command, ws *engine.Workspace, srv *attach.Server, eng *engine.Engine, history []engine.Event, modelDesc string, keys *keymap.Map) (string, error) {
+	db := ws.Store()
 	// Subscribe before the engine starts so that no event is missed.
 	sub := eng.Subscribe(4096)
 	defer srv.Add(eng.RunID, eng)()
@@ -342,7 +329,7 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := readRun(info.Run)
+	cfg, err := engine.DecodeConfig(info.ID, info.Config)
 	if err != nil {
 		return err
 	}
@@ -386,8 +373,9 @@ func attachedWorkbench(cmd *cobra.Command, fl tuiFlags, openErr error) error {
 // watchStored opens a stored run that nobody runs to read only: a
 // finished run, or one named with --read-only. Nothing runs and nothing
 // in the workspace changes; export still writes a checkpoint out of it.
-func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Config, fl tuiFlags) error {
-	history, err := engine.StoredEvents(db, r.ID, 0, 0)
+func watchStored(cmd *cobra.Command, ws *engine.Workspace, v engine.RunView, fl tuiFlags) error {
+	r, cfg, db := v.Run, v.Config, ws.Store()
+	history, err := v.Events(0, 0)
 	if err != nil {
 		return err
 	}
@@ -398,7 +386,8 @@ func watchStored(cmd *cobra.Command, db *store.DB, r store.Run, cfg engine.Confi
 	m := tui.New(tui.Options{
 		RunID: r.ID, Domain: cfg.Domain, ModelDesc: "stored run", Schedule: cfg.ScheduleName(),
 		Preset: cfg.Preset, Budget: cfg.Budget, Rounds: cfg.MaxRounds, History: history,
-		Samples: storeSamples(db, r.ID), HarnessSource: harnessSource(db), ReadOnly: why, Status: state, Gold: goldOf(cfg),
+		Samples:       tui.SampleLoader(r.ID, func(fn func(seq uint64, rec []byte) error) error { return v.Samples(0, fn) }),
+		HarnessSource: v.HarnessSource, ReadOnly: why, Status: state, Gold: goldOf(cfg),
 		Keys: fl.keys,
 		Export: func(id string) (string, error) {
 			dir := filepath.Join("export", strings.ReplaceAll(id, "/", "_"))

@@ -7,15 +7,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"whale/core/engine"
-	"whale/core/store"
 )
 
-// forkRun starts a new run in db from kept checkpoint ckptID (the TUI's r
+// forkRun starts a new run in ws from kept checkpoint ckptID (the TUI's r
 // and `whale run --from-checkpoint`): the checkpoint's weights and harness,
 // its run's configuration otherwise. dataPath and format are the --data and
 // --format that run was started with, if any.
-func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, error) {
-	cfg, _, err := engine.ForkPlan(db, ckptID)
+func forkRun(ws *engine.Workspace, ckptID, dataPath, format string) (*engine.Engine, error) {
+	cfg, err := ws.ForkPlan(ckptID)
 	if err != nil {
 		return nil, err
 	}
@@ -23,12 +22,8 @@ func forkRun(db *store.DB, ckptID, dataPath, format string) (*engine.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	id, err := newRunID(db, cfg.Domain)
-	if err != nil {
-		return nil, err
-	}
-	env := engine.Env{Domain: dom, Store: db} // the checkpoint's run's tokenizer comes from the store
-	return engine.Fork(env, runBackend(), ckptID, id)
+	// The checkpoint's run's tokenizer comes from the store.
+	return ws.Fork(ckptID, engine.Env{Domain: dom})
 }
 
 // runFromCheckpoint is `whale run --headless --from-checkpoint ID`: the
@@ -48,15 +43,15 @@ func runFromCheckpoint(cmd *cobra.Command, dbPath, ckptID, dataPath, format stri
 	if (dataPath == "") != (format == "") {
 		return usageError{fmt.Errorf("--data and --format go together")}
 	}
-	db, err := openStore(dbPath)
+	ws, err := openWorkspace(dbPath)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	eng, err := forkRun(db, ckptID, dataPath, format)
+	defer ws.Close()
+	eng, err := forkRun(ws, ckptID, dataPath, format)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "run %s: from checkpoint %s (%s, %s, preset %s), db %s\n", eng.RunID, ckptID, eng.Cfg.Domain, eng.Cfg.ScheduleName(), eng.Cfg.Preset, dbPath)
-	return drive(cmd, db, eng, asJSON)
+	return drive(cmd, ws, eng, asJSON)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/engine"
 	"whale/core/model"
@@ -56,8 +57,12 @@ func TestRunFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := engine.New(cfg, engine.Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
-		Policy: chat.Tokenize(harnesses.NewOracle(dom), tmpl)}, "src")
+	b, err := bundle.New(m, tok, nil, bundle.Generation{}, "test model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := engine.NewWorkspace(db, nil).StartRun("src", cfg, engine.Env{Domain: dom, Bundle: b,
+		Policy: chat.Tokenize(harnesses.NewOracle(dom), tmpl)})
 	if err != nil {
 		t.Fatal(err)
 	}

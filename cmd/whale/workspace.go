@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"whale/core/engine"
 	"whale/core/store"
 )
 
@@ -43,6 +44,22 @@ func fileKind(m fs.FileMode) string {
 		return "symbolic link"
 	}
 	return "special file"
+}
+
+// openWorkspace opens the workspace named by --db (creating it), its runs
+// on the process's backend, failing within a second if another process
+// holds it.
+func openWorkspace(path string) (*engine.Workspace, error) {
+	return engine.Open(path, runBackend())
+}
+
+// openExistingWorkspace is openWorkspace for commands that must not
+// create a workspace.
+func openExistingWorkspace(path string) (*engine.Workspace, error) {
+	if err := existingStore(path); err != nil {
+		return nil, err
+	}
+	return openWorkspace(path)
 }
 
 // openExistingStore is openStore for commands that must not create a

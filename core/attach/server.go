@@ -19,7 +19,9 @@ import (
 // nil *Server is valid and serves nothing (a process that could not
 // listen goes on without it).
 type Server struct {
-	db    *store.DB
+	db *store.DB
+	// ws reads the workspace's runs back (engine.Workspace.Load).
+	ws    *engine.Workspace
 	path  string
 	owner string
 	ln    *net.UnixListener
@@ -78,7 +80,7 @@ func Serve(db *store.DB) (*Server, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("attach: socket %s: %w", path, err)
 	}
-	s := &Server{db: db, path: path, owner: fmt.Sprintf("pid %d", os.Getpid()), ln: ln,
+	s := &Server{db: db, ws: engine.NewWorkspace(db, nil), path: path, owner: fmt.Sprintf("pid %d", os.Getpid()), ln: ln,
 		live: map[string]*liveRun{}, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
@@ -293,25 +295,22 @@ func (s *Server) runs() ([]RunInfo, error) {
 }
 
 func (s *Server) run(id string) (RunInfo, error) {
-	r, err := s.db.GetRun(id)
+	v, err := s.ws.Load(id)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	origin, err := engine.ForkedFrom(s.db, id)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	return s.info(r, origin), nil
+	return s.info(v.Run, v.Origin), nil
 }
 
 // samples returns the newest limit (≤ 0: all) of run's samples, oldest
 // first.
 func (s *Server) samples(run string, limit int) ([]Record, error) {
-	if _, err := s.db.GetRun(run); err != nil {
+	v, err := s.ws.Load(run)
+	if err != nil {
 		return nil, err
 	}
 	var out []Record
-	err := s.db.Samples(run, 0, func(seq uint64, rec []byte) error {
+	err = v.Samples(0, func(seq uint64, rec []byte) error {
 		out = append(out, Record{Seq: seq, Rec: rec})
 		if limit > 0 && len(out) > 2*limit {
 			out = append(out[:0:0], out[len(out)-limit:]...)

@@ -62,6 +62,9 @@ type Bundle struct {
 // belong together: every tokenizer id and end-of-sequence id must be a row
 // of the model's embedding. what names the source in errors.
 func New(m *model.Model, tok tokenizer.Tokenizer, tokJSON []byte, gen Generation, what string) (*Bundle, error) {
+	if _, isBytes := tok.(tokenizer.Bytes); !isBytes && tokJSON == nil {
+		return nil, fmt.Errorf("bundle: %s: the tokenizer comes without its tokenizer.json, which a run stores to resume with it", what)
+	}
 	v := m.Config.VocabSize
 	if n := tok.VocabSize(); n > v {
 		return nil, fmt.Errorf("bundle: %s: the tokenizer has ids up to %d, but the model's vocab_size is %d: it is not this model's tokenizer", what, n-1, v)

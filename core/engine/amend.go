@@ -26,9 +26,9 @@ func Amend(db *store.DB, runID string, a Amendment) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	var cfg Config
-	if err := json.Unmarshal(r.Config, &cfg); err != nil {
-		return cfg, fmt.Errorf("engine: run %s: stored config: %w", runID, err)
+	cfg, err := DecodeConfig(runID, r.Config)
+	if err != nil {
+		return cfg, err
 	}
 	if a == (Amendment{}) {
 		return cfg, nil

@@ -101,7 +101,7 @@ func TestRunRefusesACandidateThatDoesNotLoadAndGoesOn(t *testing.T) {
 		t.Fatalf("stop before the refusal: %v", err)
 	}
 	envC := testEnv(t, dbB)
-	envC.Model = nil
+	envC.Bundle = nil
 	c, err := Resume(envC, kernels.NewCPU(), "bad-cand")
 	if err != nil {
 		t.Fatal(err)

@@ -215,7 +215,7 @@ func TestCurveTestAndConditionsResumeExactly(t *testing.T) {
 			t.Fatalf("%s: %v", cond, err)
 		}
 		envC := testEnv(t, dbB)
-		envC.Model = nil
+		envC.Bundle = nil
 		resumeMatches(t, envC, "r", sumA, cond)
 	}
 }
@@ -263,7 +263,7 @@ func TestResumeBeforeAndRightAfterStart(t *testing.T) {
 			}
 		}
 		env := testEnv(t, db)
-		env.Model = nil
+		env.Bundle = nil
 		c, err := Resume(env, kernels.NewCPU(), "s")
 		if err != nil {
 			t.Fatalf("stop at %d: %v", stopAt, err)
@@ -292,13 +292,13 @@ func TestResumeOfRunWithoutResumePoint(t *testing.T) {
 	db := openDB(t)
 	env := testEnv(t, db)
 	rec := cfg
-	mc := env.Model.Config
+	mc := env.Bundle.Model.Config
 	rec.Model = &mc
 	if err := db.CreateRun("s", mustJSON(rec), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	bare := env
-	bare.Model = nil
+	bare.Bundle = nil
 	if _, err := Resume(bare, kernels.NewCPU(), "s"); err == nil || !strings.Contains(err.Error(), "starting model") {
 		t.Fatalf("resume without a resume point or a model: %v", err)
 	}

@@ -16,33 +16,28 @@ import (
 	"whale/core/policy"
 	"whale/core/search"
 	"whale/core/store"
-	"whale/core/tokenizer"
 	"whale/core/weights"
 	"whale/data"
 	"whale/harnesses"
 	"whale/kernels"
 )
 
-// Env is what a run runs on; cmd wires it.
+// Env is what a run runs on; cmd wires it (through a Workspace, which
+// sets Store).
 type Env struct {
 	Domain data.Domain
-	Model  *model.Model
-	// Tokenizer is Model's: the local policy renders rollouts' chats with
-	// it, and the null audit fits its chats with it as the model's are.
-	// Resume and Fork may leave it nil: the run's own is then read back
-	// from the store (Config.Tokenizer).
-	Tokenizer tokenizer.Tokenizer
-	// TokenizerJSON is the tokenizer.json Tokenizer was parsed from, nil
-	// for the byte tokenizer (bundle.Bundle's). A new run stores it; a
-	// resumed one checks it against the one it stored.
-	TokenizerJSON []byte
-	// Generation is the model's generation settings (bundle.Bundle's);
-	// nil for none. A new run records it; resume uses the recorded one.
-	Generation *bundle.Generation
-	Store      *store.DB
+	// Bundle is the model the run starts from with everything that
+	// belongs to it: its tokenizer (the local policy renders rollouts'
+	// chats with it, the null audit fits its chats with it), the
+	// tokenizer.json a new run stores, and the generation settings it
+	// records. A new run needs one. Resume and Fork may leave it nil: the
+	// model is then built from the run's stored configuration, and the
+	// run's own tokenizer is read back from the store (Config.Tokenizer).
+	Bundle *bundle.Bundle
+	Store  *store.DB
 	// Policy samples rollouts; nil means Config.PolicyServer's (with the
 	// key in remote.APIKeyEnv) where the run has one, else the chat policy
-	// of Model over the run's template (chat.NewLocalWith: the normal
+	// of the model over the run's template (chat.NewLocalWith: the normal
 	// case, rollouts come
 	// from the weights being trained).
 	Policy policy.Policy
@@ -97,8 +92,10 @@ type Engine struct {
 	Cfg   Config
 	env   Env
 	pol   policy.Policy
-	// tmpl is the chat template of Env.Tokenizer.
-	tmpl *chat.Template
+	// model is the run's model (Env.Bundle's, or built from the stored
+	// configuration); tmpl is the chat template of the run's tokenizer.
+	model *model.Model
+	tmpl  *chat.Template
 
 	trainer *model.Trainer
 	op      weights.Optimizer
@@ -159,35 +156,39 @@ type Engine struct {
 // errStopped is returned by Run when stopAfter asked it to stop.
 var errStopped = errors.New("engine: stopped by test hook")
 
-// New starts a run: it checks cfg, records the run in the store before
-// anything else happens (with its tokenizer file, when env has one), and
-// stores the starting weights. With cfg.LoRA it stores the model's
-// weights as the frozen base and enables the adapters on env.Model.
+// New starts a run of env.Bundle's model: it checks cfg, records the run
+// in the store before anything else happens (with the bundle's tokenizer
+// file and generation settings), and stores the starting weights. With
+// cfg.LoRA it stores the model's weights as the frozen base and enables
+// the adapters on the model. Workspace.NewRun is how runs are made; New
+// is its step that takes the run id as given.
 func New(cfg Config, env Env, runID string) (*Engine, error) {
-	if env.Model != nil {
-		mc := env.Model.Config
-		cfg.Model = &mc
+	b := env.Bundle
+	if b == nil {
+		return nil, errors.New("engine: a new run needs a model (Env.Bundle)")
 	}
+	cfg.Tokenizer, cfg.Generation = tokenizerHash(b.TokenizerJSON), generationOf(b)
+	return newRun(cfg, env, b.Model, b.TokenizerJSON, runID)
+}
+
+// newRun is New for model m, whose tokenizer cfg already names (a fork's is
+// the store's, tokJSON nil; a new run's is its bundle's, tokJSON its file).
+func newRun(cfg Config, env Env, m *model.Model, tokJSON []byte, runID string) (*Engine, error) {
+	mc := m.Config
+	cfg.Model = &mc
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	var base []byte
-	if env.Model != nil {
-		if cfg.LoRA != nil {
-			base = f32bytes(env.Model.ParamValues())
-			cfg.Base = store.Hash(base)
-			if err := withLoRA(env.Store, env.Model, cfg.LoRA, "", cfg.Seed); err != nil {
-				return nil, err
-			}
+	if cfg.LoRA != nil {
+		base = f32bytes(m.ParamValues())
+		cfg.Base = store.Hash(base)
+		if err := withLoRA(env.Store, m, cfg.LoRA, "", cfg.Seed); err != nil {
+			return nil, err
 		}
 	}
-	if env.Tokenizer != nil {
-		// Else (a fork) the configuration already names the tokenizer,
-		// which the store holds.
-		cfg.Tokenizer, cfg.Generation = tokenizerHash(env.TokenizerJSON), env.Generation
-	}
-	return start(cfg, env, runID, func() error {
-		for _, b := range [][]byte{env.TokenizerJSON, base} {
+	return start(cfg, env, m, runID, func() error {
+		for _, b := range [][]byte{tokJSON, base} {
 			if b == nil {
 				continue
 			}
@@ -202,8 +203,8 @@ func New(cfg Config, env Env, runID string) (*Engine, error) {
 // start builds the engine of a run that has not begun, loads its starting
 // harness (a built-in name or source) — both before record, so a bad
 // configuration records nothing — then begins it.
-func start(cfg Config, env Env, runID string, record func() error) (*Engine, error) {
-	e, err := newEngine(cfg, env, runID)
+func start(cfg Config, env Env, m *model.Model, runID string, record func() error) (*Engine, error) {
+	e, err := newEngine(cfg, env, m, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -264,17 +265,28 @@ func (e *Engine) begin(h *harnesses.Harness) error {
 }
 
 // Resume reopens a stored run at its last resume point. Commands journaled
-// after that point are applied again before the run continues. env.Model
+// after that point are applied again before the run continues. env.Bundle
 // may be nil: the model is then built from the run's stored configuration
-// on backend be (its weights come from the resume point either way).
+// on backend be (its weights come from the resume point either way), and
+// the run renders with the tokenizer it stored.
 func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
+	var m *model.Model
+	if env.Bundle != nil {
+		m = env.Bundle.Model
+	}
+	return resumeWith(env, be, runID, m)
+}
+
+// resumeWith is Resume with model m (nil: built on be, or, for a run
+// stopped before its first resume point, from its start record).
+func resumeWith(env Env, be kernels.Backend, runID string, m *model.Model) (*Engine, error) {
 	r, err := env.Store.GetRun(runID)
 	if err != nil {
 		return nil, err
 	}
-	var cfg Config
-	if err := json.Unmarshal(r.Config, &cfg); err != nil {
-		return nil, fmt.Errorf("engine: run %s: stored config: %w", runID, err)
+	cfg, err := DecodeConfig(runID, r.Config)
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
@@ -283,38 +295,38 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 		// Recorded, but stopped before its first resume point: nothing of
 		// it has happened, so it begins — from the starting weights it
 		// recorded, or the caller's.
-		if env.Model == nil && cfg.Start != nil {
-			if env.Model, err = StartingModel(env.Store, *cfg.Start, be, ""); err != nil {
+		if m == nil && cfg.Start != nil {
+			if m, err = StartingModel(env.Store, *cfg.Start, be, ""); err != nil {
 				return nil, fmt.Errorf("engine: run %s stopped before its first resume point: %w", runID, err)
 			}
 		}
-		if env.Model == nil {
+		if m == nil {
 			return nil, fmt.Errorf("engine: run %s stopped before its first resume point: resume it with its starting model", runID)
 		}
 		// The starting weights are the frozen ones (the base blob holds
 		// the same), unless they came with adapters of their own.
-		if err := withLoRA(env.Store, env.Model, cfg.LoRA, "", cfg.Seed); err != nil {
+		if err := withLoRA(env.Store, m, cfg.LoRA, "", cfg.Seed); err != nil {
 			return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 		}
-		return start(cfg, env, runID, func() error { return nil })
+		return start(cfg, env, m, runID, func() error { return nil })
 	}
-	if env.Model == nil {
+	if m == nil {
 		if cfg.Model == nil {
 			return nil, fmt.Errorf("engine: run %s: no model configuration stored", runID)
 		}
-		if env.Model, err = model.New(*cfg.Model, be, 0); err != nil {
+		if m, err = model.New(*cfg.Model, be, 0); err != nil {
 			return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 		}
 	}
-	if err := withLoRA(env.Store, env.Model, cfg.LoRA, cfg.Base, cfg.Seed); err != nil {
+	if err := withLoRA(env.Store, m, cfg.LoRA, cfg.Base, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("engine: run %s: %w", runID, err)
 	}
-	e, err := newEngine(cfg, env, runID)
+	e, err := newEngine(cfg, env, m, runID)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(r.Cursor, &e.st); err != nil {
-		return nil, fmt.Errorf("engine: run %s: resume point: %w", runID, err)
+	if e.st, err = DecodeState(runID, r.Cursor); err != nil {
+		return nil, err
 	}
 	e.saved = [3]string{e.st.Weights, e.st.Optimizer, e.st.PhaseWeights}
 	if err := e.loadWeights(e.st.Weights); err != nil {
@@ -357,7 +369,7 @@ func Resume(env Env, be kernels.Backend, runID string) (*Engine, error) {
 
 // runPolicy is the policy that samples the run's rollouts: the
 // environment's, else the configured server's, else the local model's.
-func runPolicy(cfg Config, env Env, tmpl *chat.Template) (policy.Policy, error) {
+func runPolicy(cfg Config, env Env, m *model.Model, tmpl *chat.Template) (policy.Policy, error) {
 	if env.Policy != nil {
 		return env.Policy, nil
 	}
@@ -368,50 +380,50 @@ func runPolicy(cfg Config, env Env, tmpl *chat.Template) (policy.Policy, error) 
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16})
+	p, err := chat.NewLocalWith(m, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	return p, nil
 }
 
-func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
-	if env.Domain == nil || env.Model == nil || env.Store == nil {
+func newEngine(cfg Config, env Env, m *model.Model, runID string) (*Engine, error) {
+	if env.Domain == nil || m == nil || env.Store == nil {
 		return nil, errors.New("engine: Env needs a domain, a model and a store")
 	}
 	if env.Domain.Name() != cfg.Domain {
 		return nil, fmt.Errorf("engine: config domain %q but the environment's domain is %q", cfg.Domain, env.Domain.Name())
 	}
-	e := &Engine{RunID: runID, Cfg: cfg, env: env, harnessCache: map[string]*harnesses.Harness{},
+	e := &Engine{RunID: runID, Cfg: cfg, env: env, model: m, harnessCache: map[string]*harnesses.Harness{},
 		broker: NewBroker[Event](), control: make(chan Command, 64), resumeEvery: env.ResumeEvery, lastSave: time.Now()}
 	if e.resumeEvery == 0 {
 		e.resumeEvery = DefaultResumeEvery
 	}
-	var err error
-	if e.env.Tokenizer, err = runTokenizer(env, cfg, runID); err != nil {
+	tok, err := runTokenizer(env, cfg, runID)
+	if err != nil {
 		return nil, err
 	}
-	if e.tmpl, err = chat.NewTemplate(e.env.Tokenizer); err != nil {
+	if e.tmpl, err = chat.NewTemplate(tok); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if cfg.Generation != nil {
 		e.tmpl = e.tmpl.WithStops(cfg.Generation.EOS)
 	}
-	if e.pol, err = runPolicy(cfg, env, e.tmpl); err != nil {
+	if e.pol, err = runPolicy(cfg, env, m, e.tmpl); err != nil {
 		return nil, err
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule, tc.ActivationBytes = model.ConstantLR(cfg.LR), env.ActivationBytes
-	if e.trainer, err = model.NewTrainer(env.Model, tc); err != nil {
+	if e.trainer, err = model.NewTrainer(m, tc); err != nil {
 		return nil, err
 	}
 	switch cfg.Operator {
 	case "rsft":
-		e.op = &weights.RSFT{Trainer: e.trainer, Threshold: cfg.Threshold, KLBeta: cfg.KL, Model: env.Model}
+		e.op = &weights.RSFT{Trainer: e.trainer, Threshold: cfg.Threshold, KLBeta: cfg.KL, Model: m}
 	case "dpo":
-		e.op = &weights.DPO{Model: env.Model, Trainer: e.trainer, Beta: 0.1, Threshold: cfg.Threshold}
+		e.op = &weights.DPO{Model: m, Trainer: e.trainer, Beta: 0.1, Threshold: cfg.Threshold}
 	case "grpo":
-		e.op = &weights.GRPO{Model: env.Model, Trainer: e.trainer, Clip: 0.2, Epochs: 1, KLBeta: cfg.KL, Threshold: cfg.Threshold,
+		e.op = &weights.GRPO{Model: m, Trainer: e.trainer, Clip: 0.2, Epochs: 1, KLBeta: cfg.KL, Threshold: cfg.Threshold,
 			OldFromModel: cfg.SampleBF16}
 	}
 	for _, sp := range []struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/ckpt"
 
@@ -39,11 +40,20 @@ func testEnv(t *testing.T, db *store.DB) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenizer.Bytes{}
 	// A resume point after every step: the tests of resume stop at a
 	// given save (TestSparseResumePointsResumeExactly covers the default).
-	return Env{Domain: dom, Model: m, Tokenizer: tok, Store: db,
+	return Env{Domain: dom, Bundle: byteBundle(t, m), Store: db,
 		Policy: mixed(t, dom), ResumeEvery: -1}
+}
+
+// byteBundle is m with the byte tokenizer, made in memory.
+func byteBundle(t *testing.T, m *model.Model) *bundle.Bundle {
+	t.Helper()
+	b, err := bundle.New(m, tokenizer.Bytes{}, nil, bundle.Generation{}, "test model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // mixed is harnesses.Mixed in the byte model's tokens, which the weight
@@ -178,7 +188,7 @@ func TestRunAndResumeAreBitIdentical(t *testing.T) {
 		}
 		// A new process: fresh model, fresh policy, same store.
 		envC := testEnv(t, dbB)
-		envC.Model = nil // rebuilt from the stored configuration
+		envC.Bundle = nil // rebuilt from the stored configuration
 		resumeMatches(t, envC, "run", sumA, fmt.Sprintf("stop at %d", stopAt))
 		if r, _ := dbB.GetRun("run"); r.Compute <= stopped.Compute {
 			t.Fatalf("stop at %d: compute time %v after the resumed run, %v before it: the second process's time was not added", stopAt, r.Compute, stopped.Compute)
@@ -311,7 +321,7 @@ func TestResumeReplaysJournaledCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv(t, db)
-	env.Model = nil
+	env.Bundle = nil
 	r, err := Resume(env, kernels.NewCPU(), "j")
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +409,7 @@ func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
 	cfg := tinyConfig(t)
 	db := openDB(t)
 	env := testEnv(t, db)
-	rel := &cacheReleases{Tokenized: env.Policy.(*chat.Tokenized), m: env.Model}
+	rel := &cacheReleases{Tokenized: env.Policy.(*chat.Tokenized), m: env.Bundle.Model}
 	env.Policy = rel
 	got, _ := runIn(t, cfg, env, "turns")
 	steps, trained := 0, 0
@@ -416,8 +426,8 @@ func TestWeightStepsTakeTurnsWithTheMemory(t *testing.T) {
 	if steps == 0 || trained == 0 || rel.calls != steps {
 		t.Fatalf("%d cache releases for %d weight steps (%d samples trained)", rel.calls, steps, trained)
 	}
-	if rel.held != 0 || env.Model.ActivationBytes() != 0 {
-		t.Fatalf("activations held at a release: %d bytes in all; after the run: %d", rel.held, env.Model.ActivationBytes())
+	if rel.held != 0 || env.Bundle.Model.ActivationBytes() != 0 {
+		t.Fatalf("activations held at a release: %d bytes in all; after the run: %d", rel.held, env.Bundle.Model.ActivationBytes())
 	}
 	want, _, _ := runFresh(t, cfg, "turns")
 	if a, b := mustJSON(want), mustJSON(got); !bytes.Equal(a, b) {
@@ -439,7 +449,7 @@ func TestActivationBudgetChangesNoResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.Model, env.ActivationBytes = m, budget
+		env.Bundle, env.ActivationBytes = byteBundle(t, m), budget
 		sum, _ := runIn(t, cfg, env, "budget")
 		return sum
 	}

@@ -12,6 +12,7 @@ import (
 	"whale/core/ckpt"
 	"whale/core/model"
 	"whale/core/store"
+	"whale/core/tokenizer"
 	"whale/harnesses"
 	"whale/kernels"
 )
@@ -72,20 +73,19 @@ func checkpointBundle(db *store.DB, id string, man CheckpointManifest) (*bundle.
 	}
 	var cfg Config
 	if r, err := db.GetRun(man.Run); err == nil {
-		if err := json.Unmarshal(r.Config, &cfg); err != nil {
-			return nil, fmt.Errorf("engine: checkpoint %s: run %s: stored config: %w", id, man.Run, err)
+		if cfg, err = DecodeConfig(man.Run, r.Config); err != nil {
+			return nil, fmt.Errorf("engine: checkpoint %s: %w", id, err)
 		}
 	}
-	cfg.Tokenizer = man.Tokenizer
 	var tokJSON []byte
+	var tok tokenizer.Tokenizer = tokenizer.Bytes{}
 	if man.Tokenizer != "" {
 		if tokJSON, err = db.GetBlob(man.Tokenizer); err != nil {
 			return nil, fmt.Errorf("engine: checkpoint %s: tokenizer.json: %w", id, err)
 		}
-	}
-	tok, err := runTokenizer(Env{TokenizerJSON: tokJSON, Store: db}, cfg, man.Run)
-	if err != nil {
-		return nil, err
+		if tok, err = tokenizer.Parse(tokJSON); err != nil {
+			return nil, fmt.Errorf("engine: run %s: its tokenizer.json (blob %s): %w", man.Run, ShortHash(man.Tokenizer), err)
+		}
 	}
 	var gen bundle.Generation
 	if cfg.Generation != nil {
@@ -120,8 +120,7 @@ func exportAdapters(db *store.DB, id, dir string, man CheckpointManifest, dtype 
 	}
 	base := ""
 	if r, err := db.GetRun(man.Run); err == nil {
-		var cfg Config
-		if json.Unmarshal(r.Config, &cfg) == nil && cfg.Start != nil {
+		if cfg, err := DecodeConfig(man.Run, r.Config); err == nil && cfg.Start != nil {
 			base = cfg.Start.Name
 		}
 	}

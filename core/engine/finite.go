@@ -76,7 +76,7 @@ func (e *Engine) stopNonFinite(what string, err error) error {
 // activations stop the run before they sample a rollout or reach a resume
 // point.
 func (e *Engine) checkStep() error {
-	m := e.env.Model
+	m := e.model
 	if m == nil {
 		return nil
 	}

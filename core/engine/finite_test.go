@@ -61,7 +61,7 @@ func TestNonFiniteStepStopsTheRunAndALowerLRFinishesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv(t, db)
-	env.Model = nil
+	env.Bundle = nil
 	c, err := Resume(env, kernels.NewCPU(), "run")
 	if err != nil {
 		t.Fatal(err)

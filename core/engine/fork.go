@@ -36,9 +36,9 @@ func ForkPlan(db *store.DB, ckptID string) (Config, CheckpointManifest, error) {
 	if err != nil {
 		return Config{}, man, fmt.Errorf("engine: fork %s: the run that kept it: %w", ckptID, err)
 	}
-	var cfg Config
-	if err := json.Unmarshal(r.Config, &cfg); err != nil {
-		return Config{}, man, fmt.Errorf("engine: fork %s: run %s: stored config: %w", ckptID, man.Run, err)
+	cfg, err := DecodeConfig(man.Run, r.Config)
+	if err != nil {
+		return Config{}, man, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 	}
 	h, err := db.GetHarness(man.Harness)
 	if err != nil {
@@ -60,9 +60,10 @@ func ForkPlan(db *store.DB, ckptID string) (Config, CheckpointManifest, error) {
 // checkpoint's weights and harness, the configuration of the run that kept
 // it otherwise (same seed, same budget; a fresh optimizer state, as any new
 // run has). The run it came from is not touched. env.Domain must be the
-// domain ForkPlan's configuration names; env.Model may be nil (it is then
-// built on be), else it must have the checkpoint's model configuration and
-// its weights are overwritten. The origin is the new run's first event
+// domain ForkPlan's configuration names; env.Bundle may be nil (the model
+// is then built on be), else its model must have the checkpoint's model
+// configuration and its weights are overwritten. The run renders with the
+// tokenizer the checkpoint's run stored. The origin is the new run's first event
 // (EvForked), before run_started.
 func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error) {
 	if env.Store == nil {
@@ -72,17 +73,18 @@ func Fork(env Env, be kernels.Backend, ckptID, newRunID string) (*Engine, error)
 	if err != nil {
 		return nil, err
 	}
-	if env.Model == nil {
-		if env.Model, err = model.New(man.Config, be, 0); err != nil {
+	var m *model.Model
+	if env.Bundle == nil {
+		if m, err = model.New(man.Config, be, 0); err != nil {
 			return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 		}
-	} else if env.Model.Config != man.Config {
+	} else if m = env.Bundle.Model; m.Config != man.Config {
 		return nil, fmt.Errorf("engine: fork %s: the environment's model configuration differs from the checkpoint's", ckptID)
 	}
-	if err := checkpointWeights(env.Store, env.Model, man); err != nil {
+	if err := checkpointWeights(env.Store, m, man); err != nil {
 		return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 	}
-	e, err := New(cfg, env, newRunID)
+	e, err := newRun(cfg, env, m, nil, newRunID)
 	if err != nil {
 		return nil, fmt.Errorf("engine: fork %s: %w", ckptID, err)
 	}

@@ -19,7 +19,7 @@ func TestForkStartsFromTheCheckpoint(t *testing.T) {
 	cfg.MaxRounds = 1
 	db := openDB(t)
 	env := testEnv(t, db)
-	base := env.Model.ParamValues()
+	base := env.Bundle.Model.ParamValues()
 	a, err := New(cfg, env, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestForkStartsFromTheCheckpoint(t *testing.T) {
 	}
 
 	fenv := testEnv(t, db)
-	fenv.Model = nil // built from the checkpoint's configuration
+	fenv.Bundle = nil // built from the checkpoint's configuration
 	f, err := Fork(fenv, kernels.NewCPU(), id, "b")
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestForkStartsFromTheCheckpoint(t *testing.T) {
 	if st.Weights != man.Weights {
 		t.Fatalf("forked run starts from weights %s, checkpoint holds %s", st.Weights, man.Weights)
 	}
-	if got := store.Hash(f32bytes(f.env.Model.ParamValues())); got != man.Weights {
+	if got := store.Hash(f32bytes(f.model.ParamValues())); got != man.Weights {
 		t.Fatalf("forked model's parameters hash to %s, checkpoint holds %s", got, man.Weights)
 	}
 	if st.Archive.Incumbent != man.Harness {
@@ -83,7 +83,7 @@ func TestForkStartsFromTheCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	renv := testEnv(t, db)
-	renv.Model = nil
+	renv.Bundle = nil
 	c, err := Resume(renv, kernels.NewCPU(), "c")
 	if err != nil {
 		t.Fatal(err)
@@ -127,15 +127,17 @@ func TestForkRefusesBadInput(t *testing.T) {
 	}
 	ids, _ := db.Checkpoints("a/")
 	env := testEnv(t, db)
-	env.Model = nil
+	env.Bundle = nil
 	if _, err := Fork(env, kernels.NewCPU(), ids[0], "a"); err == nil {
 		t.Fatal("forking into an existing run id succeeded")
 	}
 	mc := testModel
 	mc.IntermediateSize = 48
-	if env.Model, err = model.New(mc, kernels.NewCPU(), 1); err != nil {
+	m, err := model.New(mc, kernels.NewCPU(), 1)
+	if err != nil {
 		t.Fatal(err)
 	}
+	env.Bundle = byteBundle(t, m)
 	if _, err := Fork(env, kernels.NewCPU(), ids[0], "c"); err == nil {
 		t.Fatal("forking into a model of another shape succeeded")
 	}

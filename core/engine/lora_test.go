@@ -36,7 +36,7 @@ func TestLoRARunTrainsAdaptersAndResumesExactly(t *testing.T) {
 	cfg := loraConfig(t)
 	db := openDB(t)
 	env := testEnv(t, db)
-	start := env.Model.ParamValues()
+	start := env.Bundle.Model.ParamValues()
 	e, err := New(cfg, env, "lora")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestLoRARunTrainsAdaptersAndResumesExactly(t *testing.T) {
 	if _, err := db.GetBlob(e.Cfg.Base); err != nil {
 		t.Fatalf("base blob: %v", err)
 	}
-	if !slices.Equal(start, env.Model.ParamValues()) {
+	if !slices.Equal(start, env.Bundle.Model.ParamValues()) {
 		t.Fatal("a LoRA run moved the frozen weights")
 	}
 	if sum.FinalWeights == fresh {
@@ -62,7 +62,7 @@ func TestLoRARunTrainsAdaptersAndResumesExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(env.Model.TrainableValues()); len(blob) != 4*n || n >= len(start) {
+	if n := len(env.Bundle.Model.TrainableValues()); len(blob) != 4*n || n >= len(start) {
 		t.Fatalf("weights blob of %d bytes, adapters %d values, model %d", len(blob), n, len(start))
 	}
 	man, err := ReadCheckpoint(db, sum.BestCkpt)
@@ -87,7 +87,7 @@ func TestLoRARunTrainsAdaptersAndResumesExactly(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	envC := testEnv(t, dbB)
-	envC.Model = nil // rebuilt: the base blob, then the adapters
+	envC.Bundle = nil // rebuilt: the base blob, then the adapters
 	resumeMatches(t, envC, "lora", sum, "LoRA run stopped at its 7th save")
 }
 
@@ -148,13 +148,13 @@ func TestLoRACheckpointExportsMergedAndForks(t *testing.T) {
 	}
 
 	fenv := testEnv(t, db)
-	fenv.Model = nil
+	fenv.Bundle = nil
 	f, err := Fork(fenv, kernels.NewCPU(), sum.BestCkpt, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.State().Weights != man.Weights || f.Cfg.Base != man.Base || f.env.Model.LoRA() == nil {
-		t.Fatalf("fork starts from %s over base %s (LoRA %v); the checkpoint holds %s over %s", ShortHash(f.State().Weights), ShortHash(f.Cfg.Base), f.env.Model.LoRA(), ShortHash(man.Weights), ShortHash(man.Base))
+	if f.State().Weights != man.Weights || f.Cfg.Base != man.Base || f.model.LoRA() == nil {
+		t.Fatalf("fork starts from %s over base %s (LoRA %v); the checkpoint holds %s over %s", ShortHash(f.State().Weights), ShortHash(f.Cfg.Base), f.model.LoRA(), ShortHash(man.Weights), ShortHash(man.Base))
 	}
 	if _, err := f.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -303,20 +303,20 @@ func TestLoRARunOverABF16BaseResumesExactly(t *testing.T) {
 	cfg.LoRA.BF16Base = true
 	db := openDB(t)
 	env := testEnv(t, db)
-	start := env.Model.ParamValues()
+	start := env.Bundle.Model.ParamValues()
 	e, err := New(cfg, env, "lora16")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !env.Model.BaseBF16() || e.Cfg.Base != store.Hash(f32bytes(start)) {
-		t.Fatalf("bfloat16 base %v, base blob %s", env.Model.BaseBF16(), ShortHash(e.Cfg.Base))
+	if !env.Bundle.Model.BaseBF16() || e.Cfg.Base != store.Hash(f32bytes(start)) {
+		t.Fatalf("bfloat16 base %v, base blob %s", env.Bundle.Model.BaseBF16(), ShortHash(e.Cfg.Base))
 	}
-	rounded := env.Model.ParamValues()
+	rounded := env.Bundle.Model.ParamValues()
 	sum, err := e.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Equal(start, rounded) || !slices.Equal(rounded, env.Model.ParamValues()) {
+	if slices.Equal(start, rounded) || !slices.Equal(rounded, env.Bundle.Model.ParamValues()) {
 		t.Fatal("the base was not rounded, or the run moved it")
 	}
 	dbB := openDB(t)
@@ -330,6 +330,6 @@ func TestLoRARunOverABF16BaseResumesExactly(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	envC := testEnv(t, dbB)
-	envC.Model = nil // rebuilt: the base blob, rounded, then the adapters
+	envC.Bundle = nil // rebuilt: the base blob, rounded, then the adapters
 	resumeMatches(t, envC, "lora16", sum, "LoRA run over a bfloat16 base stopped at its 5th save")
 }

@@ -77,7 +77,7 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 		}
 	}
 	d.Stats, err = e.op.Step(samples)
-	e.env.Model.ReleaseActivations()
+	e.model.ReleaseActivations()
 	if e.ref != nil {
 		e.ref.ReleaseActivations()
 	}
@@ -491,9 +491,9 @@ func (e *Engine) prepareReference() error {
 	if e.ref == nil {
 		// Under LoRA the reference shares the frozen weights and differs
 		// in its adapters only.
-		ref, err := e.env.Model.WithAdapters()
+		ref, err := e.model.WithAdapters()
 		if e.Cfg.LoRA == nil {
-			ref, err = model.New(e.env.Model.Config, e.env.Model.Backend(), 0)
+			ref, err = model.New(e.model.Config, e.model.Backend(), 0)
 		}
 		if err != nil {
 			return err
@@ -593,7 +593,7 @@ type CheckpointManifest struct {
 func (e *Engine) keepCheckpoint(rec PhaseRecord) (string, error) {
 	id := fmt.Sprintf("%s/%02d-%s", e.RunID, rec.Round, rec.Kind)
 	man := CheckpointManifest{Run: e.RunID, Round: rec.Round, Phase: rec.Kind, Step: e.st.Step, Iteration: e.st.Iteration,
-		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.env.Model.Config, Tokenizer: e.Cfg.Tokenizer,
+		Weights: e.st.Weights, Optimizer: e.st.Optimizer, Harness: rec.Harness, Config: e.model.Config, Tokenizer: e.Cfg.Tokenizer,
 		LoRA: e.Cfg.LoRA, Base: e.Cfg.Base, Metrics: map[string]any{"val_mean_at_k": rec.ValAfter, "val_k": e.Cfg.ValK}}
 	if err := e.persist(); err != nil {
 		return "", err

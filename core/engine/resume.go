@@ -153,11 +153,11 @@ func ResumeBlobs(cfg Config, st State) []string {
 // weights are the blob Cfg.Base.
 func (e *Engine) hashWeights() string {
 	defer e.timeStore()()
-	return store.Hash(f32bytes(e.env.Model.TrainableValues()))
+	return store.Hash(f32bytes(e.model.TrainableValues()))
 }
 
 func (e *Engine) putWeights() (string, error) {
-	return e.env.Store.PutBlob(f32bytes(e.env.Model.TrainableValues()))
+	return e.env.Store.PutBlob(f32bytes(e.model.TrainableValues()))
 }
 
 func (e *Engine) loadWeights(hash string) error {
@@ -165,11 +165,11 @@ func (e *Engine) loadWeights(hash string) error {
 	if err != nil {
 		return fmt.Errorf("engine: weights: %w", err)
 	}
-	if err := e.env.Model.SetTrainableValues(bytesf32(b)); err != nil {
+	if err := e.model.SetTrainableValues(bytesf32(b)); err != nil {
 		return err
 	}
 	// Weights stored before whale checked every step may hold a NaN.
-	if err := e.env.Model.CheckTrainable(); err != nil {
+	if err := e.model.CheckTrainable(); err != nil {
 		return fmt.Errorf("engine: run %s: the weights of its resume point (blob %s): %w", e.RunID, ShortHash(hash), err)
 	}
 	return nil

@@ -66,7 +66,7 @@ func TestSparseResumePointsResumeExactly(t *testing.T) {
 				stopAt, saved.Step, saved.Iteration, killedAt.Step, killedAt.Iteration)
 		}
 		env := sparseEnv(t, db)
-		env.Model = nil
+		env.Bundle = nil
 		resumeMatches(t, env, "run", sumA, fmt.Sprintf("stop at %d", stopAt))
 		evA, evB := events(t, dbA, "run"), withoutResumed(events(t, db, "run"))
 		if len(evA) != len(evB) {
@@ -129,7 +129,7 @@ func TestInterruptSavesTheLastCompletedStep(t *testing.T) {
 				call, saved.Phase, saved.Step, saved.Iteration, saved.Ledger, last.Phase, last.Step, last.Iteration, last.Ledger)
 		}
 		renv := sparseEnv(t, db)
-		renv.Model = nil
+		renv.Bundle = nil
 		resumeMatches(t, renv, "run", sumA, fmt.Sprintf("cancel in call %d", call))
 	}
 }

@@ -26,7 +26,7 @@ func TestResumeBeforeFirstResumePointFromRecordedStart(t *testing.T) {
 	db := openDB(t)
 	env := testEnv(t, db)
 	file := filepath.Join(t.TempDir(), "start.safetensors")
-	if err := ckpt.SaveModel(file, env.Model, ckpt.F32, nil); err != nil {
+	if err := ckpt.SaveModel(file, env.Bundle.Model, ckpt.F32, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(file)
@@ -35,7 +35,7 @@ func TestResumeBeforeFirstResumePointFromRecordedStart(t *testing.T) {
 	}
 	sum := sha256.Sum256(b)
 	rec := cfg
-	mc := env.Model.Config
+	mc := env.Bundle.Model.Config
 	rec.Model = &mc
 	rec.Start = &StartModel{Kind: StartFile, Name: file, SHA256: hex.EncodeToString(sum[:])}
 	if err := db.CreateRun("s", mustJSON(rec), time.Now()); err != nil {
@@ -48,7 +48,7 @@ func TestResumeBeforeFirstResumePointFromRecordedStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare := env
-	bare.Model = nil
+	bare.Bundle = nil
 	if _, err := Resume(bare, kernels.NewCPU(), "s"); err == nil || !strings.Contains(err.Error(), "--model") {
 		t.Fatalf("resume with the start file moved: %v, want advice to name it with --model", err)
 	}
@@ -64,7 +64,7 @@ func TestResumeBeforeFirstResumePointFromRecordedStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	withMoved := bare
-	withMoved.Model = m
+	withMoved.Bundle = byteBundle(t, m)
 	resumeMatches(t, withMoved, "s", sumA, "run without a resume point, start file moved and named")
 
 	// In place: no model given at all.

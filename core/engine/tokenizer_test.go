@@ -28,11 +28,13 @@ func TestRunKeepsItsTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := testEnv(t, db)
-	env.Tokenizer = tok
-	if _, err := New(cfg, env, "bad"); err == nil || !strings.Contains(err.Error(), "TokenizerJSON") {
+	m := env.Bundle.Model
+	if _, err := bundle.New(m, tok, nil, bundle.Generation{}, "bad"); err == nil || !strings.Contains(err.Error(), "tokenizer.json") {
 		t.Fatalf("a tokenizer without its file: error %v", err)
 	}
-	env.TokenizerJSON, env.Generation = tj, &bundle.Generation{EOS: []int32{tokenizer.BytesEndOfText}}
+	if env.Bundle, err = bundle.New(m, tok, tj, bundle.Generation{EOS: []int32{tokenizer.BytesEndOfText}}, "tok"); err != nil {
+		t.Fatal(err)
+	}
 	e, err := New(cfg, env, "tok")
 	if err != nil {
 		t.Fatal(err)
@@ -47,12 +49,11 @@ func TestRunKeepsItsTokenizer(t *testing.T) {
 	}
 
 	other := testEnv(t, db)
-	other.Model = nil
 	if _, err := Resume(other, kernels.NewCPU(), "tok"); err == nil || !strings.Contains(err.Error(), "byte tokenizer") {
 		t.Fatalf("resume with the byte tokenizer: error %v, want one naming both tokenizers", err)
 	}
 	again := testEnv(t, db)
-	again.Model, again.Tokenizer = nil, nil
+	again.Bundle = nil
 	r, err := Resume(again, kernels.NewCPU(), "tok")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/ckpt"
 	"whale/core/engine"
@@ -74,9 +75,13 @@ func (fr faultRun) env(t *testing.T, db *store.DB, withModel bool) engine.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := engine.Env{Domain: dom, Tokenizer: tokenizer.Bytes{}, Store: db, Policy: chat.Tokenize(harnesses.NewMixed(dom, 2), tmpl)}
+	env := engine.Env{Domain: dom, Store: db, Policy: chat.Tokenize(harnesses.NewMixed(dom, 2), tmpl)}
 	if withModel {
-		if env.Model, _, err = ckpt.LoadModel(fr.file, kernels.NewCPU()); err != nil {
+		m, _, err := ckpt.LoadModel(fr.file, kernels.NewCPU())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Bundle, err = bundle.New(m, tokenizer.Bytes{}, nil, bundle.Generation{}, fr.file); err != nil {
 			t.Fatal(err)
 		}
 	}
