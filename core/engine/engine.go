@@ -14,6 +14,7 @@ import (
 	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
+	"whale/core/remote"
 	"whale/core/search"
 	"whale/core/store"
 	"whale/core/tokenizer"
@@ -97,6 +98,9 @@ type Engine struct {
 	Cfg   Config
 	env   Env
 	pol   policy.Policy
+	// fleet, for a LoRA run with weight phases sampled by servers, is
+	// pol (fleet.go).
+	fleet *fleet
 	// tmpl is the chat template of Env.Tokenizer.
 	tmpl *chat.Template
 
@@ -399,6 +403,12 @@ func newEngine(cfg Config, env Env, runID string) (*Engine, error) {
 	}
 	if e.pol, err = runPolicy(cfg, env, e.tmpl); err != nil {
 		return nil, err
+	}
+	if pool, ok := e.pol.(*remote.Pool); ok && cfg.PolicyServer.Adapters != "" {
+		if e.fleet, err = newFleet(pool, e.tmpl, env.Model, runID, *cfg.PolicyServer, func() (string, int) { return e.st.Weights, e.st.Step }); err != nil {
+			return nil, err
+		}
+		e.pol = e.fleet
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule, tc.ActivationBytes = model.ConstantLR(cfg.LR), env.ActivationBytes

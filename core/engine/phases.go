@@ -28,7 +28,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	}
 	tasks := e.trainBatch(e.st.Step)
 	stop := e.timeInto(&e.times.Sampling)
+	e.fleetLag(e.syncEvery() - 1)
 	ts, hs, err := e.runAssigned(ctx, tasks, e.rolloutHarnesses(tasks), fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group)
+	e.fleetLag(0)
 	stop()
 	if err != nil {
 		return false, err
@@ -36,6 +38,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	e.st.Ledger.Train += len(ts)
 	e.st.Ledger.TrainCalls += modelCalls(ts)
 	e.st.Ledger.TrainTokens += completionTokens(ts)
+	if ts, hs, err = e.fleetKeep(ts, hs); err != nil {
+		return false, err
+	}
 	samples := make([]weights.Sample, len(ts))
 	mean := 0.0
 	for i, t := range ts {
@@ -144,14 +149,17 @@ func meanEntropy(ts []harnesses.Trajectory) float64 {
 // SampleRecord is how a rollout is stored: the trajectory plus why it was
 // kept or rejected and which harness and weights produced it.
 type SampleRecord struct {
-	Kind       string               `json:"kind"` // "w" (weight step) or "s" (harness scoring)
-	Step       int                  `json:"step"`
-	Iteration  int                  `json:"iteration"`
-	Round      int                  `json:"round"`
-	Kept       bool                 `json:"kept"`
-	Why        string               `json:"why"`
-	Harness    string               `json:"harness"`
-	Weights    string               `json:"weights"`
+	Kind      string `json:"kind"` // "w" (weight step) or "s" (harness scoring)
+	Step      int    `json:"step"`
+	Iteration int    `json:"iteration"`
+	Round     int    `json:"round"`
+	Kept      bool   `json:"kept"`
+	Why       string `json:"why"`
+	Harness   string `json:"harness"`
+	Weights   string `json:"weights"`
+	// Policy is the adapter a fleet served the sample from ("": the
+	// local model, or a server's own).
+	Policy     string               `json:"policy,omitempty"`
 	Trajectory harnesses.Trajectory `json:"trajectory"`
 }
 
@@ -174,7 +182,7 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind strin
 			why = "low_reward"
 		}
 		rec, err := checkedJSON(fmt.Sprintf("the sample of task %s", t.TaskID), SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
-			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Trajectory: t})
+			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Policy: e.fleetAdapter(), Trajectory: t})
 		if err != nil {
 			return err
 		}

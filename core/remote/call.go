@@ -113,15 +113,20 @@ func (p *Policy) call(ctx context.Context, reqs []policy.Request, model string) 
 	if p.opts.TokenIDs {
 		body.RequestID, body.ReturnTokenIDs, body.ReturnTokensAsTokenIDs = r.Key, true, true
 	}
-	raw := mustJSON(body)
 	what := fmt.Sprintf("remote: POST %s (request %q, n=%d)", p.endpoint, r.Key, n)
+	return p.exchange(ctx, p.endpoint, mustJSON(body), what, func(b []byte) ([]Reply, error) { return decode(b, n, p.opts.TokenIDs) })
+}
+
+// exchange posts raw to url, retrying what may pass on a later attempt,
+// and decodes the first 2xx reply with dec.
+func (p *Policy) exchange(ctx context.Context, url string, raw []byte, what string, dec func([]byte) ([]Reply, error)) ([]Reply, error) {
 	for try := 1; ; try++ {
-		reply, err := p.attempt(ctx, raw)
+		reply, err := p.attempt(ctx, url, raw)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: cancelled: %w", what, ctx.Err())
 		}
 		if err == nil {
-			reps, err := decode(reply, n, p.opts.TokenIDs)
+			reps, err := dec(reply)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
@@ -152,7 +157,7 @@ func (p *Policy) call(ctx context.Context, reqs []policy.Request, model string) 
 
 // attempt posts raw once, holding one of the concurrency slots, and
 // returns the body of a 2xx reply.
-func (p *Policy) attempt(ctx context.Context, raw []byte) ([]byte, error) {
+func (p *Policy) attempt(ctx context.Context, url string, raw []byte) ([]byte, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -161,7 +166,7 @@ func (p *Policy) attempt(ctx context.Context, raw []byte) ([]byte, error) {
 	defer func() { <-p.slots }()
 	actx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, p.endpoint, bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}

@@ -195,32 +195,6 @@ func (pl *Pool) Generate(ctx context.Context, reqs []policy.Request) ([]policy.C
 // OpenStream implements policy.Streamer.
 func (pl *Pool) OpenStream() (policy.Stream, error) { return openStream(context.Background(), pl), nil }
 
-// Sample is Generate asking for model rather than the pool's, returning
-// the whole replies (which model each names, which endpoint served it,
-// the token ids when Options.TokenIDs asked for them).
-func (pl *Pool) Sample(ctx context.Context, model string, reqs []policy.Request) ([]Reply, error) {
-	st := openStream(ctx, boundPool{pl, model})
-	defer st.Close()
-	for i := range reqs {
-		if err := st.Submit(i, reqs[i]); err != nil {
-			return nil, err
-		}
-	}
-	return policy.Collect(ctx, len(reqs), st.nextReply)
-}
-
-// boundPool is a pool whose calls ask for one model.
-type boundPool struct {
-	pl    *Pool
-	model string
-}
-
-func (b boundPool) send(ctx context.Context, reqs []policy.Request) ([]Reply, error) {
-	return b.pl.call(ctx, reqs, b.model)
-}
-func (b boundPool) maxN() int     { return b.pl.maxN() }
-func (b boundPool) where() string { return b.pl.where() }
-
 func (pl *Pool) send(ctx context.Context, reqs []policy.Request) ([]Reply, error) {
 	return pl.call(ctx, reqs, pl.Model())
 }
@@ -235,15 +209,23 @@ func (pl *Pool) where() string {
 // call sends reqs as one call to the best endpoint, and again to the
 // best one then while the endpoint is at fault.
 func (pl *Pool) call(ctx context.Context, reqs []policy.Request, model string) ([]Reply, error) {
-	pref := affinity(reqs[0], len(pl.eps))
+	return pl.route(ctx, reqs[0].Key, affinity(reqs[0], len(pl.eps)), func(ep *endpoint) ([]Reply, error) {
+		return ep.p.call(ctx, reqs, model)
+	})
+}
+
+// route sends one call (send, to an endpoint) to the best endpoint, pref
+// when it is among the least loaded, and again to the best one then
+// while the endpoint is at fault.
+func (pl *Pool) route(ctx context.Context, key string, pref int, send func(*endpoint) ([]Reply, error)) ([]Reply, error) {
 	tries := pl.opts.Attempts * len(pl.eps)
 	for try := 1; ; try++ {
 		ep, err := pl.pick(ctx, pref)
 		if err != nil {
-			return nil, fmt.Errorf("remote: request %q: %w", reqs[0].Key, err)
+			return nil, fmt.Errorf("remote: request %q: %w", key, err)
 		}
 		t0 := time.Now()
-		reps, err := ep.p.call(ctx, reqs, model)
+		reps, err := send(ep)
 		fault := err != nil && ctx.Err() == nil && endpointFault(err)
 		pl.settle(ep, err, fault, time.Since(t0))
 		switch {
@@ -252,11 +234,11 @@ func (pl *Pool) call(ctx context.Context, reqs []policy.Request, model string) (
 		case !fault:
 			return nil, err
 		case try >= tries:
-			return nil, fmt.Errorf("remote: request %q: gave up after %d attempts over %d servers; the last: %w", reqs[0].Key, try, len(pl.eps), err)
+			return nil, fmt.Errorf("remote: request %q: gave up after %d attempts over %d servers; the last: %w", key, try, len(pl.eps), err)
 		}
 		if !pl.anotherIn(ep) {
 			if err := pl.sleep(ctx, pl.backoff(try)); err != nil {
-				return nil, fmt.Errorf("remote: request %q: cancelled while waiting to retry: %w", reqs[0].Key, err)
+				return nil, fmt.Errorf("remote: request %q: cancelled while waiting to retry: %w", key, err)
 			}
 		}
 	}
