@@ -272,7 +272,7 @@ func TestAFleetLoRAWeightPhaseEndsBitIdenticalToTheLocalRun(t *testing.T) {
 func TestAFleetRefusesFullWeightsAndAMissingAdaptersFolder(t *testing.T) {
 	cfg := tinyConfig(t)
 	cfg.PolicyServer = &PolicyServer{URL: "http://127.0.0.1:1/v1", Model: "m", Adapters: t.TempDir()}
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "LoRA") || !strings.Contains(err.Error(), "weight-sync") {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--lora-rank") || !strings.Contains(err.Error(), "weight-sync") {
 		t.Errorf("full weights with servers: %v", err)
 	}
 	cfg = fleetConfig(t)
