@@ -69,3 +69,30 @@ func TestABadURLsFileNamesItsLine(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadURLs: a --policy-urls file either gives http(s) URLs without
+// credentials, spaces or commas, or an error naming the file.
+func FuzzReadURLs(f *testing.F) {
+	f.Add("# fleet\nhttp://a:8000/v1\n\nhttps://b/v1 # second\n")
+	f.Add("ftp://x\n")
+	f.Add("http://u:p@h/v1\n")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, text string) {
+		path := filepath.Join(dir, "urls.txt")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		urls, err := readURLs(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v does not name the file", err)
+			}
+			return
+		}
+		for _, u := range urls {
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") || strings.ContainsAny(u, " \t,#") {
+				t.Fatalf("accepted %q", u)
+			}
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"whale/core/chat"
 	"whale/core/ckpt"
@@ -405,5 +406,28 @@ func TestAStaleAdapterSampleIsRefusedAndRetokenizationMismatchesAreCounted(t *te
 	st := f.status().Fleet
 	if st.Tokens != len(r) || st.Retokenized < 3+len(withNL) {
 		t.Errorf("counts %+v: want %d token mismatches, ≥ %d re-tokenized", *st, len(r), 3+len(withNL))
+	}
+}
+
+// A pool's run resumed with its servers moved takes a list of URLs, and
+// one URL makes it a pool of one again.
+func TestAmendMovesAPoolOfServers(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Condition = "harness-only"
+	cfg.PolicyServer = &PolicyServer{URL: "http://a:1/v1", URLs: []string{"http://a:1/v1", "http://b:1/v1"}, Model: "m"}
+	db := openDB(t)
+	if err := db.CreateRun("pool", mustJSON(cfg), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Amend(db, "pool", Amendment{PolicyURL: "http://c:1/v1,http://d:1/v1,http://e:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := got.PolicyServer; ps.URL != "http://c:1/v1" || !reflect.DeepEqual(ps.Endpoints(), []string{"http://c:1/v1", "http://d:1/v1", "http://e:1/v1"}) {
+		t.Fatalf("amended to %+v", ps)
+	}
+	got, err = Amend(db, "pool", Amendment{PolicyURL: "http://f:1/v1"})
+	if err != nil || got.PolicyServer.URLs != nil || !reflect.DeepEqual(got.PolicyServer.Endpoints(), []string{"http://f:1/v1"}) {
+		t.Fatalf("amended to one server: %+v (%v)", got.PolicyServer, err)
 	}
 }

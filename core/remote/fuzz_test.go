@@ -30,3 +30,23 @@ func FuzzDecode(f *testing.F) {
 		_, _ = retryAfter(string(b), time.Unix(0, 0))
 	})
 }
+
+func FuzzDecodeCompletion(f *testing.F) {
+	f.Add([]byte(`{"model": "a", "choices": [{"index": 0, "text": "x", "finish_reason": "stop", "token_ids": [5, 2], "prompt_token_ids": [1], "logprobs": {"tokens": ["token_id:5", "token_id:2"], "token_logprobs": [-1, null]}}]}`))
+	f.Add([]byte(`{"choices": [{"index": 0, "text": "x", "finish_reason": "length", "logprobs": {"tokens": ["x"], "token_logprobs": [-1]}}]}`))
+	f.Add([]byte(`{"choices": [{"index": 0, "text": "x", "finish_reason": "stop", "token_ids": [-3]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		reps, err := decodeCompletion(b)
+		if err != nil {
+			return
+		}
+		if len(reps) != 1 {
+			t.Fatalf("accepted %d replies", len(reps))
+		}
+		for _, id := range reps[0].Tokens {
+			if id < 0 {
+				t.Fatalf("accepted token id %d", id)
+			}
+		}
+	})
+}
