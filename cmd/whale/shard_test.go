@@ -12,10 +12,10 @@ import (
 )
 
 // provenance drops from a report what says how this invocation got its
-// runs (ran or read, how long it took) and the compute time each run
-// took, which is all a sharded bench's report may differ in from an
-// unsharded one's.
-var provenance = regexp.MustCompile(`This invocation took [^\n]*|- Compute: [^\n]*`)
+// runs (ran or read, how long it took) and the compute time runs took
+// (the header's sum, the table's "compute per run" column), which is all
+// a sharded bench's report may differ in from an unsharded one's.
+var provenance = regexp.MustCompile(`This invocation took [^\n]*|- Compute: [^\n]*|(?m)\| [0-9][^|]*(s|min) \|$`)
 
 // withoutCompute is results.csv with its compute_s column emptied.
 func withoutCompute(t *testing.T, csv string) string {
