@@ -38,6 +38,7 @@ type vllm struct {
 	seed uint64
 
 	mu       sync.Mutex
+	gpu      sync.Mutex
 	adapters map[string]*model.Model
 	loads    []string // lora_name of every load
 	unloads  []string
@@ -143,6 +144,10 @@ func (v *vllm) complete(w http.ResponseWriter, r *http.Request) {
 		vllmError(w, http.StatusNotFound, "The model `"+body.Model+"` does not exist.")
 		return
 	}
+	// One sampling at a time per replica: a model is not safe for two
+	// samplers at once (a replica's GPU runs one batch anyway).
+	v.gpu.Lock()
+	defer v.gpu.Unlock()
 	cs, err := model.NewSampler(m, model.SamplerOptions{}).Generate(r.Context(), []model.Request{{Key: body.RequestID, Prompt: body.Prompt, MaxNewTokens: body.MaxTokens,
 		Temperature: body.Temperature, TopP: body.TopP, TopK: body.TopK, Stop: body.Stop, Seed: v.seed}})
 	if err != nil {
