@@ -227,7 +227,8 @@ func TestAFleetLoRAWeightPhaseEndsBitIdenticalToTheLocalRun(t *testing.T) {
 	a, b := newVLLM(t, *cfg.LoRA, cfg.Seed), newVLLM(t, *cfg.LoRA, cfg.Seed)
 	cfg.PolicyServer = &PolicyServer{URL: a.url(), URLs: []string{a.url(), b.url()}, Model: "whale-base", Concurrency: 2,
 		Adapters: filepath.Join(t.TempDir(), "adapters")}
-	env := testEnv(t, openDB(t))
+	db := openDB(t)
+	env := testEnv(t, db)
 	env.Policy = nil
 	e, err := New(cfg, env, "fleet")
 	if err != nil {
@@ -267,6 +268,23 @@ func TestAFleetLoRAWeightPhaseEndsBitIdenticalToTheLocalRun(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(cfg.PolicyServer.Adapters); len(ents) != 1 || ents[0].Name() != la[len(la)-1] {
 		t.Errorf("the adapters folder holds %v, want the last adapter %s alone", ents, la[len(la)-1])
+	}
+	// Every stored sample names the adapter that served it: the one
+	// exported from the weights it records, at its step.
+	n := 0
+	err = db.Samples("fleet", 0, func(_ uint64, b []byte) error {
+		var r SampleRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if r.Kind == "w" && !strings.HasPrefix(r.Policy, fmt.Sprintf("fleet-s%d-%s", r.Step, ShortHash(r.Weights))) {
+			t.Errorf("a step-%d sample of weights %s names adapter %q", r.Step, ShortHash(r.Weights), r.Policy)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("stored samples: %d (%v)", n, err)
 	}
 	if st := e.State().Servers; st == nil || len(st.Endpoints) != 2 || st.Fleet == nil || st.Fleet.Loads == 0 {
 		t.Errorf("the state's servers: %+v", st)
