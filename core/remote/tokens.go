@@ -33,7 +33,9 @@ type TokenRequest struct {
 	Stop []int32
 }
 
-// completionRequest is the body of one token-id call.
+// completionRequest is the body of one token-id call. Special tokens are
+// left out of the reply's text (vLLM's default, skip_special_tokens), as
+// whale's own text of a completion leaves out the token that ends it.
 type completionRequest struct {
 	Model                  string  `json:"model"`
 	Prompt                 []int32 `json:"prompt"`
@@ -44,7 +46,6 @@ type completionRequest struct {
 	Seed                   int64   `json:"seed"`
 	Logprobs               int     `json:"logprobs"`
 	StopTokenIDs           []int32 `json:"stop_token_ids,omitempty"`
-	SkipSpecialTokens      bool    `json:"skip_special_tokens"`
 	RequestID              string  `json:"request_id,omitempty"`
 	ReturnTokenIDs         bool    `json:"return_token_ids"`
 	ReturnTokensAsTokenIDs bool    `json:"return_tokens_as_token_ids"`
