@@ -378,6 +378,8 @@ func (c Config) Validate() error {
 		return bad("proposer_url", "the llm proposer needs an endpoint URL and a model name")
 	case c.PolicyServer != nil && c.Condition != "harness-only" && c.LoRA == nil:
 		return bad("policy_server", "a weight phase trains a model behind servers only as LoRA adapters that whale loads into them (add --lora-rank); whole weights would need a weight-sync path whale does not have (or run the harness-only condition; have %q)", c.conditionName())
+	case c.PolicyServer != nil && c.PolicyServer.Adapters != "" && c.LoRA == nil:
+		return bad("policy_server", "an adapters folder is for the weight phases of a LoRA run (--lora-rank); a harness-only run samples the servers' own model")
 	case c.PolicyServer != nil && c.Condition != "harness-only" && c.PolicyServer.Adapters == "":
 		return bad("policy_server", "a weight phase with servers needs a folder the servers share for the adapters whale exports (--fleet-adapters DIR)")
 	case c.PolicyServer != nil && (c.PolicyServer.SyncEvery < 0 || (c.PolicyServer.Adapters == "" && (c.PolicyServer.SyncEvery != 0 || c.PolicyServer.ServerAdapters != ""))):

@@ -299,6 +299,12 @@ func TestAFleetRefusesFullWeightsAndAMissingAdaptersFolder(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--lora-rank") || !strings.Contains(err.Error(), "weight-sync") {
 		t.Errorf("full weights with servers: %v", err)
 	}
+	cfg = tinyConfig(t)
+	cfg.Condition = "harness-only"
+	cfg.PolicyServer = &PolicyServer{URL: "http://127.0.0.1:1/v1", Model: "m", Adapters: t.TempDir()}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "adapters folder is for the weight phases") {
+		t.Errorf("an adapters folder for a harness-only run: %v", err)
+	}
 	cfg = fleetConfig(t)
 	cfg.PolicyServer = &PolicyServer{URL: "http://127.0.0.1:1/v1", Model: "m"}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--fleet-adapters") {

@@ -149,18 +149,19 @@ func meanEntropy(ts []harnesses.Trajectory) float64 {
 // SampleRecord is how a rollout is stored: the trajectory plus why it was
 // kept or rejected and which harness and weights produced it.
 type SampleRecord struct {
-	Kind      string `json:"kind"` // "w" (weight step) or "s" (harness scoring)
-	Step      int    `json:"step"`
-	Iteration int    `json:"iteration"`
-	Round     int    `json:"round"`
-	Kept      bool   `json:"kept"`
-	Why       string `json:"why"`
-	Harness   string `json:"harness"`
-	Weights   string `json:"weights"`
+	Kind       string               `json:"kind"` // "w" (weight step) or "s" (harness scoring)
+	Step       int                  `json:"step"`
+	Iteration  int                  `json:"iteration"`
+	Round      int                  `json:"round"`
+	Kept       bool                 `json:"kept"`
+	Why        string               `json:"why"`
+	Harness    string               `json:"harness"`
+	Weights    string               `json:"weights"`
+	Trajectory harnesses.Trajectory `json:"trajectory"`
+
 	// Policy is the adapter a fleet served the sample from ("": the
 	// local model, or a server's own).
-	Policy     string               `json:"policy,omitempty"`
-	Trajectory harnesses.Trajectory `json:"trajectory"`
+	Policy string `json:"policy,omitempty"`
 }
 
 // storeSamples keeps every rejected rollout with its reason and the first
