@@ -158,7 +158,11 @@ func TestAPoolOfThreeWhoseReplicaDiesLosesNoSampleAndMatchesAPoolOfTwo(t *testin
 	a, b, c := newReplica(t), newReplica(t), newReplica(t)
 	c.dieAfter = 5
 	three := newTestPool(t, PoolOptions{Options: Options{Concurrency: 2}}, a, b, c)
-	got := runBatches(t, three, bs)
+	got := runBatches(t, three, bs[:1])
+	if n, _ := c.counts(); n == 0 || n >= 5 {
+		t.Fatalf("the third replica answered %d calls of the first batch, want 1 to 4 (it is to die in the second)", n)
+	}
+	got = append(got, runBatches(t, three, bs[1:])...)
 
 	two := newTestPool(t, PoolOptions{Options: Options{Concurrency: 2}}, newReplica(t), newReplica(t))
 	want := runBatches(t, two, bs)
