@@ -63,6 +63,8 @@ type Plan struct {
 	DataSeed uint64
 	// Prefix starts every run id ("bench", "sweep").
 	Prefix string
+	// Shard, if set, is the share of the jobs this process runs (shard.go).
+	Shard *Shard
 }
 
 // DefaultVoteK is vote-only's SAMPLES when no seed-matched harness-only
@@ -91,7 +93,7 @@ type Job struct {
 func (p Plan) ledgers() bool { return p.TrainCalls > 0 || p.SearchCalls > 0 }
 
 // Jobs lists the plan's runs in report order: accounting, domain,
-// condition, seed.
+// condition, seed (the shard's share of them, with Shard).
 func (p Plan) Jobs() ([]Job, error) {
 	conds := p.Conditions
 	if len(conds) == 0 {
@@ -129,6 +131,9 @@ func (p Plan) Jobs() ([]Job, error) {
 				}
 			}
 		}
+	}
+	if p.Shard != nil {
+		jobs = p.Shard.Of(jobs)
 	}
 	return jobs, nil
 }

@@ -115,10 +115,20 @@ func (row RecordRow) origin() string {
 // (written on the first Put). Every line must be a finished run's row with
 // a configuration, each run id once; an error names the file and line.
 func OpenRecord(path string) (*Record, error) {
-	rec := &Record{path: path, rows: map[string]RecordRow{}}
+	rows, err := readRecord(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Record{path: path, rows: rows}, nil
+}
+
+// readRecord reads the rows of the record at path (none for a missing
+// file); see OpenRecord.
+func readRecord(path string) (map[string]RecordRow, error) {
+	rows := map[string]RecordRow{}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rec, nil
+		return rows, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("experiments: record: %w", err)
@@ -139,15 +149,15 @@ func OpenRecord(path string) (*Record, error) {
 		if err := row.check(); err != nil {
 			return nil, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
 		}
-		if _, dup := rec.rows[row.Run.RunID]; dup {
+		if _, dup := rows[row.Run.RunID]; dup {
 			return nil, fmt.Errorf("experiments: record %s:%d: run %s is recorded twice", path, line, row.Run.RunID)
 		}
-		rec.rows[row.Run.RunID] = row
+		rows[row.Run.RunID] = row
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("experiments: record %s: %w", path, err)
 	}
-	return rec, nil
+	return rows, nil
 }
 
 // check refuses a row the report could not use.
@@ -230,8 +240,10 @@ func (rec *Record) read(j Job) (r report.Run, ok bool, err error) {
 }
 
 // Put records a finished run and rewrites the file (through a temporary
-// file and a rename, so a crash leaves the old record or the new one). A
-// row equal to the recorded one writes nothing.
+// file and a rename, so a crash leaves the old record or the new one),
+// holding a lock on the record (a file beside it, path + ".lock") and
+// keeping every row other processes put meanwhile: the shards of a
+// bench share one record. A row equal to the recorded one writes nothing.
 func (rec *Record) Put(row RecordRow) error {
 	if err := row.check(); err != nil {
 		return fmt.Errorf("experiments: record %s: %w", rec.path, err)
@@ -255,6 +267,26 @@ func (rec *Record) Put(row RecordRow) error {
 			return nil
 		}
 	}
+	if err := os.MkdirAll(filepath.Dir(rec.path), 0o755); err != nil {
+		return fmt.Errorf("experiments: record: %w", err)
+	}
+	// Other processes (a sharded bench's) may write the same record: the
+	// file is rewritten under a lock, with the rows they wrote since this
+	// one read it.
+	unlock, err := lockFile(rec.path + ".lock")
+	if err != nil {
+		return fmt.Errorf("experiments: record %s: %w", rec.path, err)
+	}
+	defer unlock()
+	disk, err := readRecord(rec.path)
+	if err != nil {
+		return err
+	}
+	for id, r := range disk {
+		if _, ok := rec.rows[id]; !ok {
+			rec.rows[id] = r
+		}
+	}
 	rec.rows[row.Run.RunID] = row
 	var buf bytes.Buffer
 	for _, id := range slices.Sorted(maps.Keys(rec.rows)) {
@@ -264,9 +296,6 @@ func (rec *Record) Put(row RecordRow) error {
 		}
 		buf.Write(b)
 		buf.WriteByte('\n')
-	}
-	if err := os.MkdirAll(filepath.Dir(rec.path), 0o755); err != nil {
-		return fmt.Errorf("experiments: record: %w", err)
 	}
 	tmp := rec.path + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {

@@ -404,7 +404,11 @@ func (m *Model) progressLines(w int) []string {
 		parts = append(parts, fmt.Sprintf("budget %d used, %d left", l.Budgeted(), max(0, p.Budget-l.Budgeted())))
 	}
 	parts = append(parts, fmt.Sprintf("evaluation %d calls (outside the budget)", l.EvalCalls))
-	return append(out, wrapParts(parts, w)...)
+	out = append(out, wrapParts(parts, w)...)
+	if p.Servers != nil {
+		out = append(out, wrapParts(p.Servers.Lines(), w)...)
+	}
+	return out
 }
 
 // wrapParts joins parts with " · " into lines of at most w cells,

@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure: the engine's speed (engine), a model shape's sampling and LoRA step (model), a run's throughput (rollouts), the conditions against each other (conditions)",
 	}
-	c.AddCommand(newBenchEngineCmd(), newBenchModelCmd(), newBenchConditionsCmd(), newBenchRolloutsCmd())
+	c.AddCommand(newBenchEngineCmd(), newBenchModelCmd(), newBenchConditionsCmd(), newBenchRolloutsCmd(), newBenchPlanCmd())
 	return c
 }
 

@@ -255,7 +255,7 @@ func planTitle(p experiments.Plan) string {
 
 func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
-	var out, conds, record, accs string
+	var out, conds, record, accs, shard string
 	var e float64
 	var i, curveK, trainCalls, searchCalls, voteK int
 	var tb tensorBoardFlag
@@ -296,6 +296,16 @@ func newBenchConditionsCmd() *cobra.Command {
 				}
 			}
 			p.E, p.I, p.CurveK, p.VoteK = e, i, curveK, voteK
+			if shard != "" {
+				sh, err := experiments.ParseShard(shard)
+				if err != nil {
+					return usageError{fmt.Errorf("--shard: %w", err)}
+				}
+				if env.Record == nil {
+					return usageError{errors.New("--shard keeps its runs in the record, for the final call without --shard to read: drop --record -")}
+				}
+				p.Shard = &sh
+			}
 			if conds != "" {
 				p.Conditions = strings.Split(conds, ",")
 			}
@@ -316,6 +326,11 @@ func newBenchConditionsCmd() *cobra.Command {
 			runs, err := runPlan(cmd, p, env, f.progressEvery)
 			if err = errors.Join(err, stopTB()); err != nil {
 				return err
+			}
+			if p.Shard != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "shard %s: %d runs finished, kept in %s; when every shard is done, the same command without --shard (and with a --db of its own) writes the report\n",
+					p.Shard, len(runs), env.Record.Path())
+				return nil
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
 				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls,
@@ -347,6 +362,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().IntVar(&searchCalls, "search-calls", 0, "the search ledger of the paper accounting: harness-scoring calls of every condition that searches (0: the preset's; small 6144)")
 	c.Flags().StringVar(&accs, "accountings", "", "comma-separated: paper (the two ledgers), equal-total (weight-only and harness-only at their sum) (default: both)")
 	c.Flags().IntVar(&voteK, "vote-k", 0, fmt.Sprintf("vote-only's SAMPLES where no finished seed-matched harness-only run gives one (0: %d)", experiments.DefaultVoteK))
+	c.Flags().StringVar(&shard, "shard", "", "I/N: run only shard I of N of the jobs (0 ≤ I < N) and keep them in the record, in a folder the shards share; no report (the call without --shard writes it from the record; whale bench plan emits a cluster's jobs)")
 	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.6)")
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 6)")

@@ -100,8 +100,10 @@ func newRunCmd() *cobra.Command {
 		Long: "Starts a run in the workspace (--db): Phase A trains the weights by rejection sampling through the\n" +
 			"current harness, Phase B searches harnesses against the frozen weights, and the schedule\n" +
 			"(fixed (E, I) or adaptive patience) decides when to switch. Progress goes to stderr; the run\n" +
-			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'. With --condition harness-only,\n" +
-			"--policy-url URL --policy-model NAME makes an OpenAI-compatible server sample the rollouts.",
+			"can be interrupted (Ctrl-C) and continued with 'whale resume RUN'. --policy-url URL --policy-model NAME\n" +
+			"makes an OpenAI-compatible server (repeat it for a pool) sample the rollouts: with --condition\n" +
+			"harness-only, or, for weight phases, with --lora-rank and --fleet-adapters DIR (vLLM servers that load\n" +
+			"each version of the adapters; docs/SCALING.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return fl.run(cmd) },
 	}
@@ -144,6 +146,7 @@ func (fl *runFlags) register(f *pflag.FlagSet) {
 	fl.lora.register(f)
 	fl.envf.register(f)
 	fl.server.register(f)
+	fl.server.registerFleet(f)
 	fl.backend.register(f)
 	new(tensorBoardFlag).register(f)
 	fl.file.register(f, "the run's flags (and, in an [engine] table, settings no flag sets)")
@@ -205,9 +208,6 @@ func (fl *runFlags) run(cmd *cobra.Command) error {
 	}
 	if err := fl.backend.open(); err != nil {
 		return err
-	}
-	if fl.server.set() && fl.fromCkpt == "" && fl.condition != "harness-only" {
-		return usageError{errors.New("--policy-url: a weight phase cannot train a model behind a server; add --condition harness-only")}
 	}
 	if fl.fromCkpt != "" {
 		return runFromCheckpoint(cmd, fl.dbPath, fl.fromCkpt, fl.dataPath, fl.format, fl.asJSON)
@@ -661,7 +661,7 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool
 	resumable := !info.Live && engine.RunView{Run: r, Config: cfg}.Resumable()
 	out := map[string]any{"run_id": r.ID, "status": info.State(), "config": r.Config, "resumable": resumable,
 		"round": st.Round, "phase": st.Phase, "step": st.Step, "iteration": st.Iteration, "ledger": st.Ledger, "phases": st.Phases, "summary": st.Summary,
-		"compute_s": r.Compute.Seconds()}
+		"compute_s": r.Compute.Seconds(), "servers": st.Servers}
 	if origin != nil {
 		out["from_checkpoint"] = origin
 	}
@@ -687,6 +687,11 @@ func showRun(cmd *cobra.Command, info attach.RunInfo, dbPath string, asJSON bool
 	fmt.Fprintf(w, "rollouts: train %d, search %d, evaluation %d\n", l.Train, l.Search, l.Eval)
 	if r.Compute > 0 {
 		fmt.Fprintf(w, "compute: %s (the stored work, over every process that ran it)\n", r.Compute.Round(time.Second))
+	}
+	if st.Servers != nil {
+		for _, line := range st.Servers.Lines() {
+			fmt.Fprintln(w, line+" (as of the last resume point)")
+		}
 	}
 	if st.Summary != nil {
 		printSummary(w, *st.Summary)

@@ -148,7 +148,20 @@ func configTOML(id string, cfg engine.Config) ([]byte, error) {
 			runconfig.Pair{Key: "lora-targets", Value: strings.Join(l.Targets, ",")}, runconfig.Pair{Key: "lora-bf16-base", Value: l.BF16Base})
 	}
 	if p := cfg.PolicyServer; p != nil {
-		top = append(top, runconfig.Pair{Key: "policy-url", Value: p.URL}, runconfig.Pair{Key: "policy-model", Value: p.Model})
+		var urls any = p.URL
+		if len(p.URLs) > 1 {
+			urls = p.URLs
+		}
+		top = append(top, runconfig.Pair{Key: "policy-url", Value: urls}, runconfig.Pair{Key: "policy-model", Value: p.Model})
+		if p.Adapters != "" {
+			top = append(top, runconfig.Pair{Key: "fleet-adapters", Value: p.Adapters})
+		}
+		if p.ServerAdapters != "" {
+			top = append(top, runconfig.Pair{Key: "fleet-server-adapters", Value: p.ServerAdapters})
+		}
+		if p.SyncEvery > 1 {
+			top = append(top, runconfig.Pair{Key: "fleet-sync-every", Value: int64(p.SyncEvery)})
+		}
 		if p.Concurrency > 0 {
 			top = append(top, runconfig.Pair{Key: "policy-concurrency", Value: int64(p.Concurrency)})
 		}

@@ -95,9 +95,15 @@ func TestServerFlagsAreRefusedWhereTheyCannotWork(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--headless", "--domain", "math", "--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m"},
-			"--policy-url: a weight phase cannot train a model behind a server; add --condition harness-only"},
+			"only as LoRA adapters that whale loads into them (add --lora-rank); whole weights would need a weight-sync path"},
 		{[]string{"run", "--headless", "--domain", "math", "--condition", "weight-only", "--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m"},
-			"add --condition harness-only"},
+			"or run the harness-only condition"},
+		{[]string{"run", "--headless", "--domain", "math", "--lora-rank", "2", "--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m"},
+			"--fleet-adapters DIR"},
+		{[]string{"run", "--headless", "--domain", "math", "--fleet-sync-every", "2"}, "--fleet-sync-every needs --policy-url"},
+		{[]string{"run", "--headless", "--domain", "math", "--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m", "--fleet-sync-every", "2"},
+			"need --fleet-adapters DIR"},
+		{[]string{"eval", "--domain", "math", "--harness", "h0", "--policy-url", "http://127.0.0.1:1/v1", "--policy-url", "http://127.0.0.1:1/v1/", "--policy-model", "m"}, "given twice"},
 		{[]string{"eval", "--domain", "math", "--harness", "h0", "--policy-model", "m"}, "--policy-model needs --policy-url"},
 		{[]string{"eval", "--domain", "math", "--harness", "h0", "--policy-url", "http://127.0.0.1:1/v1"}, "needs --policy-model"},
 		{[]string{"eval", "--domain", "math", "--harness", "h0", "--policy-url", "http://127.0.0.1:1/v1", "--policy-model", "m", "--policy", "oracle"}, "drop --policy"},

@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"whale/core/store"
 )
 
 // Amendment is what a run may change when it resumes: the learning rate
-// (after a run stopped on a non-finite step, say) and the endpoint of its
-// server policy (after the server moved). Zero fields change nothing.
+// (after a run stopped on a non-finite step, say) and the endpoints of its
+// server policy (after the servers moved; PolicyURL is one URL or a
+// comma-separated list, a pool). Zero fields change nothing.
 type Amendment struct {
 	LR        float64
 	PolicyURL string
@@ -47,7 +49,11 @@ func Amend(db *store.DB, runID string, a Amendment) (Config, error) {
 			return cfg, fmt.Errorf("engine: run %s samples from its local model, not a server: --policy-url does not apply", runID)
 		}
 		ps := *cfg.PolicyServer
-		ps.URL = a.PolicyURL
+		urls := strings.Split(a.PolicyURL, ",")
+		ps.URL, ps.URLs = urls[0], nil
+		if len(urls) > 1 {
+			ps.URLs = urls
+		}
 		cfg.PolicyServer = &ps
 	}
 	if err := cfg.Validate(); err != nil {

@@ -87,10 +87,12 @@ type Config struct {
 	GridKnobs     []string `json:"grid_knobs,omitempty"`
 	ProposerURL   string   `json:"proposer_url,omitempty"`
 	ProposerModel string   `json:"proposer_model,omitempty"`
-	// PolicyServer, if set, is an OpenAI-compatible server that samples
-	// the run's rollouts instead of the local model (core/remote). A server's
-	// model cannot be trained, so only the harness-only condition takes
-	// one; its API key is read from the environment (remote.APIKeyEnv) by
+	// PolicyServer, if set, is an OpenAI-compatible server, or a pool of
+	// them, that samples the run's rollouts instead of the local model
+	// (core/remote). A server's model is trained only under LoRA, as a
+	// fleet (fleet.go): whale trains the adapters and loads each version
+	// into the servers; whole weights are never trained behind a server.
+	// Its API key is read from the environment (remote.APIKeyEnv) by
 	// whoever runs the engine and never stored.
 	PolicyServer *PolicyServer `json:"policy_server,omitempty"`
 	// SampleBF16 samples the run's rollouts (training, harness scoring and
@@ -184,20 +186,38 @@ type Config struct {
 // PolicyServer is where a run's rollouts come from when not from the local
 // model: remote.Options less the key.
 type PolicyServer struct {
-	URL         string `json:"url"`
-	Model       string `json:"model"`
-	Concurrency int    `json:"concurrency,omitempty"`
+	URL string `json:"url"`
+	// URLs, for a pool of servers, are all of them, URL first.
+	URLs        []string `json:"urls,omitempty"`
+	Model       string   `json:"model"`
+	Concurrency int      `json:"concurrency,omitempty"`
 	// Timeout bounds one attempt of a call (0: remote's default).
 	Timeout time.Duration `json:"timeout,omitempty"`
 	MaxN    int           `json:"max_n,omitempty"`
+	// Adapters is the folder, shared with the servers, that a run with
+	// weight phases exports its LoRA adapters to (fleet.go);
+	// ServerAdapters is that folder as the servers see it ("": the same
+	// path). SyncEvery is how many weight steps one exported adapter
+	// serves (0: 1, a new adapter after every step).
+	Adapters       string `json:"adapters,omitempty"`
+	ServerAdapters string `json:"server_adapters,omitempty"`
+	SyncEvery      int    `json:"sync_every,omitempty"`
 }
 
-// Policy is the server as a policy, with the API key of the environment
-// (remote.APIKeyEnv: a key is never stored) and its retry jitter seeded
-// with seed.
-func (s PolicyServer) Policy(seed uint64) (*remote.Policy, error) {
-	return remote.New(remote.Options{URL: s.URL, Model: s.Model, APIKey: os.Getenv(remote.APIKeyEnv),
-		Concurrency: s.Concurrency, Timeout: s.Timeout, MaxN: s.MaxN, Seed: seed})
+// Endpoints are the server URLs, the first one first.
+func (s PolicyServer) Endpoints() []string {
+	if len(s.URLs) > 0 {
+		return s.URLs
+	}
+	return []string{s.URL}
+}
+
+// Policy is the servers as one policy (a pool, of one server or more),
+// with the API key of the environment (remote.APIKeyEnv: a key is never
+// stored) and its retry jitter seeded with seed.
+func (s PolicyServer) Policy(seed uint64) (*remote.Pool, error) {
+	return remote.NewPool(remote.PoolOptions{URLs: s.Endpoints(), Options: remote.Options{Model: s.Model, APIKey: os.Getenv(remote.APIKeyEnv),
+		Concurrency: s.Concurrency, Timeout: s.Timeout, MaxN: s.MaxN, Seed: seed}})
 }
 
 // Presets size a run. tiny is for tests (a 2-cycle run in under a minute
@@ -356,8 +376,16 @@ func (c Config) Validate() error {
 		return bad("grid_knobs", "%v (a grid varies one or two knobs)", c.GridKnobs)
 	case c.Proposer == "llm" && (c.ProposerURL == "" || c.ProposerModel == ""):
 		return bad("proposer_url", "the llm proposer needs an endpoint URL and a model name")
-	case c.PolicyServer != nil && c.Condition != "harness-only":
-		return bad("policy_server", "a weight phase cannot train a model behind a server: rollouts from a server need the harness-only condition (have %q)", c.conditionName())
+	case c.PolicyServer != nil && c.Condition != "harness-only" && c.LoRA == nil:
+		return bad("policy_server", "a weight phase trains a model behind servers only as LoRA adapters that whale loads into them (add --lora-rank); whole weights would need a weight-sync path whale does not have (or run the harness-only condition; have %q)", c.conditionName())
+	case c.PolicyServer != nil && c.PolicyServer.Adapters != "" && c.LoRA == nil:
+		return bad("policy_server", "an adapters folder is for the weight phases of a LoRA run (--lora-rank); a harness-only run samples the servers' own model")
+	case c.PolicyServer != nil && c.Condition != "harness-only" && c.PolicyServer.Adapters == "":
+		return bad("policy_server", "a weight phase with servers needs a folder the servers share for the adapters whale exports (--fleet-adapters DIR)")
+	case c.PolicyServer != nil && (c.PolicyServer.SyncEvery < 0 || (c.PolicyServer.Adapters == "" && (c.PolicyServer.SyncEvery != 0 || c.PolicyServer.ServerAdapters != ""))):
+		return bad("policy_server", "sync_every %d, server_adapters %q: want sync_every ≥ 0, both only with an adapters folder", c.PolicyServer.SyncEvery, c.PolicyServer.ServerAdapters)
+	case c.PolicyServer != nil && len(c.PolicyServer.URLs) > 0 && c.PolicyServer.URLs[0] != c.PolicyServer.URL:
+		return bad("policy_server", "urls[0] %q is not url %q", c.PolicyServer.URLs[0], c.PolicyServer.URL)
 	case c.PolicyServer != nil && c.SampleBF16:
 		return bad("sample_bf16", "a server samples with its own weights: bfloat16 sampling applies to the local model only")
 	case c.PolicyServer != nil && (c.PolicyServer.URL == "" || c.PolicyServer.Model == ""):

@@ -14,6 +14,7 @@ import (
 	"whale/core/chat"
 	"whale/core/model"
 	"whale/core/policy"
+	"whale/core/remote"
 	"whale/core/search"
 	"whale/core/store"
 	"whale/core/weights"
@@ -96,6 +97,9 @@ type Engine struct {
 	// configuration); tmpl is the chat template of the run's tokenizer.
 	model *model.Model
 	tmpl  *chat.Template
+	// fleet, for a LoRA run with weight phases sampled by servers, is
+	// pol (fleet.go).
+	fleet *fleet
 
 	trainer *model.Trainer
 	op      weights.Optimizer
@@ -411,6 +415,12 @@ func newEngine(cfg Config, env Env, m *model.Model, runID string) (*Engine, erro
 	}
 	if e.pol, err = runPolicy(cfg, env, m, e.tmpl); err != nil {
 		return nil, err
+	}
+	if pool, ok := e.pol.(*remote.Pool); ok && cfg.PolicyServer.Adapters != "" {
+		if e.fleet, err = newFleet(pool, e.tmpl, m, runID, *cfg.PolicyServer, func() (string, int) { return e.st.Weights, e.st.Step }); err != nil {
+			return nil, err
+		}
+		e.pol = e.fleet
 	}
 	tc := model.DefaultTrainConfig()
 	tc.Schedule, tc.ActivationBytes = model.ConstantLR(cfg.LR), env.ActivationBytes

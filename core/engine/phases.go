@@ -28,7 +28,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	}
 	tasks := e.trainBatch(e.st.Step)
 	stop := e.timeInto(&e.times.Sampling)
+	e.fleetLag(e.syncEvery() - 1)
 	ts, hs, err := e.runAssigned(ctx, tasks, e.rolloutHarnesses(tasks), fmt.Sprintf("w%d/", e.st.Step), e.Cfg.Group)
+	e.fleetLag(0)
 	stop()
 	if err != nil {
 		return false, err
@@ -36,6 +38,9 @@ func (e *Engine) weightStep(ctx context.Context) (bool, error) {
 	e.st.Ledger.Train += len(ts)
 	e.st.Ledger.TrainCalls += modelCalls(ts)
 	e.st.Ledger.TrainTokens += completionTokens(ts)
+	if ts, hs, err = e.fleetKeep(ts, hs); err != nil {
+		return false, err
+	}
 	samples := make([]weights.Sample, len(ts))
 	mean := 0.0
 	for i, t := range ts {
@@ -153,6 +158,10 @@ type SampleRecord struct {
 	Harness    string               `json:"harness"`
 	Weights    string               `json:"weights"`
 	Trajectory harnesses.Trajectory `json:"trajectory"`
+
+	// Policy is the adapter a fleet served the sample from ("": the
+	// local model, or a server's own).
+	Policy string `json:"policy,omitempty"`
 }
 
 // storeSamples keeps every rejected rollout with its reason and the first
@@ -174,7 +183,7 @@ func (e *Engine) storeSamples(ts []harnesses.Trajectory, hs []string, kind strin
 			why = "low_reward"
 		}
 		rec, err := checkedJSON(fmt.Sprintf("the sample of task %s", t.TaskID), SampleRecord{Kind: kind, Step: e.st.Step, Iteration: e.st.Iteration, Round: e.st.Round,
-			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Trajectory: t})
+			Kept: kept, Why: why, Harness: hs[i], Weights: e.st.Weights, Policy: e.fleetAdapter(), Trajectory: t})
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,8 @@ type Progress struct {
 	Budget      int `json:"budget"`
 	TrainCalls  int `json:"train_calls,omitempty"`
 	SearchCalls int `json:"search_calls,omitempty"`
+	// Servers are the run's servers' figures now (nil: a local policy).
+	Servers *FleetStatus `json:"servers,omitempty"`
 }
 
 // TwoLedgers reports whether the run spends two ledgers (TrainCalls,
@@ -79,6 +81,7 @@ func (e *Engine) Progress() Progress {
 	defer e.prog.mu.Unlock()
 	p := e.prog.p
 	p.Budget, p.TrainCalls, p.SearchCalls = e.Cfg.Budget, e.Cfg.TrainCalls, e.Cfg.SearchCalls
+	p.Servers = e.serverStatus()
 	return p
 }
 

@@ -115,6 +115,7 @@ func (e *Engine) saveResume() error {
 		now := time.Now()
 		spent, e.clock = max(0, now.Sub(e.clock)), now
 	}
+	e.st.Servers = e.serverStatus()
 	cursor := mustJSON(e.st)
 	if err := e.env.Store.SetResumePoint(e.RunID, status, cursor, pins, spent); err != nil {
 		return err

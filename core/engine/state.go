@@ -124,6 +124,9 @@ type State struct {
 	ValPassBefore float64 `json:"val_pass_before"`
 	// Health accumulates the running weight phase's health.
 	Health Health `json:"health"`
+	// Servers are the run's servers' figures (fleet.go) in the process
+	// that wrote this point, as of then; nil for a local policy.
+	Servers *FleetStatus `json:"servers,omitempty"`
 	// BestVal is the best val mean@k at a phase boundary and BestCkpt the
 	// kept checkpoint it was measured on.
 	BestVal  float64 `json:"best_val"`

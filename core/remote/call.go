@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,10 +28,17 @@ type chatRequest struct {
 	N           int              `json:"n,omitempty"`
 	Seed        int64            `json:"seed"`
 	Logprobs    bool             `json:"logprobs"`
+	// With Options.TokenIDs: the key of the call's first request, and
+	// vLLM's asks for the completion's token ids (return_token_ids, in
+	// the choice; return_tokens_as_token_ids, in the logprobs' tokens).
+	RequestID              string `json:"request_id,omitempty"`
+	ReturnTokenIDs         bool   `json:"return_token_ids,omitempty"`
+	ReturnTokensAsTokenIDs bool   `json:"return_tokens_as_token_ids,omitempty"`
 }
 
 // chatResponse is what is read of a reply.
 type chatResponse struct {
+	Model   string `json:"model"`
 	Choices []struct {
 		Index   int `json:"index"`
 		Message *struct {
@@ -39,10 +47,25 @@ type chatResponse struct {
 		FinishReason *string `json:"finish_reason"`
 		Logprobs     *struct {
 			Content []struct {
+				Token   string  `json:"token"`
 				Logprob float64 `json:"logprob"`
 			} `json:"content"`
 		} `json:"logprobs"`
+		TokenIDs []int32 `json:"token_ids"`
 	} `json:"choices"`
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
+}
+
+// Reply is a completion with what the server said of it besides: the
+// model the reply names (a fleet's adapter), the endpoint that served it,
+// and, when Options.TokenIDs asked for them and the server gave them, the
+// completion's token ids in Completion.Tokens and the prompt's as the
+// server rendered it in PromptIDs.
+type Reply struct {
+	policy.Completion
+	Model     string
+	Endpoint  string
+	PromptIDs []int32
 }
 
 // topP is the top_p to send: none for "no nucleus filter" (0 or 1).
@@ -65,6 +88,7 @@ func mustJSON(v any) []byte {
 // after is the server's Retry-After, when it sent one.
 type failure struct {
 	msg      string
+	status   int // the HTTP status, 0 for none
 	retry    bool
 	after    time.Duration
 	hasAfter bool
@@ -73,28 +97,43 @@ type failure struct {
 func (f *failure) Error() string { return f.msg }
 
 // call sends reqs (identical but for their keys) as one call with
-// len(reqs) choices, retrying what may pass on a later attempt.
-func (p *Policy) call(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
+// len(reqs) choices to model ("": Options.Model), retrying what may pass
+// on a later attempt.
+func (p *Policy) call(ctx context.Context, reqs []policy.Request, model string) ([]Reply, error) {
 	r := reqs[0]
 	n := len(reqs)
-	body := chatRequest{Model: p.opts.Model, Messages: r.Messages, MaxTokens: r.MaxNewTokens, Temperature: r.Temperature,
+	if model == "" {
+		model = p.opts.Model
+	}
+	body := chatRequest{Model: model, Messages: r.Messages, MaxTokens: r.MaxNewTokens, Temperature: r.Temperature,
 		TopP: topP(r.TopP), TopK: r.TopK, Seed: callSeed(r), Logprobs: true}
 	if n > 1 {
 		body.N = n
 	}
-	raw := mustJSON(body)
+	if p.opts.TokenIDs {
+		body.RequestID, body.ReturnTokenIDs, body.ReturnTokensAsTokenIDs = r.Key, true, true
+	}
 	what := fmt.Sprintf("remote: POST %s (request %q, n=%d)", p.endpoint, r.Key, n)
+	return p.exchange(ctx, p.endpoint, mustJSON(body), what, func(b []byte) ([]Reply, error) { return decode(b, n, p.opts.TokenIDs) })
+}
+
+// exchange posts raw to url, retrying what may pass on a later attempt,
+// and decodes the first 2xx reply with dec.
+func (p *Policy) exchange(ctx context.Context, url string, raw []byte, what string, dec func([]byte) ([]Reply, error)) ([]Reply, error) {
 	for try := 1; ; try++ {
-		reply, err := p.attempt(ctx, raw)
+		reply, err := p.attempt(ctx, url, raw)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: cancelled: %w", what, ctx.Err())
 		}
 		if err == nil {
-			comps, err := decode(reply, n)
+			reps, err := dec(reply)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			return comps, nil
+			for i := range reps {
+				reps[i].Endpoint = p.opts.URL
+			}
+			return reps, nil
 		}
 		var f *failure
 		if !errors.As(err, &f) || !f.retry {
@@ -118,7 +157,7 @@ func (p *Policy) call(ctx context.Context, reqs []policy.Request) ([]policy.Comp
 
 // attempt posts raw once, holding one of the concurrency slots, and
 // returns the body of a 2xx reply.
-func (p *Policy) attempt(ctx context.Context, raw []byte) ([]byte, error) {
+func (p *Policy) attempt(ctx context.Context, url string, raw []byte) ([]byte, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -127,7 +166,7 @@ func (p *Policy) attempt(ctx context.Context, raw []byte) ([]byte, error) {
 	defer func() { <-p.slots }()
 	actx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, p.endpoint, bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +187,7 @@ func (p *Policy) attempt(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, &failure{msg: fmt.Sprintf("HTTP %s: the reply exceeds %d bytes", resp.Status, maxReply)}
 	}
 	if resp.StatusCode/100 != 2 {
-		f := &failure{msg: fmt.Sprintf("HTTP %s: %s", resp.Status, serverMessage(b)),
+		f := &failure{msg: fmt.Sprintf("HTTP %s: %s", resp.Status, serverMessage(b)), status: resp.StatusCode,
 			retry: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
 		f.after, f.hasAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return nil, f
@@ -222,8 +261,9 @@ func clip(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// decode reads a reply of n choices into completions in choice order.
-func decode(b []byte, n int) ([]policy.Completion, error) {
+// decode reads a reply of n choices into completions in choice order;
+// with ids, also the token ids the server gave (see Reply).
+func decode(b []byte, n int, ids bool) ([]Reply, error) {
 	var r chatResponse
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("malformed JSON reply (%v): %s", err, clip(string(b), 200))
@@ -238,7 +278,7 @@ func decode(b []byte, n int) ([]policy.Completion, error) {
 		}
 		return nil, fmt.Errorf("asked for n=%d choices, the reply has %d%s", n, len(r.Choices), hint)
 	}
-	out := make([]policy.Completion, n)
+	out := make([]Reply, n)
 	seen := make([]bool, n)
 	for _, c := range r.Choices {
 		if c.Index < 0 || c.Index >= n || seen[c.Index] {
@@ -248,7 +288,8 @@ func decode(b []byte, n int) ([]policy.Completion, error) {
 		if c.Message == nil {
 			return nil, fmt.Errorf("choice %d has no message", c.Index)
 		}
-		comp := &out[c.Index]
+		out[c.Index].Model = r.Model
+		comp := &out[c.Index].Completion
 		if c.Message.Content != nil {
 			comp.Text = *c.Message.Content
 		}
@@ -270,6 +311,55 @@ func decode(b []byte, n int) ([]policy.Completion, error) {
 				comp.LogProbs[i] = float32(t.Logprob)
 			}
 		}
+		if !ids {
+			continue
+		}
+		out[c.Index].PromptIDs = r.PromptTokenIDs
+		toks, err := choiceTokens(c.TokenIDs, c.Logprobs)
+		if err != nil {
+			return nil, fmt.Errorf("choice %d: %w", c.Index, err)
+		}
+		comp.Tokens = toks
 	}
 	return out, nil
+}
+
+// choiceTokens are a choice's token ids: the choice's own (vLLM's
+// return_token_ids), else its logprobs' tokens when every one reads
+// "token_id:N" (return_tokens_as_token_ids), else none (the server gave
+// text alone). Ids given both ways must agree.
+func choiceTokens(own []int32, lp *struct {
+	Content []struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	} `json:"content"`
+}) ([]int32, error) {
+	var fromLP []int32
+	if lp != nil && len(lp.Content) > 0 {
+		fromLP = make([]int32, 0, len(lp.Content))
+		for _, t := range lp.Content {
+			v, ok := strings.CutPrefix(t.Token, "token_id:")
+			if !ok {
+				fromLP = nil
+				break
+			}
+			id, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || id < 0 {
+				return nil, fmt.Errorf("logprobs token %q is not a token id", t.Token)
+			}
+			fromLP = append(fromLP, int32(id))
+		}
+	}
+	for _, id := range own {
+		if id < 0 {
+			return nil, fmt.Errorf("token_ids holds %d", id)
+		}
+	}
+	switch {
+	case len(own) > 0 && len(fromLP) > 0 && !slices.Equal(own, fromLP):
+		return nil, fmt.Errorf("token_ids (%d ids) and the logprobs' token ids (%d) differ", len(own), len(fromLP))
+	case len(own) > 0:
+		return own, nil
+	}
+	return fromLP, nil
 }

@@ -84,6 +84,12 @@ type Options struct {
 	// it by a source seeded with Seed. A Retry-After header replaces it.
 	Backoff time.Duration
 	Seed    uint64
+	// TokenIDs asks the server for each completion's token ids (vLLM's
+	// return_token_ids and return_tokens_as_token_ids) and names each
+	// call by its first request's key (request_id): what a fleet that
+	// samples a weight phase needs. Servers that know none of these
+	// fields may refuse them, so plain policies leave it off.
+	TokenIDs bool
 	// Client, if set, sends the calls; nil means a client whose connection
 	// pool keeps Concurrency connections to the server.
 	Client *http.Client

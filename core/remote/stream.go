@@ -16,7 +16,7 @@ import (
 // choices. Each call runs in its own goroutine under the stream's
 // context and reports to done.
 type stream struct {
-	p      *Policy
+	c      caller
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -26,7 +26,7 @@ type stream struct {
 	// inFlight holds the ids submitted whose completion Next has not yet
 	// returned; ready the completions received and not yet returned.
 	inFlight map[int]bool
-	ready    []policy.Result
+	ready    []readyReply
 	// err, once set, is what every later call returns: the stream is spent.
 	err error
 }
@@ -36,17 +36,39 @@ type queuedReq struct {
 	req policy.Request
 }
 
-// callResult is what one call's goroutine hands back: the completions of
+// callResult is what one call's goroutine hands back: the replies of
 // ids, in order, or why there are none.
 type callResult struct {
-	ids   []int
-	comps []policy.Completion
-	err   error
+	ids  []int
+	reps []Reply
+	err  error
 }
 
-func (p *Policy) open(parent context.Context) *stream {
+type readyReply struct {
+	id  int
+	rep Reply
+}
+
+// caller sends one call of identical requests: a Policy to its server,
+// a Pool to one of its endpoints.
+type caller interface {
+	send(ctx context.Context, reqs []policy.Request) ([]Reply, error)
+	// maxN bounds the choices of one call; where names the server(s).
+	maxN() int
+	where() string
+}
+
+func (p *Policy) send(ctx context.Context, reqs []policy.Request) ([]Reply, error) {
+	return p.call(ctx, reqs, "")
+}
+func (p *Policy) maxN() int     { return p.opts.MaxN }
+func (p *Policy) where() string { return p.endpoint }
+
+func (p *Policy) open(parent context.Context) *stream { return openStream(parent, p) }
+
+func openStream(parent context.Context, c caller) *stream {
 	ctx, cancel := context.WithCancel(parent)
-	return &stream{p: p, ctx: ctx, cancel: cancel, done: make(chan callResult), inFlight: map[int]bool{}}
+	return &stream{c: c, ctx: ctx, cancel: cancel, done: make(chan callResult), inFlight: map[int]bool{}}
 }
 
 // Submit queues req; it is sent at the next call to Next.
@@ -67,30 +89,36 @@ func (s *stream) Submit(id int, req policy.Request) error {
 
 // Next sends what is queued, then waits for a completion.
 func (s *stream) Next(ctx context.Context) (policy.Result, error) {
+	id, rep, err := s.nextReply(ctx)
+	return policy.Result{ID: id, Completion: rep.Completion}, err
+}
+
+// nextReply is Next with the whole reply.
+func (s *stream) nextReply(ctx context.Context) (int, Reply, error) {
 	if s.err != nil {
-		return policy.Result{}, s.err
+		return 0, Reply{}, s.err
 	}
 	s.flush()
 	if len(s.inFlight) == 0 {
-		return policy.Result{}, policy.ErrStreamIdle
+		return 0, Reply{}, policy.ErrStreamIdle
 	}
 	for len(s.ready) == 0 {
 		select {
 		case <-ctx.Done():
-			return policy.Result{}, s.fail(fmt.Errorf("remote: waiting for %s: cancelled: %w", s.p.endpoint, ctx.Err()))
+			return 0, Reply{}, s.fail(fmt.Errorf("remote: waiting for %s: cancelled: %w", s.c.where(), ctx.Err()))
 		case r := <-s.done:
 			if r.err != nil {
-				return policy.Result{}, s.fail(r.err)
+				return 0, Reply{}, s.fail(r.err)
 			}
 			for j, id := range r.ids {
-				s.ready = append(s.ready, policy.Result{ID: id, Completion: r.comps[j]})
+				s.ready = append(s.ready, readyReply{id, r.reps[j]})
 			}
 		}
 	}
 	res := s.ready[0]
 	s.ready = s.ready[1:]
-	delete(s.inFlight, res.ID)
-	return res, nil
+	delete(s.inFlight, res.id)
+	return res.id, res.rep, nil
 }
 
 // fail spends the stream with err and cancels its calls.
@@ -110,7 +138,7 @@ func (s *stream) Close() error {
 
 // flush groups the queued requests and starts one call per group.
 func (s *stream) flush() {
-	for _, g := range group(s.queued, s.p.opts.MaxN) {
+	for _, g := range group(s.queued, s.c.maxN()) {
 		ids := make([]int, len(g))
 		reqs := make([]policy.Request, len(g))
 		for j, q := range g {
@@ -119,9 +147,9 @@ func (s *stream) flush() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			comps, err := s.p.call(s.ctx, reqs)
+			reps, err := s.c.send(s.ctx, reqs)
 			select {
-			case s.done <- callResult{ids, comps, err}:
+			case s.done <- callResult{ids, reps, err}:
 			case <-s.ctx.Done():
 			}
 		}()
