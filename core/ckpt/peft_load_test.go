@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"whale/internal/longtests"
 
 	"whale/core/model"
 	"whale/kernels"
@@ -74,9 +75,7 @@ func TestAdaptersSavedAsPEFTLoadBackExactly(t *testing.T) {
 // of a Qwen3-0.6B shape at rank 16 on every projection (10.1 M values,
 // 40 MB). Long: it builds the 0.6B model.
 func TestAdapterExportOfAQwen3Shape(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") != "1" {
-		t.Skip("builds a 0.6B model; set WHALE_LONG_TESTS=1")
-	}
+	longtests.Skip(t, "builds a 0.6B model")
 	cfg, err := model.Preset("qwen3-0.6b")
 	if err != nil {
 		t.Fatal(err)
