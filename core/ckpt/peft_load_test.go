@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"whale/internal/longtests"
 
 	"whale/core/model"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
