@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"whale/experiments"
+	"whale/core/experiments"
 )
 
 // jobSchema is the part of Kubernetes' batch/v1 Job schema the plan's

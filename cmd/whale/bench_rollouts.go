@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"whale/data/domains"
-	"whale/experiments"
+	"whale/core/experiments"
 	"whale/kernels"
 )
 

@@ -22,8 +22,8 @@ import (
 	"whale/core/store"
 	"whale/data"
 	"whale/data/domains"
-	"whale/experiments"
-	"whale/experiments/report"
+	"whale/core/experiments"
+	"whale/core/experiments/report"
 	"whale/kernels"
 	"whale/tui"
 )

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 )
 
 // Shard is one of N shares of a bench's jobs: a cluster runs each share

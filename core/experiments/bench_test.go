@@ -20,7 +20,7 @@ import (
 	"whale/core/tokenizer"
 	"whale/data"
 	"whale/data/domains"
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 	"whale/harnesses"
 	"whale/kernels"
 )

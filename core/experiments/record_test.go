@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 	"whale/kernels"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 )
 
 // Three writers of one record — each with its own Record, as three

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 )
 
 // Gap is the sweep's answer for one domain: how far harness-only search

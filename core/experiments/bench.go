@@ -24,7 +24,7 @@ import (
 	"whale/core/policy"
 	"whale/core/store"
 	"whale/data"
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 	"whale/kernels"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"whale/experiments/report"
+	"whale/core/experiments/report"
 )
 
 // RecordFile is the record's name beside the report (docs/results).

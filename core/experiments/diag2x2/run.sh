@@ -8,10 +8,10 @@
 #   go build -o whale ./cmd/whale && experiments/diag2x2/run.sh [DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-whale=$(cd "$here/../.." && pwd)/whale
+whale=$(cd "$here/../../.." && pwd)/whale
 D=${1:-diag2x2}
 mkdir -p "$D" && cd "$D"
-h=$here/../../harnesses/lib
+h=$here/../../../harnesses/lib
 # The harnesses: h0 with one knob changed.
 sed 's/^next_step = _route_free$/next_step = _route_check_own/' "$h/math/h0.star" >m-own.star
 sed 's/^SAMPLES = 1$/SAMPLES = 4/' "$h/math/h0.star" >m-v4.star
