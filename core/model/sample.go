@@ -28,14 +28,15 @@ const rowChunk = 16
 // maxRows bounds the rows of one prefill forward pass (activation memory).
 const maxRows = 2048
 
-// kvPoolBytes bounds the freed KV caches a Sampler keeps for reuse: a few
-// sequences' worth, enough for the one that finishes to hand its caches
-// to the one admitted next (what recycling saves is their zeroing, small
-// beside decoding into them; what the pool holds stays resident).
+// kvPoolBytes is the most the pool of freed KV caches may keep for reuse
+// (kvbudget.go sizes it from the run's sequences): what recycling saves is
+// their zeroing, small beside decoding into them, and what the pool holds
+// stays resident.
 const kvPoolBytes = 32 << 20
 
-// DefaultPrefixCacheBytes is the prefix cache's bound when
-// SamplerOptions.PrefixCacheBytes is 0.
+// DefaultPrefixCacheBytes is the most the prefix cache may hold when
+// SamplerOptions.PrefixCacheBytes is 0 (kvbudget.go sizes it from the
+// run's batch and sequence lengths below that).
 const DefaultPrefixCacheBytes = 128 << 20
 
 // SamplerOptions configure a Sampler.
@@ -44,7 +45,8 @@ type SamplerOptions struct {
 	// (half the memory traffic; logits differ from float32 by ~1e-2).
 	BF16 bool
 	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
-	// bytes per element); 0 means DefaultPrefixCacheBytes, negative
+	// bytes per element); 0 sizes it from the run's batch and sequence
+	// lengths (kvbudget.go; at most DefaultPrefixCacheBytes), negative
 	// disables reuse.
 	PrefixCacheBytes int64
 	// Exact asks that a sequence's log-probabilities be bit-identical
@@ -99,7 +101,10 @@ type Sampler struct {
 	// decodeHost receives each decoding step's logits.
 	decodeHost []float32
 	stats      SamplerStats
-	packTried  bool
+	// livePeak and seqPeak are the most cache bytes live at once and the
+	// largest sequence's (kvbudget.go).
+	livePeak, seqPeak int64
+	packTried         bool
 	// open is set while a stream (Generate opens one) uses the scratch
 	// buffers and the prefix cache above.
 	open bool
@@ -116,12 +121,19 @@ type SamplerStats struct {
 	DecodeTokens   int64 // tokens fed during decoding
 	SampledTokens  int64 // tokens returned
 	CachedPrefixes int   // entries now in the prefix cache
+	// PrefixBytes and PoolBytes are the KV bytes the prefix cache and the
+	// pool of freed caches hold now; PrefixBudget and PoolBudget their
+	// bounds (kvbudget.go).
+	PrefixBytes, PrefixBudget int64
+	PoolBytes, PoolBudget     int64
 }
 
 // Stats returns the sampler's counters.
 func (s *Sampler) Stats() SamplerStats {
 	st := s.stats
 	st.CachedPrefixes = len(s.cache.entries)
+	st.PrefixBytes, st.PrefixBudget = s.cache.used, s.cache.budget
+	st.PoolBytes, st.PoolBudget = s.pool.bytes, s.pool.budget
 	return st
 }
 
@@ -129,10 +141,10 @@ func (s *Sampler) Stats() SamplerStats {
 func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	budget := opts.PrefixCacheBytes
 	if budget == 0 {
-		budget = DefaultPrefixCacheBytes
+		budget = prefixBudget(0)
 	}
 	s := &Sampler{m: m, opts: opts}
-	s.pool = newKVPool(m.be, kvPoolBytes)
+	s.pool = newKVPool(m.be, poolBudget(0))
 	s.cache = newPrefixCache(func(e entryKV) {
 		s.pool.put(e.own)
 		s.releasePrompt(e.pre)

@@ -183,6 +183,12 @@ func (st *Stream) step(ctx context.Context) error {
 			return err
 		}
 		st.live = append(st.live, adm...)
+		var live, seq int64
+		for _, q := range st.live {
+			b := int64(q.cacheCap()) * s.m.kvBytesPerPosition()
+			live, seq = live+b, max(seq, b)
+		}
+		s.noteLive(live, seq)
 	}
 	var items []work
 	running := st.live[:0]
