@@ -26,8 +26,9 @@ const minPrefixBytes = 8 << 20
 const minPoolBytes = 1 << 20
 
 // kvBytesPerPosition is the bytes one position takes in a sequence's
-// cache: keys and values of every layer (4 bytes per element).
-func (m *Model) kvBytesPerPosition() int64 { return 4 * int64(m.kvLen(1)) }
+// cache: keys and values of every layer, 4 bytes an element, or 2 in
+// bfloat16 caches (SamplerOptions.KVBF16).
+func (s *Sampler) kvBytesPerPosition() int64 { return s.pool.elem * int64(s.m.kvLen(1)) }
 
 // noteLive records that live bytes of caches are in use at once, the
 // largest sequence's seq of them, and grows the prefix cache's and the

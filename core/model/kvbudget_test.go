@@ -26,7 +26,7 @@ func TestKVBudgetsFollowTheRun(t *testing.T) {
 	var live, seq int64
 	for _, r := range reqs {
 		q := seqState{cap: len(r.Prompt) + r.MaxNewTokens - 1}
-		b := int64(q.cacheCap()) * m.kvBytesPerPosition()
+		b := int64(q.cacheCap()) * s.kvBytesPerPosition()
 		live, seq = live+b, max(seq, b)
 	}
 	if s.livePeak != live || s.seqPeak != seq {

@@ -158,7 +158,7 @@ func (s *Sampler) takeCaches(q *seqState) entryKV {
 
 // takenBytes is what takeCaches would hand over, as entryKV.bytes counts.
 func (s *Sampler) takenBytes(q *seqState) int64 {
-	return entryKV{pre: q.prompt, own: q.kv}.bytes()
+	return entryKV{pre: q.prompt, own: q.kv}.bytes(s.pool.elem)
 }
 
 // releasePrompt drops one share of the prompt cache p (nil: none); the

@@ -44,8 +44,15 @@ type SamplerOptions struct {
 	// BF16 runs the matrix products on bfloat16 copies of the weights
 	// (half the memory traffic; logits differ from float32 by ~1e-2).
 	BF16 bool
-	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at 4
-	// bytes per element); 0 sizes it from the run's batch and sequence
+	// KVBF16 keeps the KV caches in bfloat16 on a backend that can
+	// (kernels.BF16KV; elsewhere it changes nothing): half the memory, and
+	// half the bytes decode attention streams. Keys and values are rounded
+	// to bfloat16 when stored (relative 2^-9), so log-probabilities move
+	// by about 1e-3 and a sampled token can change: it is off by default
+	// (docs/PERFORMANCE.md has the measurements).
+	KVBF16 bool
+	// PrefixCacheBytes bounds the KV kept for prefix reuse (counted at the
+	// caches' bytes per element); 0 sizes it from the run's batch and sequence
 	// lengths (kvbudget.go; at most DefaultPrefixCacheBytes), negative
 	// disables reuse.
 	PrefixCacheBytes int64
@@ -60,8 +67,8 @@ type SamplerOptions struct {
 	// MaxBatch bounds the sequences decoding at once (and so the KV caches
 	// alive); further requests wait for a free slot. 0 means 64.
 	MaxBatch int
-	// MaxKVBytes bounds the KV caches of running sequences (4 bytes per
-	// element, each sized for its prompt plus MaxNewTokens); a request
+	// MaxKVBytes bounds the KV caches of running sequences (at their bytes
+	// per element, each sized for its prompt plus MaxNewTokens); a request
 	// waits while admitting it would exceed the bound, unless nothing runs.
 	// 0 means 4 GiB.
 	MaxKVBytes int64
@@ -144,11 +151,12 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 		budget = prefixBudget(0)
 	}
 	s := &Sampler{m: m, opts: opts}
-	s.pool = newKVPool(m.be, poolBudget(0))
+	bk, ok := m.be.(kernels.BF16KV)
+	s.pool = newKVPool(m.be, poolBudget(0), opts.KVBF16 && ok && bk.BF16KVCaches())
 	s.cache = newPrefixCache(func(e entryKV) {
 		s.pool.put(e.own)
 		s.releasePrompt(e.pre)
-	}, max(budget, 0))
+	}, max(budget, 0), s.pool.elem)
 	s.version = m.Version() - 1 // force a refresh on first use
 	s.packed = m.baseVersion - 1
 	return s
