@@ -368,7 +368,7 @@ func runPolicy(cfg Config, env Env, tmpl *chat.Template) (policy.Policy, error) 
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16})
+	p, err := chat.NewLocalWith(env.Model, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16, KVBF16: cfg.SampleKVBF16})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
