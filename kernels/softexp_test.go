@@ -28,7 +28,7 @@ func testSoftExp(t *testing.T, r *rand.Rand, n int) {
 	}
 	if n > 10 {
 		row[n-1], row[n-2] = float32(math.Inf(-1)), float32(math.Inf(-1)) // padding
-		row[3] = 300                                                       // e^(x−m) underflows elsewhere
+		row[3] = 300                                                      // e^(x−m) underflows elsewhere
 	}
 	const guard = float32(-5.5)
 	for i := n; i < len(row); i++ {
