@@ -75,8 +75,7 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 	qw := H * hd
 	dc := c.getDecodeBuf(len(spans))
 	defer c.putDecodeBuf(dc)
-	ks, vs := make([][]uint16, len(spans)), make([][]uint16, len(spans))
-	pks, pvs := make([][]uint16, len(spans)), make([][]uint16, len(spans))
+	ks, vs, pks, pvs := dc.ks16, dc.vs16, dc.pks16, dc.pvs16
 	nu, maxN := 0, 0
 	for i, sp := range spans {
 		if !isBF16(sp.K) || !isBF16(sp.V) || (sp.PN > 0 && (!isBF16(sp.PK) || !isBF16(sp.PV))) {

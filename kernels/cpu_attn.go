@@ -371,7 +371,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 // and the units.
 type decodeBuf[T Float] struct {
 	ks, vs, pks, pvs [][]T
-	units            []attnUnit
+	// The same for bfloat16 caches (attentionKVBF16).
+	ks16, vs16, pks16, pvs16 [][]uint16
+	units                    []attnUnit
 }
 
 // getDecodeBuf returns a decodeBuf for n spans, reusing one a finished
@@ -386,6 +388,8 @@ func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
 	}
 	grow := func(s [][]T) [][]T { return slices.Grow(s, n)[:n] }
 	d.ks, d.vs, d.pks, d.pvs = grow(d.ks), grow(d.vs), grow(d.pks), grow(d.pvs)
+	grow16 := func(s [][]uint16) [][]uint16 { return slices.Grow(s, n)[:n] }
+	d.ks16, d.vs16, d.pks16, d.pvs16 = grow16(d.ks16), grow16(d.vs16), grow16(d.pks16), grow16(d.pvs16)
 	return d
 }
 
@@ -396,6 +400,10 @@ func (c *CPU[T]) putDecodeBuf(d *decodeBuf[T]) {
 		clear(s)
 	}
 	d.ks, d.vs, d.pks, d.pvs = d.ks[:0], d.vs[:0], d.pks[:0], d.pvs[:0]
+	for _, s := range [][][]uint16{d.ks16, d.vs16, d.pks16, d.pvs16} {
+		clear(s)
+	}
+	d.ks16, d.vs16, d.pks16, d.pvs16 = d.ks16[:0], d.vs16[:0], d.pks16[:0], d.pvs16[:0]
 	c.decodeBufs.Put(d)
 }
 
