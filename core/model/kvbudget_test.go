@@ -29,8 +29,8 @@ func TestKVBudgetsFollowTheRun(t *testing.T) {
 		b := int64(q.cacheCap()) * s.kvBytesPerPosition()
 		live, seq = live+b, max(seq, b)
 	}
-	if s.livePeak != live || s.seqPeak != seq {
-		t.Fatalf("peaks %d, %d; want %d, %d", s.livePeak, s.seqPeak, live, seq)
+	if st := s.Stats(); st.LiveKVPeak != live || st.SeqKVPeak != seq {
+		t.Fatalf("peaks %d, %d; want %d, %d", st.LiveKVPeak, st.SeqKVPeak, live, seq)
 	}
 	st := s.Stats()
 	if st.PrefixBudget != minPrefixBytes || st.PoolBudget != minPoolBytes || st.PrefixBytes > st.PrefixBudget || st.PoolBytes > st.PoolBudget || st.PrefixBytes == 0 {

@@ -133,6 +133,9 @@ type SamplerStats struct {
 	// bounds (kvbudget.go).
 	PrefixBytes, PrefixBudget int64
 	PoolBytes, PoolBudget     int64
+	// LiveKVPeak is the most cache bytes running sequences held at once,
+	// SeqKVPeak the largest one sequence's: what the bounds follow.
+	LiveKVPeak, SeqKVPeak int64
 }
 
 // Stats returns the sampler's counters.
@@ -141,6 +144,7 @@ func (s *Sampler) Stats() SamplerStats {
 	st.CachedPrefixes = len(s.cache.entries)
 	st.PrefixBytes, st.PrefixBudget = s.cache.used, s.cache.budget
 	st.PoolBytes, st.PoolBudget = s.pool.bytes, s.pool.budget
+	st.LiveKVPeak, st.SeqKVPeak = s.livePeak, s.seqPeak
 	return st
 }
 
