@@ -203,3 +203,44 @@ func testAttentionKVBF16(t *testing.T, name string, H, KVH, hd, n, rows int) {
 		}
 	}
 }
+
+// BenchmarkAttentionKVDecodeKVBF16 times one decoding step's attention
+// over the embedded model's heads (8 query over 4 KV, head dimension 32)
+// for 64 sequences 430 positions deep, the six layers' caches in turn (26
+// MB in float32, past the last-level cache of the machines measured), over
+// float32 caches and over bfloat16 ones (docs/PERFORMANCE.md alternates
+// the two from one test binary).
+func BenchmarkAttentionKVDecodeKVBF16(b *testing.B) {
+	const rows, pos, H, KVH, hd, layers = 64, 430, 8, 4, 32, 6
+	for _, bf := range []bool{false, true} {
+		b.Run(map[bool]string{false: "f32", true: "bf16"}[bf], func(b *testing.B) {
+			be := NewCPU()
+			r := rand.New(rand.NewPCG(1, 1))
+			cap := (pos + KVCapGranule) / KVCapGranule * KVCapGranule
+			alloc := be.Alloc
+			if bf {
+				alloc = be.AllocBF16
+			}
+			src := be.Alloc(cap * KVH * hd)
+			h := make([]float32, src.Len())
+			for i := range h {
+				h[i] = float32(r.NormFloat64())
+			}
+			be.Load(src, h)
+			spans := make([][]KVSpan, layers)
+			for l := range spans {
+				for s := 0; s < rows; s++ {
+					kc, vc := alloc(KVH*cap*hd), alloc(KVH*cap*hd)
+					be.CacheWrite(kc, src, Keys, 0, cap, KVH, hd, cap)
+					be.CacheWrite(vc, src, Values, 0, cap, KVH, hd, cap)
+					spans[l] = append(spans[l], KVSpan{K: kc, V: vc, Cap: cap, QRow: s, Rows: 1, Pos0: pos})
+				}
+			}
+			q, out := be.Alloc(rows*H*hd), be.Alloc(rows*H*hd)
+			be.Load(q, h[:rows*H*hd])
+			for i := 0; b.Loop(); i++ {
+				be.AttentionKV(out, q, spans[i%layers], H, KVH, hd)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -79,4 +80,30 @@ func FuzzSoftExp(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkSoftExp times decode attention's softmax numerators on a row of
+// n scores: "two-kernels" as before (scaleMax, then expSub), "one-kernel"
+// softExp (docs/PERFORMANCE.md alternates them from one test binary).
+func BenchmarkSoftExp(b *testing.B) {
+	for _, n := range []int{136, 520} {
+		src, row := make([]float32, n), make([]float32, n)
+		r := rand.New(rand.NewPCG(1, 1))
+		for i := range src {
+			src[i] = float32(r.NormFloat64())
+		}
+		fill := func() { copy(row, src) }
+		b.Run(fmt.Sprintf("n%d/two-kernels", n), func(b *testing.B) {
+			for b.Loop() {
+				fill()
+				expSub(row, scaleMax(row, 0.125))
+			}
+		})
+		b.Run(fmt.Sprintf("n%d/one-kernel", n), func(b *testing.B) {
+			for b.Loop() {
+				fill()
+				softExp(row, 0.125)
+			}
+		})
+	}
 }
