@@ -61,9 +61,8 @@ func TestSmallRunKVBoundsFollowTheRun(t *testing.T) {
 		}
 		cancel()
 		db.Close()
-		l := e.State().Ledger
-		t.Logf("sample_kv_bf16 %v: %d episodes, %d tokens in 120 s", kvBF16, l.Episodes()+l.Eval, l.TrainTokens+l.SearchTokens+l.EvalTokens)
 		st := e.pol.(*chat.Local).Sampler().Stats()
+		t.Logf("sample_kv_bf16 %v: in 120 s %d tokens sampled, %d prompt tokens computed", kvBF16, st.SampledTokens, st.PrefillTokens)
 		t.Logf("sample_kv_bf16 %v: live KV peak %.1f MiB (largest sequence %.2f MiB); prefix cache %.1f of %.1f MiB; pool %.1f of %.1f MiB; %d of %d prompt tokens reused",
 			kvBF16, mib(st.LiveKVPeak), mib(st.SeqKVPeak), mib(st.PrefixBytes), mib(st.PrefixBudget), mib(st.PoolBytes), mib(st.PoolBudget), st.ReusedTokens, st.PromptTokens)
 		if st.LiveKVPeak == 0 || st.PrefixBudget != model.PrefixBudgetFor(st.LiveKVPeak) || st.PoolBudget != model.PoolBudgetFor(st.SeqKVPeak) {
