@@ -6,6 +6,11 @@ import (
 	"whale/kernels"
 )
 
+// The sampler's forward pass: a prefill wave's prompt rows or one decoding
+// step's row a sequence, through the layers of pass.go with attention over
+// each sequence's KV cache (kvcache.go), to the next-token logits of each
+// item's last row.
+
 // inferScratch holds one inference forward pass's activations for R rows
 // and S logit rows.
 type inferScratch struct {
