@@ -9,20 +9,24 @@ import (
 // Decode attention over KV caches held in bfloat16 (BF16KV). A cache keeps
 // the float32 layout of attn_decode.go with every element rounded to
 // bfloat16 (to nearest, ties to even) when it is written, so it takes half
-// the memory and decode attention streams half the bytes. The kernels read
-// a unit's keys and values a chunk of positions at a time: the chunk is
-// widened exactly into float32 (widenBF16: shifts, no rounding) in a
-// buffer that stays in the core's L1 cache, and the float32 kernels run on
-// it. Scores are independent per position and every output's FMA chain
-// continues across chunks in position order, so the result is bit for bit
-// AttentionKV's over float32 caches holding the rounded values: the only
-// difference from float32 caches is that rounding (relative 2^-9 a
-// value).
+// the memory and decode attention streams half the bytes. Where the
+// assembly runs, the score and value-sum kernels read the bfloat16 keys
+// and values directly, widening each in registers as they load it
+// (attn_bf16_scores_amd64.s, attn_bf16_mix_amd64.s): the float32 kernels'
+// FMA chains on the widened values. Elsewhere (and for the value sums of a
+// head dimension that is no multiple of 8) a unit's keys and values are
+// read a chunk of positions at a time, widened exactly into float32
+// (widenBF16) in a buffer that stays in the core's L1 cache, and the
+// float32 kernels run on it: scores are independent per position and every
+// output's FMA chain continues across chunks in position order. Either
+// way the result is bit for bit AttentionKV's over float32 caches holding
+// the rounded values: the only difference from float32 caches is that
+// rounding (relative 2^-9 a value).
 //
 // AVX-512 BF16's dot product (VDPBF16PS) is not used: it would round the
 // queries to bfloat16 as well and sum pairs of products, neither of which
-// the float32 path does; widening costs two instructions per 16 values
-// and keeps the numerics of the float32 kernels.
+// the float32 path does; widening costs two instructions per 8 values and
+// keeps the numerics (and the bits) of the float32 kernels.
 
 // BF16KV is implemented by a backend whose KV caches may be bfloat16: a
 // cache allocated with AllocBF16 then serves wherever a float cache does —
@@ -114,6 +118,8 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 		if !ok {
 			panic(fmt.Sprintf("kernels: %s has no bfloat16 KV caches", c.name))
 		}
+		scf := any(sc).([]float32)
+		fused := useAsm // the assembly reads bfloat16 itself
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
@@ -138,6 +144,15 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 			// sequence's own, a chunk of positions at a time; a chunk of
 			// capacity e-a has the layout of the cache from position a.
 			score := func(k16 []uint16, cap, npos, base int) {
+				if fused {
+					qf := any(qg).([]float32)
+					for g := 0; g < grp; {
+						rows := decodeChunk(grp - g)
+						attnScoresBF16(rows, scf[g*ldn+base:], ldn, qf[g*hd:(g+rows)*hd], hd, k16, cap, npos, wb)
+						g += rows
+					}
+					return
+				}
 				for a := 0; a < npos; a += cpos {
 					e, m := min(a+cpos, cap), min(cpos, npos-a)
 					kb := wb[:(e-a)*hd]
@@ -171,6 +186,15 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 			// chunk at a time: one FMA chain an output.
 			clear(og)
 			mix := func(v16 []uint16, npos, base int) {
+				if fused && hd%8 == 0 {
+					of := any(og).([]float32)
+					for g := 0; g < grp; {
+						rows := decodeChunk(grp - g)
+						attnMixBF16(rows, of[g*hd:(g+rows)*hd], scf[g*ldn+base:], ldn, v16, hd, npos)
+						g += rows
+					}
+					return
+				}
 				for a := 0; a < npos; a += cpos {
 					m := min(cpos, npos-a)
 					vb := wb[:m*hd]
@@ -195,6 +219,46 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 			}
 		}
 	})
+}
+
+// attnScoresBF16 is attnScores over bfloat16 keys k (cap·hd elements)
+// where the assembly runs: whole blocks of 8 positions read in place, the
+// last positions' block widened into wb first and scored by attnScores,
+// as a cache of its own (the same FMA chains either way). It panics if a
+// slice is too short.
+func attnScoresBF16(rows int, s []float32, lds int, q []float32, hd int, k []uint16, cap, n int, wb []float32) {
+	if n <= 0 {
+		return
+	}
+	if n > cap {
+		panic(fmt.Sprintf("kernels: attention scores over %d positions of a cache of %d", n, cap))
+	}
+	_ = s[(rows-1)*lds+n-1]
+	_ = q[rows*hd-1]
+	_ = k[cap*hd-1]
+	n8 := min(n, cap&^(kvBlock-1)) &^ (kvBlock - 1)
+	if n8 > 0 {
+		attnScoresBF16Asm(rows, s, lds, q, hd, k, kvBlock, kvBlock*hd, n8)
+	}
+	if n8 < n {
+		e := min(cap, n8+kvBlock)
+		kb := wb[:(e-n8)*hd]
+		widenBF16(kb, k[n8*hd:e*hd])
+		attnScores(rows, s[n8:], lds, q, hd, kb, e-n8, n-n8)
+	}
+}
+
+// attnMixBF16 is attnMix over bfloat16 values v (n·hd elements at least)
+// where the assembly runs and hd is a multiple of 8. It panics if a slice
+// is too short.
+func attnMixBF16(rows int, o []float32, pr []float32, ldp int, v []uint16, hd, n int) {
+	if n <= 0 {
+		return
+	}
+	_ = o[rows*hd-1]
+	_ = pr[(rows-1)*ldp+n-1]
+	_ = v[n*hd-1]
+	attnMixBF16Asm(rows, o, pr, ldp, v, hd, n)
 }
 
 // prefetchBF16 asks the caches for the first n bfloat16 elements of p (as

@@ -100,12 +100,14 @@ func FuzzWidenBF16(f *testing.F) {
 // mix of values) by at most 2^-9·max|v| + (e^(2·max ε) − 1)·2·max|v|; the
 // test allows that bound plus 1e-5 relative for the float32 sums. Shapes
 // cover every head grouping the kernels chunk (1, 2, 4, 8 query heads a KV
-// head), a head dimension that is no multiple of 8, capacities with a
-// narrow last block, chunks of positions (hd 8 widens 512 positions at a
-// time: n up to 700 crosses it), a prefix cache and several rows.
+// head) and so every score kernel and value tile (1×64, 1×32 and 1×8 at hd
+// 104), a head dimension that is no multiple of 8 (the widening path),
+// capacities with a narrow last block, chunks of positions (hd 8 widens
+// 512 positions at a time: n up to 700 crosses it), a prefix cache and
+// several rows; in Go, AVX2 and AVX-512 modes.
 func TestAttentionKVBF16(t *testing.T) {
 	bf16Modes(t, func(t *testing.T) {
-		for _, sh := range [][3]int{{4, 4, 8}, {8, 2, 32}, {8, 1, 16}, {6, 2, 6}, {16, 8, 128}} {
+		for _, sh := range [][3]int{{4, 4, 8}, {8, 2, 32}, {8, 1, 16}, {6, 2, 6}, {16, 8, 128}, {12, 12, 64}, {4, 4, 104}} {
 			H, KVH, hd := sh[0], sh[1], sh[2]
 			for _, n := range []int{1, 9, 70, KVBlock + 9, 700} {
 				for _, rows := range []int{1, 3} {
