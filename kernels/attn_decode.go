@@ -112,10 +112,15 @@ func attnScoresGo(rows int, s []float32, lds int, q []float32, hd int, k []float
 }
 
 // softExp replaces row by e^(scale·row − m), m the largest of scale·row,
-// and returns their sum (scaleMax, expSub): decode attention's
-// probabilities before they are normalised. A row whose length is a
-// multiple of 8 runs in whole vectors.
+// and returns their sum: decode attention's probabilities before they are
+// normalised. A row whose length is a multiple of 8 (every row decode
+// attention hands it: whole vectors of positions) runs in one kernel
+// (softExpAsm: both passes over the row, which stays in L1, in one call);
+// any row gives the bits of scaleMax then expSub.
 func softExp(row []float32, scale float32) float32 {
+	if n := len(row); useAsm && n > 0 && n%8 == 0 {
+		return softExpAsm(row, scale)
+	}
 	return expSub(row, scaleMax(row, scale))
 }
 

@@ -13,3 +13,7 @@ func attnMixAsm(rows int, o []float32, pr []float32, ldp int, v []float32, hd, n
 func prefetchRowsAsm(p *float32, ld, rows, n int) {
 	panic("kernels: no assembly on this architecture")
 }
+
+func softExpAsm(x []float32, scale float32) float32 {
+	panic("kernels: no assembly on this architecture")
+}

@@ -233,6 +233,10 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, qs := c.s(out), c.s(q)
+	if len(spans) > 0 && isBF16(spans[0].K) {
+		c.attentionKVBF16(o, qs, spans, H, KVH, hd)
+		return
+	}
 	grp := H / KVH
 	scale := T(1 / math.Sqrt(float64(hd)))
 	qw := H * hd
@@ -367,7 +371,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 // and the units.
 type decodeBuf[T Float] struct {
 	ks, vs, pks, pvs [][]T
-	units            []attnUnit
+	// The same for bfloat16 caches (attentionKVBF16).
+	ks16, vs16, pks16, pvs16 [][]uint16
+	units                    []attnUnit
 }
 
 // getDecodeBuf returns a decodeBuf for n spans, reusing one a finished
@@ -382,6 +388,8 @@ func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
 	}
 	grow := func(s [][]T) [][]T { return slices.Grow(s, n)[:n] }
 	d.ks, d.vs, d.pks, d.pvs = grow(d.ks), grow(d.vs), grow(d.pks), grow(d.pvs)
+	grow16 := func(s [][]uint16) [][]uint16 { return slices.Grow(s, n)[:n] }
+	d.ks16, d.vs16, d.pks16, d.pvs16 = grow16(d.ks16), grow16(d.vs16), grow16(d.pks16), grow16(d.pvs16)
 	return d
 }
 
@@ -392,6 +400,10 @@ func (c *CPU[T]) putDecodeBuf(d *decodeBuf[T]) {
 		clear(s)
 	}
 	d.ks, d.vs, d.pks, d.pvs = d.ks[:0], d.vs[:0], d.pks[:0], d.pvs[:0]
+	for _, s := range [][][]uint16{d.ks16, d.vs16, d.pks16, d.pvs16} {
+		clear(s)
+	}
+	d.ks16, d.vs16, d.pks16, d.pvs16 = d.ks16[:0], d.vs16[:0], d.pks16[:0], d.pvs16[:0]
 	c.decodeBufs.Put(d)
 }
 
@@ -421,7 +433,7 @@ type attnUnit struct{ span, row, head int32 }
 // memory once and then from the core's cache, not once per span. The
 // order changes no result (units are independent), only which thread
 // computes what when.
-func attnUnits[T float32 | float64](units []attnUnit, spans []KVSpan, pks [][]T, n, KVH int) []attnUnit {
+func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH int) []attnUnit {
 	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
@@ -453,12 +465,17 @@ func attnUnits[T float32 | float64](units []attnUnit, spans []KVSpan, pks [][]T,
 
 // CacheWrite implements Backend.
 func (c *CPU[T]) CacheWrite(cache, src Tensor, kind KVKind, pos0, rows, KVH, hd, cap int) {
-	d, s := c.s(cache), c.s(src)
-	need("CacheWrite cache", len(d), KVH*cap*hd)
+	s := c.s(src)
+	need("CacheWrite cache", cache.Len(), KVH*cap*hd)
 	need("CacheWrite src", len(s), rows*KVH*hd)
 	if pos0 < 0 || pos0+rows > cap {
 		panic(fmt.Sprintf("kernels: CacheWrite of positions %d..%d into a cache of %d", pos0, pos0+rows, cap))
 	}
+	if isBF16(cache) {
+		cacheWriteBF16(opBF16s(cache), s, kind, pos0, rows, KVH, hd, cap)
+		return
+	}
+	d := c.s(cache)
 	for r := 0; r < rows; r++ {
 		p := pos0 + r
 		src := s[r*KVH*hd : (r+1)*KVH*hd]
@@ -481,12 +498,23 @@ func (c *CPU[T]) CacheWrite(cache, src Tensor, kind KVKind, pos0, rows, KVH, hd,
 
 // CacheCopy implements Backend.
 func (c *CPU[T]) CacheCopy(dst, src Tensor, kind KVKind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
-	d, s := c.s(dst), c.s(src)
-	need("CacheCopy dst", len(d), KVH*dstCap*hd)
-	need("CacheCopy src", len(s), KVH*srcCap*hd)
+	need("CacheCopy dst", dst.Len(), KVH*dstCap*hd)
+	need("CacheCopy src", src.Len(), KVH*srcCap*hd)
 	if n < 0 || dstPos < 0 || srcPos < 0 || dstPos+n > dstCap || srcPos+n > srcCap {
 		panic(fmt.Sprintf("kernels: CacheCopy of positions %d..%d to %d..%d between caches of %d and %d", srcPos, srcPos+n, dstPos, dstPos+n, srcCap, dstCap))
 	}
+	switch db, sb := isBF16(dst), isBF16(src); {
+	case db && sb:
+		cacheCopy(opBF16s(dst), opBF16s(src), kind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap)
+	case db || sb:
+		panic("kernels: CacheCopy between a bfloat16 and a float cache")
+	default:
+		cacheCopy(c.s(dst), c.s(src), kind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap)
+	}
+}
+
+// cacheCopy is CacheCopy on checked caches of any element type.
+func cacheCopy[E any](d, s []E, kind KVKind, dstPos, srcPos, n, KVH, hd, dstCap, srcCap int) {
 	// Values, and whole key blocks at the same place in a block on both
 	// sides, are one contiguous range a head; the rest of the keys goes
 	// element by element.

@@ -36,3 +36,10 @@ func expSubAVX512(x []float32, sub float32) float32
 //
 //go:noescape
 func expAVX512(x []float32, sub float32)
+
+// softExpAVX512 is softExpAVX2 with expSubAVX512's exps: scaleMaxAVX2's
+// pass, then expSubAVX512's (len(x) a positive multiple of 8), the same
+// bits as those two kernels in turn.
+//
+//go:noescape
+func softExpAVX512(x []float32, scale float32) float32

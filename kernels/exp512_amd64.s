@@ -273,3 +273,75 @@ expsub16done:
 	VMOVSS       X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func softExpAVX512(x []float32, scale float32) float32
+//
+// softExpAVX2 with expSubAVX512's exps (16 lanes, the same 8 sums in the
+// same order): scaleMaxAVX2's pass, then expSubAVX512's with the maximum
+// as sub, so the same bits as those kernels in turn. len(x) a positive
+// multiple of 8.
+TEXT ·softExpAVX512(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS scale+24(FP), Y2
+	VBROADCASTSS exp16c<>+52(SB), Y0
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y0, Y3, Y0 // -Inf
+	XORQ         AX, AX
+
+sx5maxloop:
+	CMPQ    AX, CX
+	JGE     sx5maxdone
+	VMOVUPS (SI)(AX*4), Y1
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (SI)(AX*4)
+	VMAXPS  Y1, Y0, Y0
+	ADDQ    $8, AX
+	JMP     sx5maxloop
+
+sx5maxdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X1, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VBROADCASTSS X0, Z10
+	EXP16CONSTS
+	VXORPS       Y15, Y15, Y15
+	XORQ         AX, AX
+	MOVQ         CX, DX
+	ANDQ         $-16, DX
+
+sx5loop:
+	CMPQ          AX, DX
+	JGE           sx5tail
+	VMOVUPS       (SI)(AX*4), Z0
+	VSUBPS        Z10, Z0, Z0
+	EXP16
+	VMOVUPS       Z1, (SI)(AX*4)
+	VADDPS        Y1, Y15, Y15
+	VEXTRACTF64X4 $1, Z1, Y1
+	VADDPS        Y1, Y15, Y15
+	ADDQ          $16, AX
+	JMP           sx5loop
+
+sx5tail:
+	CMPQ    AX, CX
+	JGE     sx5done
+	VMOVUPS (SI)(AX*4), Y0 // the upper lanes are zeroed, their e^ unused
+	VSUBPS  Y10, Y0, Y0
+	EXP16
+	VMOVUPS Y1, (SI)(AX*4)
+	VADDPS  Y1, Y15, Y15
+
+sx5done:
+	VEXTRACTF128 $1, Y15, X1
+	VADDPS       X1, X15, X0
+	VMOVHLPS     X0, X1, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -176,3 +176,23 @@ func ropeRow(out, x, cs, sn []float32, half, heads int, add bool) {
 	_, _ = cs[half-1], sn[half-1]
 	ropeRowAVX2(&out[0], &x[0], &cs[0], &sn[0], half, heads, add)
 }
+
+// softExpAVX2 is decode attention's softExp in one kernel, for len(x) a
+// positive multiple of 8: scaleMaxAVX2's pass, then expSubAVX2's with the
+// maximum as sub, in registers between them:
+//
+//	m := scaleMaxAVX2(x, scale)
+//	return expSubAVX2(x, m)
+//
+//go:noescape
+func softExpAVX2(x []float32, scale float32) float32
+
+// softExpAsm runs the one-kernel softExp on x (len(x) a positive
+// multiple of 8): 16-lane exps on the rows expSub gives them, so the
+// bits are those of expSub(x, scaleMax(x, scale)).
+func softExpAsm(x []float32, scale float32) float32 {
+	if useAVX512 && len(x) >= expSub512Min {
+		return softExpAVX512(x, scale)
+	}
+	return softExpAVX2(x, scale)
+}

@@ -361,3 +361,58 @@ ropeset:
 	JNZ  ropehead
 	VZEROUPPER
 	RET
+
+// func softExpAVX2(x []float32, scale float32) float32
+//
+// Decode attention's softmax numerators in one kernel: scaleMaxAVX2's pass
+// (x *= scale, 8 lane maxima reduced as hmax8), then expSubAVX2's with the
+// maximum as sub; the same operations, so the same bits as the two
+// kernels called in turn. len(x) a positive multiple of 8.
+TEXT ·softExpAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS scale+24(FP), Y2
+	VBROADCASTSS expc<>+416(SB), Y0
+	VXORPS       Y3, Y3, Y3
+	VSUBPS       Y0, Y3, Y0 // -Inf
+	XORQ         AX, AX
+
+sxmaxloop:
+	CMPQ    AX, CX
+	JGE     sxmaxdone
+	VMOVUPS (SI)(AX*4), Y1
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (SI)(AX*4)
+	VMAXPS  Y1, Y0, Y0
+	ADDQ    $8, AX
+	JMP     sxmaxloop
+
+sxmaxdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X1, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VBROADCASTSS X0, Y10
+	EXPCONSTS
+	VXORPS       Y15, Y15, Y15
+	XORQ         AX, AX
+
+sxexploop:
+	CMPQ    AX, CX
+	JGE     sxexpdone
+	VMOVUPS (SI)(AX*4), Y0
+	VSUBPS  Y10, Y0, Y0
+	EXP8
+	VMOVUPS Y1, (SI)(AX*4)
+	VADDPS  Y1, Y15, Y15
+	ADDQ    $8, AX
+	JMP     sxexploop
+
+sxexpdone:
+	VMOVAPS Y15, Y0
+	HSUM
+	VMOVSS  X0, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -32,7 +32,7 @@ func (c *configFileFlag) register(f *pflag.FlagSet, what string) {
 // engineKeys are the [engine] table's keys: run settings that no flag of
 // whale run sets, as engine.Config names them in JSON.
 var engineKeys = []string{"threshold", "prompts_per_step", "group", "train_tasks", "val_tasks", "audit_tasks", "test_tasks",
-	"val_k", "test_k", "max_new_tokens", "temperature", "curve_test", "curve_k", "chosen_only"}
+	"val_k", "test_k", "max_new_tokens", "temperature", "curve_test", "curve_k", "chosen_only", "sample_kv_bf16"}
 
 // apply reads the file (if --config was given) and sets every flag it
 // names that the command line left alone. withEngine admits the [engine]
@@ -178,6 +178,7 @@ func configTOML(id string, cfg engine.Config) ([]byte, error) {
 		p("test_tasks", int64(cfg.TestTasks)), p("val_k", int64(cfg.ValK)), p("test_k", int64(cfg.TestK)),
 		p("max_new_tokens", int64(cfg.MaxNewTokens)), p("temperature", float64(cfg.Temperature)),
 		p("curve_test", cfg.CurveTest), p("curve_k", int64(cfg.CurveK)), p("chosen_only", cfg.ChosenOnly),
+		p("sample_kv_bf16", cfg.SampleKVBF16),
 	}
 	return runconfig.Encode(comment, top, eng)
 }

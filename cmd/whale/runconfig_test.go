@@ -64,7 +64,7 @@ func TestShowConfigReadsBackToTheSameConfig(t *testing.T) {
 	want.HarnessCalls, want.HarnessPasses, want.Candidates, want.Proposer = 50, 3.5, 3, "grid"
 	want.GridKnobs = []string{"SAMPLES", "RETRIEVE_K"}
 	want.Harness = "SYSTEM_PROMPT = \"say \\\"hi\\\"\"\n# a line = that looks like a key\n"
-	want.SampleBF16 = true
+	want.SampleBF16, want.SampleKVBF16 = true, true
 	want.LoRA = &model.LoRAConfig{Rank: 4, Alpha: 6, Targets: []string{"q", "v"}, BF16Base: true}
 	want.Threshold, want.PromptsPerStep, want.Group, want.TrainTasks = 0.75, 3, 4, 40
 	want.ValTasks, want.AuditTasks, want.TestTasks, want.ValK, want.TestK = 9, 5, 7, 2, 3

@@ -107,6 +107,13 @@ type Config struct {
 	// policy's log-probabilities from the trained model's float32 forward
 	// pass, not from the sampler's.
 	SampleBF16 bool `json:"sample_bf16,omitempty"`
+	// SampleKVBF16 keeps the local model's KV caches in bfloat16 while it
+	// samples (model.SamplerOptions.KVBF16): half their memory and half
+	// the bytes decode attention reads. Keys and values are rounded when
+	// stored, so log-probabilities move by ~1e-3 and the run is a different
+	// (still deterministic) run; off by default (docs/PERFORMANCE.md).
+	// No flag sets it: a config file's [engine] table does.
+	SampleKVBF16 bool `json:"sample_kv_bf16,omitempty"`
 	// Candidates (M) per harness iteration, each scored once on ValTasks.
 	Candidates int `json:"candidates"`
 	ValTasks   int `json:"val_tasks"`
@@ -388,6 +395,8 @@ func (c Config) Validate() error {
 		return bad("policy_server", "urls[0] %q is not url %q", c.PolicyServer.URLs[0], c.PolicyServer.URL)
 	case c.PolicyServer != nil && c.SampleBF16:
 		return bad("sample_bf16", "a server samples with its own weights: bfloat16 sampling applies to the local model only")
+	case c.PolicyServer != nil && c.SampleKVBF16:
+		return bad("sample_kv_bf16", "a server samples with its own caches: bfloat16 KV caches apply to the local model only")
 	case c.PolicyServer != nil && (c.PolicyServer.URL == "" || c.PolicyServer.Model == ""):
 		return bad("policy_server", "a server policy needs an endpoint URL and a model name")
 	case c.Candidates < 1 || c.ValTasks < 1 || c.TestTasks < 1 || c.AuditTasks < 0:

@@ -384,7 +384,7 @@ func runPolicy(cfg Config, env Env, m *model.Model, tmpl *chat.Template) (policy
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocalWith(m, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16})
+	p, err := chat.NewLocalWith(m, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16, KVBF16: cfg.SampleKVBF16})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

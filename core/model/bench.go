@@ -165,11 +165,17 @@ func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS f
 // weights packed and its scratch sized once, by a short warm-up): the
 // tokens/s of each run, in order.
 func BenchSampleRuns(m *Model, batch, prompt, gen int, bf16 bool, runs int) ([]float64, error) {
+	return BenchSampleWith(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1}, batch, prompt, gen, runs)
+}
+
+// BenchSampleWith is BenchSampleRuns on a sampler with opts (bfloat16 KV
+// caches, say).
+func BenchSampleWith(m *Model, opts SamplerOptions, batch, prompt, gen, runs int) ([]float64, error) {
 	cfg := m.Config
 	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings || runs <= 0 {
 		return nil, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d) runs=%d", batch, prompt, gen, cfg.MaxPositionEmbeddings, runs)
 	}
-	s := NewSampler(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1})
+	s := NewSampler(m, opts)
 	rng := rand.New(rand.NewPCG(3, 4))
 	reqs := make([]Request, batch)
 	for i := range reqs {

@@ -14,15 +14,23 @@ import "whale/kernels"
 type kvPool struct {
 	be     kernels.Backend
 	free   map[int][]kernels.Tensor // by Len
-	bytes  int64                    // held, at 4 bytes per element
+	bytes  int64                    // held, at elem bytes per element
 	budget int64
+	// bf16 makes the caches bfloat16 (SamplerOptions.KVBF16); elem is
+	// their bytes per element, 2 or 4.
+	bf16 bool
+	elem int64
 }
 
 // kvGranule rounds cache capacities (positions) for the pool.
 const kvGranule = 64
 
-func newKVPool(be kernels.Backend, budget int64) *kvPool {
-	return &kvPool{be: be, free: map[int][]kernels.Tensor{}, budget: budget}
+func newKVPool(be kernels.Backend, budget int64, bf16 bool) *kvPool {
+	p := &kvPool{be: be, free: map[int][]kernels.Tensor{}, budget: budget, bf16: bf16, elem: 4}
+	if bf16 {
+		p.elem = 2
+	}
+	return p
 }
 
 // get returns a cache of at least n elements: the smallest free one of at
@@ -37,13 +45,16 @@ func (p *kvPool) get(n int) kernels.Tensor {
 		}
 	}
 	if best == 0 {
+		if p.bf16 {
+			return p.be.AllocBF16(n)
+		}
 		return p.be.Alloc(n)
 	}
 	l := p.free[best]
 	t := l[len(l)-1]
 	l[len(l)-1] = kernels.Tensor{}
 	p.free[best] = l[:len(l)-1]
-	p.bytes -= int64(best) * 4
+	p.bytes -= int64(best) * p.elem
 	return t
 }
 
@@ -52,7 +63,7 @@ func (p *kvPool) put(t kernels.Tensor) {
 	if t.IsZero() {
 		return
 	}
-	b := int64(t.Len()) * 4
+	b := int64(t.Len()) * p.elem
 	if p.bytes+b > p.budget {
 		p.be.Free(t)
 		return

@@ -40,24 +40,39 @@ type gradScratch struct {
 	dlu          kernels.Tensor // (N,r) under LoRA
 }
 
+// layerRead says which copy of a layer's weights the forward products
+// read (linear): the packed copy p when set (see packedLayer), else the
+// bfloat16 copy b when set, else the float32 weights; and, with chunk > 0,
+// in blocks of at most chunk rows (see rowChunk in sample.go). Training
+// reads the weights themselves (a bfloat16 base's, frozenLayer) in one
+// block; the sampler says what its pass reads.
+type layerRead struct {
+	b     *layerWeights
+	p     *packedLayer
+	chunk int
+}
+
 // linear: out (N,outDim) (+)= x (N,in) · Wᵀ with W (outDim,in) in HF layout;
 // it reads the packed copy wp when set (see packedLayer), else the
-// bfloat16 copy wb when set, else w.
-//
-// With m.rowChunk set (the sampler sets it when it has no packed weights)
-// the product runs in blocks of at most rowChunk rows, so every row goes
-// through the same small-M GEMM kernel whatever N is: a row's result then
-// does not depend on which other rows share the batch (see rowChunk in
-// sample.go). Packed products are row-invariant at every N.
+// bfloat16 copy wb when set, else w, in one block.
 func (m *Model) linear(out, x, w, wb, wp kernels.Tensor, N, in, outDim int, acc bool) {
+	m.linearRows(out, x, w, wb, wp, N, in, outDim, acc, 0)
+}
+
+// linearRows is linear in blocks of at most chunk rows when chunk > 0, so
+// that every row goes through the same small-M GEMM kernel whatever N is:
+// a row's result then does not depend on which other rows share the batch
+// (see rowChunk in sample.go). Packed products are row-invariant at every
+// N and ignore chunk.
+func (m *Model) linearRows(out, x, w, wb, wp kernels.Tensor, N, in, outDim int, acc bool, chunk int) {
 	if !wp.IsZero() {
 		m.be.(kernels.PackedNT).GemmPackedNT(out, x, wp, N, in, outDim, acc)
 		return
 	}
-	if c := m.rowChunk; c > 0 && N > c {
-		for r := 0; r < N; r += c {
-			n := min(c, N-r)
-			m.linear(out.View(r*outDim, n*outDim), x.View(r*in, n*in), w, wb, wp, n, in, outDim, acc)
+	if chunk > 0 && N > chunk {
+		for r := 0; r < N; r += chunk {
+			n := min(chunk, N-r)
+			m.linearRows(out.View(r*outDim, n*outDim), x.View(r*in, n*in), w, wb, wp, n, in, outDim, acc, 0)
 		}
 		return
 	}
@@ -84,15 +99,15 @@ func packedOf(pw *packedLayer) packedLayer {
 
 // attnProject: x (N,C) -> ln1 (N,C) -> q (N,Hq), k, v (N,Hk) -> per-head
 // RMSNorm -> RoPE at positions pos -> qr (N,Hq), kr (N,Hk).
-func (m *Model) attnProject(a *layerActs, w, wb *layerWeights, pw *packedLayer, x kernels.Tensor, pos []int32, N int) {
-	d, be, b, p := m.d, m.be, bfOf(wb), packedOf(pw)
+func (m *Model) attnProject(a *layerActs, w *layerWeights, r layerRead, x kernels.Tensor, pos []int32, N int) {
+	d, be, b, p, c := m.d, m.be, bfOf(r.b), packedOf(r.p), r.chunk
 	be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
 	if !a.qkv.IsZero() && N == 1 {
-		m.linear(a.qkv, a.ln1, w.wqkv, b.wqkv, p.qkv, 1, d.C, d.Hq+2*d.Hk, false)
+		m.linearRows(a.qkv, a.ln1, w.wqkv, b.wqkv, p.qkv, 1, d.C, d.Hq+2*d.Hk, false, c)
 	} else {
-		m.linear(a.q, a.ln1, w.wq, b.wq, p.q, N, d.C, d.Hq, false)
-		m.linear(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false)
-		m.linear(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false)
+		m.linearRows(a.q, a.ln1, w.wq, b.wq, p.q, N, d.C, d.Hq, false, c)
+		m.linearRows(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false, c)
+		m.linearRows(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false, c)
 	}
 	m.adapt(a, w, tQ, a.q, a.ln1, N)
 	m.adapt(a, w, tK, a.k, a.ln1, N)
@@ -142,19 +157,9 @@ func (m *Model) attnProjectBackward(a *layerActs, w, wb, g *layerWeights, s *gra
 	be.RMSNormBackward(dres, g.inNorm, s.dln, x, w.inNorm, a.rstd1, N, d.C)
 }
 
-// attnForward: x (B,T,C) -> x2 (B,T,C) = x + attention(x), causal over
-// each sequence of T positions.
-func (m *Model) attnForward(a *layerActs, w, wb *layerWeights, x kernels.Tensor, pos []int32, B, T int) {
-	d, N := m.d, B*T
-	m.attnProject(a, w, wb, nil, x, pos, N)
-	m.be.Attention(a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
-	m.be.Copy(a.x2, x)
-	m.attnOut(a, w, wb, nil, a.x2, N)
-}
-
 // attnOut: out (N,C) += att (N,Hq)·Woᵀ, with o's adapter term.
-func (m *Model) attnOut(a *layerActs, w, wb *layerWeights, pw *packedLayer, out kernels.Tensor, N int) {
-	m.linear(out, a.att, w.wo, bfOf(wb).wo, packedOf(pw).o, N, m.d.Hq, m.d.C, true)
+func (m *Model) attnOut(a *layerActs, w *layerWeights, r layerRead, out kernels.Tensor, N int) {
+	m.linearRows(out, a.att, w.wo, bfOf(r.b).wo, packedOf(r.p).o, N, m.d.Hq, m.d.C, true, r.chunk)
 	m.adapt(a, w, tO, out, a.att, N)
 }
 
@@ -174,14 +179,14 @@ func (m *Model) attnBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratc
 // mlpForward: x (N,C) -> ln2 -> g, u (N,F) -> h = silu(g)·u -> out (N,C)
 // += h·Wdownᵀ. out may be x itself (the inference residual update); a
 // zero out stops at h (and the down adapter's x·Aᵀ term: recomputeLayer).
-func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x, out kernels.Tensor, N int) {
-	d, be, b, p := m.d, m.be, bfOf(wb), packedOf(pw)
+func (m *Model) mlpForward(a *layerActs, w *layerWeights, r layerRead, x, out kernels.Tensor, N int) {
+	d, be, b, p, c := m.d, m.be, bfOf(r.b), packedOf(r.p), r.chunk
 	be.RMSNorm(a.ln2, a.rstd2, x, w.postNorm, N, d.C, m.Config.RMSNormEps)
 	if !a.gu.IsZero() && N == 1 {
-		m.linear(a.gu, a.ln2, w.wGateUp, b.wGateUp, p.gu, 1, d.C, 2*d.F, false)
+		m.linearRows(a.gu, a.ln2, w.wGateUp, b.wGateUp, p.gu, 1, d.C, 2*d.F, false, c)
 	} else {
-		m.linear(a.g, a.ln2, w.wGate, b.wGate, p.g, N, d.C, d.F, false)
-		m.linear(a.u, a.ln2, w.wUp, b.wUp, p.u, N, d.C, d.F, false)
+		m.linearRows(a.g, a.ln2, w.wGate, b.wGate, p.g, N, d.C, d.F, false, c)
+		m.linearRows(a.u, a.ln2, w.wUp, b.wUp, p.u, N, d.C, d.F, false, c)
 	}
 	m.adapt(a, w, tGate, a.g, a.ln2, N)
 	m.adapt(a, w, tUp, a.u, a.ln2, N)
@@ -190,7 +195,7 @@ func (m *Model) mlpForward(a *layerActs, w, wb *layerWeights, pw *packedLayer, x
 		m.adaptTerm(a, w, tDown, a.h, N)
 		return
 	}
-	m.linear(out, a.h, w.wDown, b.wDown, p.down, N, d.F, d.C, true)
+	m.linearRows(out, a.h, w.wDown, b.wDown, p.down, N, d.F, d.C, true, c)
 	m.adapt(a, w, tDown, out, a.h, N)
 }
 

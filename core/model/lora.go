@@ -352,9 +352,7 @@ func (m *Model) adapt(a *layerActs, w *layerWeights, t loraTarget, out, x kernel
 		return
 	}
 	_, outDim := m.d.targetDims(t)
-	defer func(c int) { m.rowChunk = c }(m.rowChunk)
-	m.rowChunk = rowChunk
-	m.linear(out, u, w.ad[t].b, kernels.Tensor{}, kernels.Tensor{}, N, m.lora.cfg.Rank, outDim, true)
+	m.linearRows(out, u, w.ad[t].b, kernels.Tensor{}, kernels.Tensor{}, N, m.lora.cfg.Rank, outDim, true, rowChunk)
 }
 
 // adaptTerm sets and returns a.lu[t] = (α/r)·x·Aᵀ (N,r), or the zero
@@ -370,9 +368,7 @@ func (m *Model) adaptTerm(a *layerActs, w *layerWeights, t loraTarget, x kernels
 	// In blocks of rowChunk rows always: a row's term then does not depend
 	// on the batch, also beside packed weights (whose products are
 	// row-invariant at any N, while these small ones are not).
-	defer func(c int) { m.rowChunk = c }(m.rowChunk)
-	m.rowChunk = rowChunk
-	m.linear(u, x, ad.a, kernels.Tensor{}, kernels.Tensor{}, N, in, r, false)
+	m.linearRows(u, x, ad.a, kernels.Tensor{}, kernels.Tensor{}, N, in, r, false, rowChunk)
 	m.be.Scale(u, m.lora.scale)
 	return u
 }

@@ -49,8 +49,6 @@ type Model struct {
 	// lora holds the adapters when LoRA is enabled (the arena is then
 	// frozen, and grad and gw hold the adapters' gradients only).
 	lora *loraState
-	// rowChunk > 0 makes linear run in blocks of at most that many rows.
-	rowChunk int
 }
 
 // New builds a model of cfg on backend be with seeded initial parameters:
@@ -381,15 +379,10 @@ func (m *Model) logitsBudget() int {
 // trunk: tokens (B,T) at positions pos -> final normed hidden states
 // a.lnf (B,T,C).
 func (m *Model) trunk(a *acts, tokens, pos []int32, B, T int) {
-	d, be, N := m.d, m.be, B*T
+	d, N := m.d, B*T
 	m.embed(a.res[0], tokens)
-	for l := 0; l < d.L; l++ {
-		la := a.layers[l]
-		m.attnForward(&la, &m.w.layers[l], m.frozenLayer(l), a.res[l], pos, B, T)
-		be.Copy(a.res[l+1], la.x2)
-		m.mlpForward(&la, &m.w.layers[l], m.frozenLayer(l), nil, la.x2, a.res[l+1], N)
-	}
-	be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
+	m.layers(m.trainPass(a, pos, B, T))
+	m.be.RMSNorm(a.lnf, a.rstdf, a.res[d.L], m.w.norm, N, d.C, m.Config.RMSNormEps)
 }
 
 // head: lnf rows [r0, r0+n) -> logits (n,V) in a.logits.
@@ -433,9 +426,7 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 // projection is skipped (its result is in a.res[l+1] already; its weight
 // gradient needs only h, and a LoRA adapter on it only its x·Aᵀ term).
 func (m *Model) recomputeLayer(a *acts, la *layerActs, l int, pos []int32) {
-	w, wb := &m.w.layers[l], m.frozenLayer(l)
-	m.attnForward(la, w, wb, a.res[l], pos, a.B, a.T)
-	m.mlpForward(la, w, wb, nil, la.x2, kernels.Tensor{}, a.B*a.T)
+	m.layer(m.trainPass(a, pos, a.B, a.T), l, la, a.res[l], la.x2, kernels.Tensor{})
 }
 
 // Sequence is one training or evaluation example. Mask[t] weighs the loss

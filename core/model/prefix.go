@@ -17,6 +17,7 @@ type prefixCache struct {
 	// release gives an entry's caches back when it is dropped: its own
 	// cache to the pool, its share of a prompt cache to the sampler.
 	release func(entryKV)
+	elem    int64 // bytes per cache element
 	budget  int64
 	used    int64
 	clock   uint64
@@ -42,15 +43,15 @@ func (e entryKV) parts() kvParts {
 	return p
 }
 
-// bytes counts the own cache and the whole prompt cache: a prompt cache
-// shared by several entries is counted in each, so the budget errs on the
-// side of memory.
-func (e entryKV) bytes() int64 {
+// bytes counts the own cache and the whole prompt cache at elem bytes an
+// element: a prompt cache shared by several entries is counted in each,
+// so the budget errs on the side of memory.
+func (e entryKV) bytes(elem int64) int64 {
 	n := int64(e.own.Len())
 	if e.pre != nil {
 		n += int64(e.pre.kv.Len())
 	}
-	return 4 * n
+	return elem * n
 }
 
 type prefixEntry struct {
@@ -61,8 +62,8 @@ type prefixEntry struct {
 	lastUse uint64
 }
 
-func newPrefixCache(release func(entryKV), budget int64) *prefixCache {
-	return &prefixCache{release: release, budget: budget}
+func newPrefixCache(release func(entryKV), budget, elem int64) *prefixCache {
+	return &prefixCache{release: release, budget: budget, elem: elem}
 }
 
 // lookup returns the entry sharing the longest prefix with prompt and the
@@ -100,7 +101,7 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 		}
 	}
 	kv := take()
-	bytes := kv.bytes()
+	bytes := kv.bytes(c.elem)
 	c.entries = slices.DeleteFunc(c.entries, func(e *prefixEntry) bool {
 		if commonPrefix(e.tokens, tokens) == len(e.tokens) {
 			c.drop(e)

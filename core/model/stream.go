@@ -146,16 +146,16 @@ func (st *Stream) Close() error {
 }
 
 // admissible counts the waiting requests, from the front, that fit now.
-// Admission stops at MaxBatch sequences or MaxKVBytes of caches (counted
-// at 4 bytes per element), but always admits one.
+// Admission stops at MaxBatch sequences or MaxKVBytes of caches (at the
+// caches' bytes per element), but always admits one.
 func (st *Stream) admissible() int {
 	liveBytes := int64(0)
 	for _, q := range st.live {
-		liveBytes += int64(st.s.m.kvLen(q.cacheCap())) * 4
+		liveBytes += int64(q.cacheCap()) * st.s.kvBytesPerPosition()
 	}
 	n := 0
 	for n < len(st.pending) && len(st.live)+n < st.maxBatch {
-		b := int64(st.s.m.kvLen(st.pending[n].cacheCap())) * 4
+		b := int64(st.pending[n].cacheCap()) * st.s.kvBytesPerPosition()
 		if len(st.live)+n > 0 && liveBytes+b > st.maxKV {
 			break
 		}
@@ -183,6 +183,12 @@ func (st *Stream) step(ctx context.Context) error {
 			return err
 		}
 		st.live = append(st.live, adm...)
+		var live, seq int64
+		for _, q := range st.live {
+			b := int64(q.cacheCap()) * s.kvBytesPerPosition()
+			live, seq = live+b, max(seq, b)
+		}
+		s.noteLive(live, seq)
 	}
 	var items []work
 	running := st.live[:0]

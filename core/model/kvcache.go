@@ -1,0 +1,181 @@
+package model
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+
+	"whale/kernels"
+)
+
+// A sequence's KV cache: where its positions are (a prompt cache shared
+// by the sequences of one prompt, then its own), how positions are copied
+// between caches, and who frees them (kvpool.go recycles them, prefix.go
+// keeps finished ones for reuse).
+
+// kvLayer returns the cache of layer l, keys or values, inside a sequence
+// cache of capacity cap (layout: see kernels.KVSpan).
+func (m *Model) kvLayer(kv kernels.Tensor, cap, l int, kind kernels.KVKind) kernels.Tensor {
+	return kv.View((2*l+int(kind))*cap*m.d.Hk, cap*m.d.Hk)
+}
+
+func (m *Model) kvLen(cap int) int { return 2 * m.d.L * cap * m.d.Hk }
+
+// copyKVAt copies positions srcPos..srcPos+n-1 of every layer from src
+// (capacity srcCap) to positions dstPos.. of dst (capacity dstCap).
+func (m *Model) copyKVAt(dst kernels.Tensor, dstCap, dstPos int, src kernels.Tensor, srcCap, srcPos, n int) {
+	if n <= 0 {
+		return
+	}
+	for l := 0; l < m.d.L; l++ {
+		for _, kind := range []kernels.KVKind{kernels.Keys, kernels.Values} {
+			m.be.CacheCopy(m.kvLayer(dst, dstCap, l, kind), m.kvLayer(src, srcCap, l, kind), kind, dstPos, srcPos, n, m.d.KVH, m.d.hd, dstCap, srcCap)
+		}
+	}
+}
+
+// promptKV is the cache of a prompt's first positions (seqState.pn),
+// shared by every running sequence whose prompt begins with the same
+// tokens; the last to finish frees it.
+type promptKV struct {
+	kv     kernels.Tensor // layout of seqState.kv, capacity len(tokens)
+	tokens []int32
+	refs   int
+	live   bool // filled, and in Sampler.prompts for others to share
+}
+
+// prefixLen is where the cache of a sequence with a prompt of P tokens
+// splits: after the whole KVBlocks before its last token (whose logits the
+// prefill computes in the sequence's own cache).
+func prefixLen(P int) int { return max(0, P-1) / kernels.KVBlock * kernels.KVBlock }
+
+func tokensKey(t []int32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for _, x := range t {
+		binary.LittleEndian.PutUint32(b[:], uint32(x))
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// livePrompt returns the filled prompt cache of a running sequence whose
+// first tokens are tokens, or nil.
+func (s *Sampler) livePrompt(tokens []int32) *promptKV {
+	for _, p := range s.prompts[tokensKey(tokens)] {
+		if slices.Equal(p.tokens, tokens) {
+			return p
+		}
+	}
+	return nil
+}
+
+// publish offers p, now filled, to the sequences admitted later.
+func (s *Sampler) publish(p *promptKV) {
+	if p.live {
+		return
+	}
+	if s.prompts == nil {
+		s.prompts = map[uint64][]*promptKV{}
+	}
+	k := tokensKey(p.tokens)
+	s.prompts[k] = append(s.prompts[k], p)
+	p.live = true
+}
+
+// kvParts is where a cache's positions are: those before pn in pre
+// (capacity pn), position p ≥ pn at p-pn in own (capacity ocap).
+type kvParts struct {
+	pre, own kernels.Tensor
+	pn, ocap int
+}
+
+func (q *seqState) parts() kvParts {
+	p := kvParts{own: q.kv, pn: q.pn, ocap: q.ownCap()}
+	if q.prompt != nil {
+		p.pre = q.prompt.kv
+	}
+	return p
+}
+
+// at returns the tensor holding position p, its capacity and p's index in it.
+func (k kvParts) at(p int) (kernels.Tensor, int, int) {
+	if p < k.pn {
+		return k.pre, k.pn, p
+	}
+	return k.own, k.ocap, p - k.pn
+}
+
+// copyParts copies positions from..n-1 from src to dst, in pieces that
+// each lie in one tensor of both.
+func (m *Model) copyParts(dst, src kvParts, from, n int) {
+	for a := from; a < n; {
+		b := n
+		for _, cut := range []int{dst.pn, src.pn} {
+			if cut > a && cut < b {
+				b = cut
+			}
+		}
+		dt, dc, di := dst.at(a)
+		st, sc, si := src.at(a)
+		m.copyKVAt(dt, dc, di, st, sc, si, b-a)
+		a = b
+	}
+}
+
+// ownCap is the capacity of q's own cache (the positions from pn on).
+func (q *seqState) ownCap() int { return q.cacheCap() - q.pn }
+
+// cacheCap is the capacity of the sequence's caches: q.cap rounded up to a
+// multiple of kernels.KVCapGranule, which a backend reads fastest (the CPU
+// backend's last block of a cache is otherwise narrower than the rest).
+func (q *seqState) cacheCap() int {
+	return (q.cap + kernels.KVCapGranule - 1) / kernels.KVCapGranule * kernels.KVCapGranule
+}
+
+// allocOwn gives q its own cache (planPrefill gives it its prompt's).
+func (s *Sampler) allocOwn(q *seqState) {
+	if c := q.ownCap(); c > 0 {
+		q.kv = s.m.kvAlloc(s.pool, c)
+	}
+}
+
+// freeCaches frees q's own cache and drops its share of the prompt cache.
+func (s *Sampler) freeCaches(q *seqState) {
+	s.pool.put(q.kv)
+	q.kv = kernels.Tensor{}
+	s.releasePrompt(q.prompt)
+	q.prompt = nil
+}
+
+// takeCaches hands q's caches over to the prefix cache (which gives them
+// back through releasePrompt and the pool when it drops the entry).
+func (s *Sampler) takeCaches(q *seqState) entryKV {
+	e := entryKV{pre: q.prompt, own: q.kv, pn: q.pn, ocap: q.ownCap()}
+	q.kv, q.prompt = kernels.Tensor{}, nil
+	return e
+}
+
+// takenBytes is what takeCaches would hand over, as entryKV.bytes counts.
+func (s *Sampler) takenBytes(q *seqState) int64 {
+	return entryKV{pre: q.prompt, own: q.kv}.bytes(s.pool.elem)
+}
+
+// releasePrompt drops one share of the prompt cache p (nil: none); the
+// last share frees it.
+func (s *Sampler) releasePrompt(p *promptKV) {
+	if p == nil {
+		return
+	}
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	if p.live {
+		k := tokensKey(p.tokens)
+		s.prompts[k] = slices.DeleteFunc(s.prompts[k], func(x *promptKV) bool { return x == p })
+		if len(s.prompts[k]) == 0 {
+			delete(s.prompts, k)
+		}
+	}
+	s.pool.put(p.kv)
+}

@@ -1,0 +1,89 @@
+package model
+
+import "whale/kernels"
+
+// One forward pass through the decoder layers, shared by training (trunk,
+// recomputeLayer) and sampling (Sampler.forward, decode.go). What differs
+// between them is said by the layerPass: where the residual stream and
+// the activations are, which copy of the weights the products read and
+// in what blocks, and how a layer's attention is computed (over the batch's
+// own positions in training, over each sequence's KV cache in sampling).
+
+// layerPass describes one forward pass over N rows at positions pos.
+type layerPass struct {
+	N   int
+	pos []int32
+	// train holds the training activations: layer l reads the residual
+	// stream a.res[l], keeps x2 in its set a.layers[l] and writes a.res[l+1].
+	// When nil the pass runs in place on x with the one set acts (the
+	// sampler's scratch).
+	train *acts
+	x     kernels.Tensor
+	acts  *layerActs
+	// bw and pk are the bfloat16 and packed copies of the weights the
+	// products read (nil: the float32 weights; see layerRead), chunk the
+	// row blocks they run in (0: one block).
+	bw    *weights
+	pk    *packedModel
+	chunk int
+	// attend sets a.att (N,Hq) from a.qr, a.kr and a.v of layer l.
+	attend func(l int, a *layerActs)
+}
+
+// trainPass returns the pass of training over (B, T) with activations a:
+// the weights as the model holds them (a bfloat16 base's where it has
+// one), attention causal within each sequence.
+func (m *Model) trainPass(a *acts, pos []int32, B, T int) *layerPass {
+	p := &layerPass{N: B * T, pos: pos, train: a}
+	if m.frozen != nil {
+		p.bw = &m.frozen.wb
+	}
+	d := m.d
+	p.attend = func(_ int, la *layerActs) {
+		m.be.Attention(la.att, la.lse, la.qr, la.kr, la.v, B, T, d.H, d.KVH, d.hd)
+	}
+	return p
+}
+
+// read is what layer l's products read.
+func (p *layerPass) read(l int) layerRead {
+	r := layerRead{chunk: p.chunk}
+	if p.bw != nil {
+		r.b = &p.bw.layers[l]
+	}
+	if p.pk != nil {
+		r.p = &p.pk.layers[l]
+	}
+	return r
+}
+
+// layers runs every decoder layer of the pass in order.
+func (m *Model) layers(p *layerPass) {
+	for l := 0; l < m.d.L; l++ {
+		if a := p.train; a != nil {
+			la := a.layers[l]
+			m.layer(p, l, &la, a.res[l], la.x2, a.res[l+1])
+			continue
+		}
+		m.layer(p, l, p.acts, p.x, p.x, p.x)
+	}
+}
+
+// layer runs decoder layer l: in (N,C) -> attention -> mid = in +
+// attention(in) -> MLP -> out = mid + mlp(mid). Training keeps mid (x2)
+// apart from in and out for the backward pass; the sampler's pass updates
+// one stream in place (in, mid and out the same tensor). A zero out stops
+// at the MLP's h (recomputeLayer: the output is stored already).
+func (m *Model) layer(p *layerPass, l int, a *layerActs, in, mid, out kernels.Tensor) {
+	w, r := &m.w.layers[l], p.read(l)
+	m.attnProject(a, w, r, in, p.pos, p.N)
+	p.attend(l, a)
+	if p.train != nil {
+		m.be.Copy(mid, in)
+	}
+	m.attnOut(a, w, r, mid, p.N)
+	if p.train != nil && !out.IsZero() {
+		m.be.Copy(out, mid)
+	}
+	m.mlpForward(a, w, r, mid, out, p.N)
+}
