@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 
 	"whale/core/basemodel"
 	"whale/core/model"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -23,9 +23,7 @@ import (
 // every one by far more and change completions from their first tokens.
 // It logs the figures docs/PERFORMANCE.md quotes.
 func TestKVBF16NumericsOnTheEmbeddedModel(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") != "1" {
-		t.Skip("WHALE_LONG_TESTS=1 runs it (about a minute)")
-	}
+	longtests.Skip(t, "about a minute")
 	m, err := basemodel.Load(kernels.NewCPU())
 	if err != nil {
 		t.Fatal(err)

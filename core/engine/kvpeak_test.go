@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"whale/core/model"
 	"whale/core/store"
 	"whale/data/domains"
+	"whale/internal/longtests"
 	"whale/kernels"
 )
 
@@ -25,9 +25,7 @@ import (
 // no more than their bounds. It logs the figures docs/PERFORMANCE.md
 // quotes.
 func TestSmallRunKVBoundsFollowTheRun(t *testing.T) {
-	if os.Getenv("WHALE_LONG_TESTS") != "1" {
-		t.Skip("WHALE_LONG_TESTS=1 runs it (about 5 minutes)")
-	}
+	longtests.Skip(t, "about 5 minutes")
 	for _, kvBF16 := range []bool{false, true} {
 		cfg, err := Preset("small", "math")
 		if err != nil {
