@@ -57,6 +57,11 @@ type Plan struct {
 	// CurveK is the k of the learning curves' test measurements at every
 	// phase boundary (engine.Config.CurveK; 0: the preset's TestK).
 	CurveK int
+	// CurveDense measures test at every phase boundary; by default a run
+	// measures it at the sparse set of engine.Config.CurveSparse (the
+	// start, boundaries 1, 2, 4, 8, … and the last), which the curves
+	// and the report's columns need, at a fraction of the cost.
+	CurveDense bool
 	// FastSlowE sizes fast-slow's weight steps per cycle ("a few").
 	FastSlowE float64
 	// DataSeed seeds the domains' splits (the base model's).
@@ -202,6 +207,7 @@ func (p Plan) config(cond, domain string, seed uint64, acc string) (engine.Confi
 		return cfg, err
 	}
 	cfg.Seed, cfg.DataSeed, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, 0, true, p.CurveK
+	cfg.CurveSparse = !p.CurveDense
 	switch acc {
 	case "":
 		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = p.Budget, 0, 0
