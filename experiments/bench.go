@@ -25,6 +25,7 @@ import (
 	"whale/core/store"
 	"whale/data"
 	"whale/experiments/report"
+	"whale/internal/procstat"
 	"whale/kernels"
 )
 
@@ -270,12 +271,15 @@ type Env struct {
 	Live func(j Job, eng *engine.Engine) func(error)
 }
 
-// record keeps a finished run in the plan's record, if it has one.
-func (env Env) record(r report.Run, cfg json.RawMessage) error {
+// record keeps a finished run in the plan's record, if it has one, with
+// the process's peak resident memory when this process ran it (peak; 0
+// for a run finished earlier).
+func (env Env) record(r report.Run, cfg json.RawMessage, peak int64) error {
 	if env.Record == nil || !r.Done {
 		return nil
 	}
-	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition)})
+	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition),
+		PeakRSSBytes: peak})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report
@@ -418,7 +422,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	switch {
 	case err == nil && r.Done:
 		say(fmt.Sprintf("%s %s: finished earlier, best test mean@8 %.3f", tag, j.ID, r.BestTestMean8))
-		return r, env.record(r, cfg)
+		return r, env.record(r, cfg, 0)
 	case err != nil && !fresh:
 		return r, err
 	}
@@ -469,7 +473,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	}
 	r, cfg, err = collect(env.Store, j)
 	if err == nil {
-		err = env.record(r, cfg)
+		err = env.record(r, cfg, procstat.PeakRSS())
 	}
 	if err == nil {
 		compute := r.Compute.Round(time.Second).String() + " of compute"
