@@ -18,9 +18,9 @@ import (
 // frequent collections, never an out-of-memory error.
 //
 //	tiny   256 MiB  (tests)
-//	small  448 MiB  (one engine's peak RSS ≤ 700 MB on the bench model; docs/PERFORMANCE.md)
+//	small  512 MiB  (one engine's peak RSS ≤ 700 MB on the bench model; docs/PERFORMANCE.md)
 //	paper    8 GiB
-var presetMemory = map[string]int64{"tiny": 256 << 20, "small": 448 << 20, "paper": 8 << 30}
+var presetMemory = map[string]int64{"tiny": 256 << 20, "small": 512 << 20, "paper": 8 << 30}
 
 // modelCopies is how many float32 copies of its parameters a run holds:
 // the weights, their gradients, AdamW's two moments, the sampler's packed

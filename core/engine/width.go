@@ -5,11 +5,14 @@ package engine
 // evaluation alike. A weight step has P × G rollouts (small: 32), so the
 // width tells on harness scoring (128 val tasks a score) and evaluation
 // (val 128 × 2 at a boundary, the final test 256 × 8). Measured on the
-// bench model (docs/PERFORMANCE.md, "Evaluation batch width": whale eval
-// of 64 math val tasks × 8 at widths 16 … 256), the CPU time per episode
-// fell with the width, 59, 59, 52, 45 and 37 s for 16, 32, 64, 128 and
-// 256, while the live heap stayed near 310 MB at 64 and 128; 128 takes
-// most of that gain within one engine's memory bound (presetMemory). On
-// the CPU backend decoding is exact, so the width changes how fast a run
-// goes, never what it samples.
-const SampleWidth = 128
+// bench model (docs/PERFORMANCE.md, "Evaluation batch width"): whale
+// eval of 64 math val tasks × 8, where a task's 8 samples share their
+// prompt's cache, spent 59, 59, 52, 45 and 37 CPU seconds at widths 16,
+// 32, 64, 128 and 256; but a run's val and scoring draw one sample a
+// task, so each sequence holds its whole prompt's keys and values (~2 MB
+// on the byte tokenizer's long prompts), and at 128 an engine's live
+// heap rose past its memory share (presetMemory) and the collector ran
+// without pause. 64 is the widest that fits it. On the CPU backend
+// decoding is exact, so the width changes how fast a run goes, never
+// what it samples.
+const SampleWidth = 64
