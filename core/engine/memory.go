@@ -7,20 +7,24 @@ import (
 )
 
 // presetMemory is each preset's share of the process's soft memory limit
-// (runtime/debug.SetMemoryLimit) for one running engine, beside what its
-// model's parameters take (modelCopies): the sampler's KV caches and
-// prefix cache, a weight step's activations, rollouts and their
-// trajectories, the store's buffers, and the garbage collector's
-// headroom over all of it. Without a limit the collector lets the heap
+// (runtime/debug.SetMemoryLimit) for one running engine, beside what
+// grows with its model and the sequences it decodes (MemoryLimit):
+// rollouts and their trajectories, the store's buffers, and the garbage
+// collector's headroom. The terms are calibrated on the bench model
+// (docs/PERFORMANCE.md), where the KV term, counted high, also covers the
+// sampler's prefix cache and pool and a weight step's activations, which
+// take turns with the running sequences' caches. Without a limit the collector lets the heap
 // grow to twice what is live (GOGC=100), which is most of a small run's
 // peak resident memory; under it the collector runs sooner instead. It
 // is a soft limit: a run that needs more gets it, at the cost of more
-// frequent collections, never an out-of-memory error.
+// frequent collections, never an out-of-memory error; a share below what
+// is live makes the collector run without pause, so every term errs
+// high.
 //
-//	tiny   256 MiB  (tests)
-//	small  512 MiB  (one engine's peak RSS ≤ 700 MB on the bench model; docs/PERFORMANCE.md)
+//	tiny    80 MiB
+//	small   80 MiB  (on the bench model 614 MiB in all: one engine's peak RSS ≈ 700 MB; docs/PERFORMANCE.md)
 //	paper    8 GiB
-var presetMemory = map[string]int64{"tiny": 256 << 20, "small": 512 << 20, "paper": 8 << 30}
+var presetMemory = map[string]int64{"tiny": 80 << 20, "small": 80 << 20, "paper": 8 << 30}
 
 // modelCopies is how many float32 copies of its parameters a run holds:
 // the weights, their gradients, AdamW's two moments, the sampler's packed
@@ -28,16 +32,25 @@ var presetMemory = map[string]int64{"tiny": 256 << 20, "small": 512 << 20, "pape
 // keeps).
 const modelCopies = 6
 
+// promptAllowance is the prompt positions a sequence's KV cache is
+// counted for beside its MaxNewTokens: the built-in harnesses' prompts in
+// the byte tokenizer run to about a thousand (a BPE tokenizer's are
+// shorter, and a share too high only binds later).
+const promptAllowance = 1024
+
 // MemoryLimit is one run's share of the process's soft memory limit
-// under cfg: its preset's (presetMemory) plus modelCopies float32 copies
-// of its model's parameters; 0 (no limit) for a configuration without a
-// preset or a model.
+// under cfg: its preset's (presetMemory), modelCopies float32 copies of
+// its model's parameters, and the KV caches of SampleWidth sequences of
+// promptAllowance + MaxNewTokens positions; 0 (no limit) for a
+// configuration without a preset or a model.
 func MemoryLimit(cfg Config) int64 {
 	base, ok := presetMemory[cfg.Preset]
 	if !ok || cfg.Model == nil {
 		return 0
 	}
-	return base + modelCopies*4*int64(cfg.Model.NumParams())
+	m := cfg.Model
+	kvPerPosition := int64(2*m.NumHiddenLayers*m.NumKeyValueHeads*m.Dim()) * 4
+	return base + modelCopies*4*int64(m.NumParams()) + SampleWidth*int64(promptAllowance+cfg.MaxNewTokens)*kvPerPosition
 }
 
 // memoryLimit holds the process's soft memory limit while runs run: the

@@ -49,7 +49,8 @@ func TestMemoryLimitIsThePresetsPlusTheModels(t *testing.T) {
 	}
 	mc := testModel
 	cfg.Model = &mc
-	want := presetMemory["tiny"] + modelCopies*4*int64(mc.NumParams())
+	want := presetMemory["tiny"] + modelCopies*4*int64(mc.NumParams()) +
+		SampleWidth*int64(promptAllowance+cfg.MaxNewTokens)*int64(2*mc.NumHiddenLayers*mc.NumKeyValueHeads*mc.Dim())*4
 	if got := MemoryLimit(cfg); got != want {
 		t.Fatalf("tiny: %d, want %d", got, want)
 	}
