@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"whale/data/domains"
 	"whale/core/experiments"
+	"whale/data/domains"
 	"whale/kernels"
 )
 

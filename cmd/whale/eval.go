@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -137,6 +138,7 @@ type evalFlags struct {
 	seed, dataSeed                                             uint64
 	temp                                                       float64
 	asJSON, exact, probe, noAudit                              bool
+	maxBatch                                                   int
 	server                                                     serverFlags
 	df                                                         dataFlags
 }
@@ -175,6 +177,7 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 	f.Uint64Var(&fl.dataSeed, "data-seed", 1, "seed of the domain (default: the model's corpus data seed, 1 for oracle and random)")
 	f.Float64Var(&fl.temp, "temperature", 1, "sampling temperature (0 = greedy)")
 	f.IntVar(&fl.maxNew, "max-new-tokens", 256, "completion length bound of each policy call")
+	f.IntVar(&fl.maxBatch, "max-batch", 0, fmt.Sprintf("sequences the model decodes at once (0: %d, the width runs sample at)", engine.SampleWidth))
 	f.BoolVar(&fl.exact, "exact", false, "decode in fixed row blocks so log-probabilities do not depend on batch composition (slower)")
 	f.StringVar(&fl.gridDir, "grid", "", "also score every one-knob change of the harness's SEARCH_SPACE, writing candidates into this directory")
 	f.StringVar(&fl.tracePath, "trace", "", "write every trajectory (prompts, completions, tool calls, reward) as JSON lines to this file")
@@ -190,6 +193,9 @@ func (fl *evalFlags) register(f *pflag.FlagSet) {
 func (fl *evalFlags) run(cmd *cobra.Command) error {
 	if err := fl.server.check(cmd.Flags()); err != nil {
 		return err
+	}
+	if fl.maxBatch < 0 {
+		return usageError{fmt.Errorf("--max-batch %d: want ≥ 1, or 0 for %d", fl.maxBatch, engine.SampleWidth)}
 	}
 	if fl.server.set() && (fl.probe || fl.exact || fl.modelPath != "" || cmd.Flags().Changed("policy")) {
 		return usageError{fmt.Errorf("--policy-url makes the server the policy: drop --policy, --model, --exact and --probe, which are for local ones")}
@@ -330,7 +336,7 @@ func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
 	case fl.server.set():
 		st.pol, err = fl.server.policy(fl.seed)
 	case fl.pol == "model":
-		st.pol, err = mb.Policy(model.SamplerOptions{Exact: fl.exact})
+		st.pol, err = mb.Policy(model.SamplerOptions{Exact: fl.exact, MaxBatch: cmp.Or(fl.maxBatch, engine.SampleWidth)})
 	default:
 		st.pol, err = scriptedPolicy(fl.pol, d)
 	}

@@ -50,6 +50,7 @@ func TestEvalMisuse(t *testing.T) {
 		{"eval", "--domain", "math", "--harness", "h0", "--policy", "psychic"},
 		{"eval", "--domain", "math", "--harness", "h0", "--policy", "oracle", "--model", "x.safetensors"},
 		{"eval", "--domain", "nope", "--harness", "h0", "--policy", "oracle"},
+		{"eval", "--domain", "math", "--harness", "h0", "--max-batch", "-1"},
 	} {
 		_, err := runWhale(t, args...)
 		var ue usageError

@@ -19,11 +19,11 @@ import (
 
 	"whale/core/bundle"
 	"whale/core/engine"
+	"whale/core/experiments"
+	"whale/core/experiments/report"
 	"whale/core/store"
 	"whale/data"
 	"whale/data/domains"
-	"whale/core/experiments"
-	"whale/core/experiments/report"
 	"whale/kernels"
 	"whale/tui"
 )
@@ -258,6 +258,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	var out, conds, record, accs, shard string
 	var e float64
 	var i, curveK, trainCalls, searchCalls, voteK int
+	var curveDense bool
 	var tb tensorBoardFlag
 	var cf configFileFlag
 	c := &cobra.Command{
@@ -269,7 +270,8 @@ func newBenchConditionsCmd() *cobra.Command {
 			"at the ledgers' sum; the others' paper runs already spend it); --budget instead gives every\n" +
 			"condition one budget. It writes RESULTS.md,\n" +
 			"results.csv and one chart per domain to --out. Test scores are each run's best-val checkpoint's;\n" +
-			"the learning curves measure test mean@k (--curve-k) at every phase boundary without selecting on it.\n" +
+			"the learning curves measure test mean@k (--curve-k) at the start and at phase boundaries 1, 2, 4, 8, … and the last\n" +
+			"(--curve-dense: every boundary) without selecting on it.\n" +
 			"Conditions: " + strings.Join(report.Conditions, ", ") + ".",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -295,7 +297,7 @@ func newBenchConditionsCmd() *cobra.Command {
 					}
 				}
 			}
-			p.E, p.I, p.CurveK, p.VoteK = e, i, curveK, voteK
+			p.E, p.I, p.CurveK, p.VoteK, p.CurveDense = e, i, curveK, voteK, curveDense
 			if shard != "" {
 				sh, err := experiments.ParseShard(shard)
 				if err != nil {
@@ -368,6 +370,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 6)")
 	tb.register(c.Flags())
 	cf.register(c.Flags(), "the bench's flags")
+	c.Flags().BoolVar(&curveDense, "curve-dense", false, "measure the curves' test at every phase boundary (default: at the start, boundaries 1, 2, 4, 8, … and the last)")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c
 }
@@ -391,10 +394,15 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 			read += " The record's runs come from different builds or kernels (" + strings.Join(parts, "; ") + "): each run is deterministic for its build on its machine, but other arithmetic rounds differently, so runs of one condition then differ by more than their seeds."
 		}
 	}
+	evaluated, err := experiments.EvaluationNote(p)
+	if err != nil {
+		evaluated = "" // the plan's preset was checked when its jobs were made
+	}
 	return []string{
 		fmt.Sprintf("Starting weights: %s (sha256 %s). Every run of a domain starts from them and from the built-in h0 harness.", name, engine.ShortHash(sum)),
 		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; vote-only = h0 with SAMPLES = k under its plurality vote, nothing trained or searched, k the seed-matched harness-only run's test-time calls per test episode over h0's (rounded, 1–8; the plan's fixed k, %d, where that run is absent; each row says which); staged = the weight ledger (one budget: half of it), then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule. RSFT trains on every verified-correct sample a voting harness drew, once per distinct completion.", voteKOf(p), p.FastSlowE, e, i),
-		"Test sets: every run is tested on the same 256 test tasks of its domain (data seed of the base model); a seed changes everything the run samples but not the split. Paired differences are bootstrapped over seeds and test tasks together, so their intervals carry the test set's own error. Test is measured at every phase boundary only at the curves' k (--curve-k) and at k = 8 for the best-val checkpoint alone.",
+		"Test sets: every run is tested on the same 256 test tasks of its domain (data seed of the base model); a seed changes everything the run samples but not the split. Paired differences are bootstrapped over seeds and test tasks together, so their intervals carry the test set's own error.",
+		evaluated,
 		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).%s", took.Round(time.Second), read),
 	}
 }

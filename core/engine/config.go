@@ -43,6 +43,13 @@ type Config struct {
 	// checkpoint (Summary.BestValMean8): its test curve shows the selected
 	// checkpoint without the selection's optimism already.
 	CurveK int `json:"curve_k,omitempty"`
+	// CurveSparse thins those boundary measurements to the points a
+	// report's curves need (curvePoint): the start, the boundaries
+	// numbered 1, 2, 4, 8, … and the run's last. Test rollouts draw under
+	// keys of their own and select nothing, so the run's weights, samples,
+	// val measurements and best checkpoint are bit-identical with or
+	// without it; only the test points between are not measured.
+	CurveSparse bool `json:"curve_sparse,omitempty"`
 
 	// Schedule is "fixed" (E, I) or "adaptive".
 	Schedule string  `json:"schedule"`
@@ -405,6 +412,8 @@ func (c Config) Validate() error {
 		return bad("val_k", "val k %d, test k %d (want ≥ 1)", c.ValK, c.TestK)
 	case c.CurveK < 0 || (c.CurveK > 0 && !c.CurveTest):
 		return bad("curve_k", "%d (want ≥ 0, and set only with curve_test)", c.CurveK)
+	case c.CurveSparse && !c.CurveTest:
+		return bad("curve_sparse", "set without curve_test: there are no boundary test measurements to thin")
 	case c.HarnessCalls < 0:
 		return bad("harness_calls", "%d (want ≥ 0; 0: a harness phase is bounded by I or its patience alone)", c.HarnessCalls)
 	case !(c.HarnessPasses >= 0) || math.IsInf(c.HarnessPasses, 1):

@@ -384,7 +384,7 @@ func runPolicy(cfg Config, env Env, m *model.Model, tmpl *chat.Template) (policy
 		}
 		return p, nil
 	}
-	p, err := chat.NewLocalWith(m, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16, KVBF16: cfg.SampleKVBF16})
+	p, err := chat.NewLocalWith(m, tmpl, model.SamplerOptions{BF16: cfg.SampleBF16, KVBF16: cfg.SampleKVBF16, MaxBatch: SampleWidth})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -482,6 +482,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	}
 	e.clock = time.Now()
 	defer func() { e.clock = time.Time{} }()
+	defer holdMemoryLimit(MemoryLimit(e.Cfg))()
 	if !e.st.Started && e.st.Step == 0 && e.st.Iteration == 0 && e.st.PhaseSteps == 0 && len(e.st.Phases) == 0 {
 		if err := e.emit(EvRunStarted, mustJSON(e.Cfg)); err != nil {
 			return Summary{}, err

@@ -541,7 +541,10 @@ func (e *Engine) endPhase(ctx context.Context) error {
 		ValBefore: e.st.ValBefore, ValAfter: val, ValPassBefore: e.st.ValPassBefore, ValPassAfter: pass,
 		Harness: a.Incumbent, Weights: e.st.Weights, Forced: e.st.Force, Start: e.st.PhaseStart, Allowance: e.st.PhaseAllowance}
 	rec.Entropy, rec.KeptFraction = e.st.Health.means()
-	if e.Cfg.CurveTest {
+	// What follows the boundary is known now: nothing below spends a
+	// ledger or changes the archive.
+	next, round, last := e.afterBoundary()
+	if e.Cfg.curvePoint(len(e.st.Phases)+1, last) {
 		t, err := e.evalTest(ctx, a.Incumbent)
 		if err != nil {
 			return err
@@ -564,18 +567,26 @@ func (e *Engine) endPhase(ctx context.Context) error {
 		return err
 	}
 	e.st.ValBefore, e.st.ValPassBefore = val, pass
-	next, newRound := e.nextPhase()
-	next, switched, ok := e.afterSpent(next)
-	round := e.st.Round
-	if newRound || switched {
-		round++
-	}
-	exhausted := next == PhaseHarness && e.st.Exhausted != "" && e.st.Exhausted == e.st.Weights
-	if !ok || exhausted || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds) {
+	if last {
 		return e.finish(ctx)
 	}
 	e.st.Round = round
 	return e.beginPhase(next)
+}
+
+// afterBoundary is what follows the phase that is ending: the next phase
+// and its round, or last when the run finishes here (when the next
+// phase's ledger is spent the other kind runs while its own lasts:
+// afterSpent).
+func (e *Engine) afterBoundary() (next Phase, round int, last bool) {
+	next, newRound := e.nextPhase()
+	next, switched, ok := e.afterSpent(next)
+	round = e.st.Round
+	if newRound || switched {
+		round++
+	}
+	exhausted := next == PhaseHarness && e.st.Exhausted != "" && e.st.Exhausted == e.st.Weights
+	return next, round, !ok || exhausted || (e.Cfg.MaxRounds > 0 && round > e.Cfg.MaxRounds)
 }
 
 // CheckpointManifest is a kept checkpoint's manifest.

@@ -21,10 +21,11 @@ import (
 
 	"whale/core/bundle"
 	"whale/core/engine"
+	"whale/core/experiments/report"
 	"whale/core/policy"
 	"whale/core/store"
 	"whale/data"
-	"whale/core/experiments/report"
+	"whale/internal/procstat"
 	"whale/kernels"
 )
 
@@ -57,6 +58,11 @@ type Plan struct {
 	// CurveK is the k of the learning curves' test measurements at every
 	// phase boundary (engine.Config.CurveK; 0: the preset's TestK).
 	CurveK int
+	// CurveDense measures test at every phase boundary; by default a run
+	// measures it at the sparse set of engine.Config.CurveSparse (the
+	// start, boundaries 1, 2, 4, 8, … and the last), which the curves
+	// and the report's columns need, at a fraction of the cost.
+	CurveDense bool
 	// FastSlowE sizes fast-slow's weight steps per cycle ("a few").
 	FastSlowE float64
 	// DataSeed seeds the domains' splits (the base model's).
@@ -207,6 +213,7 @@ func (p Plan) config(cond, domain string, seed uint64, acc string) (engine.Confi
 		return cfg, err
 	}
 	cfg.Seed, cfg.DataSeed, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, 0, true, p.CurveK
+	cfg.CurveSparse = !p.CurveDense
 	switch acc {
 	case "":
 		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = p.Budget, 0, 0
@@ -272,12 +279,15 @@ type Env struct {
 	Backend kernels.Backend
 }
 
-// record keeps a finished run in the plan's record, if it has one.
-func (env Env) record(r report.Run, cfg json.RawMessage) error {
+// record keeps a finished run in the plan's record, if it has one, with
+// the process's peak resident memory when this process ran it (peak; 0
+// for a run finished earlier).
+func (env Env) record(r report.Run, cfg json.RawMessage, peak int64) error {
 	if env.Record == nil || !r.Done {
 		return nil
 	}
-	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition)})
+	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition),
+		PeakRSSBytes: peak})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report
@@ -420,7 +430,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	switch {
 	case err == nil && r.Done:
 		say(fmt.Sprintf("%s %s: finished earlier, best test mean@8 %.3f", tag, j.ID, r.BestTestMean8))
-		return r, env.record(r, cfg)
+		return r, env.record(r, cfg, 0)
 	case err != nil && !fresh:
 		return r, err
 	}
@@ -472,7 +482,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 	}
 	r, cfg, err = collect(env.Store, j)
 	if err == nil {
-		err = env.record(r, cfg)
+		err = env.record(r, cfg, procstat.PeakRSS())
 	}
 	if err == nil {
 		compute := r.Compute.Round(time.Second).String() + " of compute"

@@ -89,6 +89,11 @@ type RecordRow struct {
 	// Version is the RunsVersion of the run's condition that recorded it
 	// (0: baseRunsVersion).
 	Version int `json:"version,omitempty"`
+	// PeakRSSBytes is the recording process's peak resident memory when
+	// the run finished (Linux's VmHWM; 0 where /proc reports none): with
+	// Env.Workers runs side by side, theirs together since the process
+	// began.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // version is the row's RunsVersion.
@@ -255,10 +260,10 @@ func (rec *Record) Put(row RecordRow) error {
 		return err
 	}
 	if old, ok := rec.rows[row.Run.RunID]; ok && old.version() == row.version() {
-		if old.Kernels != "" || old.Build != "" {
+		if old.Kernels != "" || old.Build != "" || old.PeakRSSBytes != 0 {
 			// the same run, read again elsewhere: it was computed
 			// where it was first recorded
-			row.Kernels, row.Build = old.Kernels, old.Build
+			row.Kernels, row.Build, row.PeakRSSBytes = old.Kernels, old.Build, old.PeakRSSBytes
 			if line, err = json.Marshal(row); err != nil {
 				return err
 			}

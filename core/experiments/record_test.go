@@ -87,12 +87,16 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 		t.Fatalf("origins %v, want %d runs of build t1 with %q", o, len(jobs), kernels.KernelName())
 	}
 	row := rec2.rows[jobs[0].ID]
-	row.Kernels, row.Build = "elsewhere", "t2"
+	peak := row.PeakRSSBytes
+	if _, err := os.Stat("/proc/self/status"); err == nil && peak <= 0 {
+		t.Fatalf("a run recorded by the process that ran it has peak RSS %d", peak)
+	}
+	row.Kernels, row.Build, row.PeakRSSBytes = "elsewhere", "t2", peak+1
 	if err := rec2.Put(row); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec2.rows[jobs[0].ID]; got.Kernels != kernels.KernelName() || got.Build != "t1" {
-		t.Fatalf("a re-recorded run's origin became %q, %q", got.Build, got.Kernels)
+	if got := rec2.rows[jobs[0].ID]; got.Kernels != kernels.KernelName() || got.Build != "t1" || got.PeakRSSBytes != peak {
+		t.Fatalf("a re-recorded run's origin became %q, %q, peak RSS %d (want %d)", got.Build, got.Kernels, got.PeakRSSBytes, peak)
 	}
 	// Reading writes nothing new.
 	if b, _ := os.ReadFile(path); string(b) != string(first) {

@@ -3,7 +3,9 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"whale/core/bundle"
@@ -58,9 +60,13 @@ type RolloutFigures struct {
 	EvaluationS float64 `json:"evaluation_s"`
 	StoreS      float64 `json:"store_s"`
 	StoreShare  float64 `json:"store_share"`
-	// PeakRSSBytes is the process's peak resident memory so far (Linux;
-	// 0 elsewhere): with one domain per process, that run's peak.
+	// PeakRSSBytes is the run's peak resident memory (Linux's VmHWM, reset
+	// when the run began where /proc/self/clear_refs allows, so each
+	// domain of `--domain all` has its own; 0 where /proc reports none).
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// MemoryLimitBytes is the soft memory limit the run ran under
+	// (engine.MemoryLimit; 0: none).
+	MemoryLimitBytes int64 `json:"memory_limit_bytes"`
 	// TestMean8 is the run's result, to show that builds compared did
 	// the same work.
 	TestMean8 float64 `json:"test_mean_at_8"`
@@ -84,6 +90,10 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 		return RolloutFigures{}, err
 	}
 	defer ws.Close()
+	// The peak from here on is this run's: what an earlier domain left
+	// behind is returned first.
+	debug.FreeOSMemory()
+	procstat.ResetPeakRSS()
 	start, cpu0 := time.Now(), procstat.CPUTime()
 	env := engine.Env{Domain: dom, Bundle: m, ResumeEvery: resumeEvery}
 	eng, err := ws.StartRun("bench-rollouts-"+dom.Name(), cfg, env)
@@ -94,12 +104,16 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 	if err != nil {
 		return RolloutFigures{}, fmt.Errorf("experiments: bench rollouts %s: %w", dom.Name(), err)
 	}
+	limit := engine.MemoryLimit(eng.Cfg)
+	if os.Getenv("GOMEMLIMIT") != "" {
+		limit = debug.SetMemoryLimit(-1)
+	}
 	wall, cpu := time.Since(start), procstat.CPUTime()-cpu0
 	l, t := eng.State().Ledger, eng.Timings()
 	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
 		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
 		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
-		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS(), SampleBF16: sampleBF16}
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS(), MemoryLimitBytes: limit, SampleBF16: sampleBF16}
 	f.EpisodesPS = float64(f.Episodes) / f.Seconds
 	f.CallsPS = float64(f.ModelCalls) / f.Seconds
 	f.TokensPS = float64(f.Tokens) / f.Seconds
