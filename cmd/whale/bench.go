@@ -3,17 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"runtime"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"whale/core/model"
+	"whale/core/experiments"
 	"whale/kernels"
-	kbench "whale/kernels/bench"
 )
 
 func init() { register(newBenchCmd) }
@@ -27,62 +21,13 @@ func newBenchCmd() *cobra.Command {
 	return c
 }
 
-type gemmFigure struct {
-	M      int     `json:"m"`
-	K      int     `json:"k"`
-	N      int     `json:"n"`
-	Layout string  `json:"layout"`
-	GFLOPS float64 `json:"gflops"`
-	// OfPeak is GFLOPS over the FMA peak.
-	OfPeak float64 `json:"of_peak,omitempty"`
-}
-
-// rate is one training or sampling figure. OfBound is GFLOPS over the FMA
-// peak (training) or GBPS over the read bandwidth of a 64 MiB sweep
-// (weight-streaming sampling); absent where neither bounds the figure.
-// OfWeightsRead is GBPS over a sweep as large as the weights streamed.
-//
-// A sampling figure is the median of Reps generations on one model (a
-// generation of 256 tokens takes tens of milliseconds at bench-small's
-// size, and one is at the mercy of whatever else shares the machine's
-// caches); MinTokensPerS and MaxTokensPerS give their spread.
-type rate struct {
-	TokensPerS    float64 `json:"tokens_per_s"`
-	Reps          int     `json:"reps,omitempty"`
-	MinTokensPerS float64 `json:"min_tokens_per_s,omitempty"`
-	MaxTokensPerS float64 `json:"max_tokens_per_s,omitempty"`
-	GFLOPS        float64 `json:"gflops,omitempty"`
-	GBPS          float64 `json:"gbps,omitempty"`
-	OfBound       float64 `json:"of_bound,omitempty"`
-	OfWeightsRead float64 `json:"of_read_weights,omitempty"`
-}
-
-type engineBench struct {
-	// Backend is the backend measured ("cpu/float32", "cuda/float32");
-	// Device names its GPU. The peak, the read sweeps and the fractions
-	// of them are the CPU's alone.
-	Backend string `json:"backend"`
-	Device  string `json:"device,omitempty"`
-	CPU     string `json:"cpu"`
-	Threads int    `json:"threads"`
-	Kernels string `json:"kernels"`
-	// PeakGFLOPS is the fp32 FMA peak of the widest vectors the kernels
-	// use, PeakBits wide; ReadGBPS the measured memory read bandwidth.
-	PeakGFLOPS float64 `json:"peak_gflops,omitempty"`
-	PeakBits   int     `json:"peak_bits,omitempty"`
-	ReadGBPS   float64 `json:"read_gbps,omitempty"`
-	// ReadGBPS110M is the read bandwidth over a buffer of the 110M
-	// model's bf16 weights (220 MB), the bound of Sample110MB1.
-	ReadGBPS110M float64      `json:"read_gbps_110m_weights,omitempty"`
-	Gemm         []gemmFigure `json:"gemm"`
-	Train        rate         `json:"train"`
-	SampleB1     rate         `json:"sample_b1"`
-	// SampleB1BF16 is SampleB1 with the weights read as bf16: half the
-	// bytes a token streams, as Sample110MB1 samples.
-	SampleB1BF16 rate `json:"sample_b1_bf16"`
-	SampleB64    rate `json:"sample_b64"`
-	Sample110MB1 rate `json:"sample_110m_b1"`
-}
+// The figures' types and measurements live in core/experiments (speed.go);
+// this file parses the flags and prints them.
+type (
+	gemmFigure  = experiments.GemmFigure
+	rate        = experiments.Rate
+	engineBench = experiments.EngineBench
+)
 
 func newBenchEngineCmd() *cobra.Command {
 	var asJSON, quick bool
@@ -108,7 +53,7 @@ fraction of the read bandwidth. Progress goes to stderr. Takes about a minute (-
 			if err != nil {
 				return usageError{fmt.Errorf("--backend: %w", err)}
 			}
-			r, err := benchEngine(cmd.ErrOrStderr(), be, quick)
+			r, err := experiments.BenchEngine(cmd.ErrOrStderr(), be, quick)
 			if err != nil {
 				return err
 			}
@@ -124,108 +69,6 @@ fraction of the read bandwidth. Progress goes to stderr. Takes about a minute (-
 	threadsFlag(c.Flags(), &threads)
 	c.Flags().StringVar(&backend, "backend", "cpu", "where the ops run: "+backendChoices())
 	return c
-}
-
-// benchEngine measures be; on the CPU backend also the bounds (peak, read
-// sweeps) and each figure's fraction of its bound.
-func benchEngine(log io.Writer, be kernels.Backend, quick bool) (engineBench, error) {
-	_, onCPU := be.(*kernels.CPU[float32])
-	r := engineBench{Backend: be.Name(), CPU: cpuName(), Threads: kernels.Threads(), Kernels: kernels.KernelName()}
-	if d, ok := be.(interface{ DeviceName() string }); ok {
-		r.Device = d.DeviceName()
-	}
-	dur, gen, reps, sizes := 400*time.Millisecond, 256, 7, []int{256, 512, 704, 768}
-	if quick {
-		dur, gen, reps, sizes = 20*time.Millisecond, 16, 1, []int{256}
-	}
-	fraction := func(v, bound float64) float64 {
-		if !onCPU || bound == 0 {
-			return 0
-		}
-		return v / bound
-	}
-	if onCPU {
-		fmt.Fprintln(log, "bench: FMA peak, read bandwidth")
-		r.PeakGFLOPS, r.PeakBits = kbench.PeakGFLOPS(), kbench.PeakVectorBits()
-		r.ReadGBPS = kbench.ReadGBPS()
-	}
-	fmt.Fprintln(log, "bench: GEMM")
-	for _, layout := range []kernels.Layout{kernels.NN, kernels.NT, kernels.TN} {
-		for _, k := range sizes {
-			for _, n := range sizes {
-				var g float64
-				var err error
-				if onCPU { // the kernels' own figure, without the interface
-					g = kbench.Gemm(layout, 1024, k, n, dur)
-				} else if g, err = kbench.GemmOn(be, layout, 1024, k, n, dur); err != nil {
-					return r, err
-				}
-				r.Gemm = append(r.Gemm, gemmFigure{M: 1024, K: k, N: n, Layout: layout.String(), GFLOPS: g, OfPeak: fraction(g, r.PeakGFLOPS)})
-			}
-		}
-	}
-	small, err := model.Preset("bench-small")
-	if err != nil {
-		return r, err
-	}
-	fmt.Fprintln(log, "bench: training step, bench-small B 8 T 128")
-	if r.Train.TokensPerS, r.Train.GFLOPS, err = model.BenchTrain(be, small, 8, 128, 5*dur); err != nil {
-		return r, err
-	}
-	r.Train.OfBound = fraction(r.Train.GFLOPS, r.PeakGFLOPS)
-	sm, err := model.BenchModel(be, small)
-	if err != nil {
-		return r, err
-	}
-	fmt.Fprintln(log, "bench: sampling, bench-small batch 1")
-	if r.SampleB1, err = sampleRate(sm, 1, gen, false, reps); err != nil {
-		return r, err
-	}
-	fmt.Fprintln(log, "bench: sampling, bench-small batch 1, bf16 weights")
-	if r.SampleB1BF16, err = sampleRate(sm, 1, gen, true, reps); err != nil {
-		return r, err
-	}
-	fmt.Fprintln(log, "bench: sampling, bench-small batch 64")
-	if r.SampleB64, err = sampleRate(sm, 64, gen, false, (reps+1)/2); err != nil {
-		return r, err
-	}
-	big, err := model.Preset("110m")
-	if err != nil {
-		return r, err
-	}
-	wb := model.WeightBytes(big, true)
-	if onCPU {
-		fmt.Fprintln(log, "bench: read bandwidth over the 110M bf16 weights' size")
-		r.ReadGBPS110M = kbench.ReadGBPSOver(wb)
-	}
-	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
-	bm, err := model.BenchModel(be, big)
-	if err != nil {
-		return r, err
-	}
-	if r.Sample110MB1, err = sampleRate(bm, 1, gen, true, (reps+1)/2); err != nil {
-		return r, err
-	}
-	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(wb) / 1e9
-	r.Sample110MB1.OfBound = fraction(r.Sample110MB1.GBPS, r.ReadGBPS)
-	r.Sample110MB1.OfWeightsRead = fraction(r.Sample110MB1.GBPS, r.ReadGBPS110M)
-	return r, nil
-}
-
-// sampleRate generates gen tokens per sequence of a batch reps times on
-// one sampler of m (model.BenchSampleRuns) and returns the median
-// tokens/s, with the spread.
-func sampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (rate, error) {
-	all, err := model.BenchSampleRuns(m, batch, 16, gen, bf16, max(1, reps))
-	if err != nil {
-		return rate{}, err
-	}
-	slices.Sort(all)
-	med := all[len(all)/2]
-	if len(all)%2 == 0 {
-		med = (all[len(all)/2-1] + all[len(all)/2]) / 2
-	}
-	return rate{TokensPerS: med, Reps: len(all), MinTokensPerS: all[0], MaxTokensPerS: all[len(all)-1]}, nil
 }
 
 func printEngineBench(w io.Writer, r engineBench) {
@@ -273,20 +116,4 @@ func ofText(f float64, what string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%.1f %% %s)", 100*f, what)
-}
-
-// cpuName reads the processor model on Linux; elsewhere it reports the
-// architecture.
-func cpuName() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if name, ok := strings.CutPrefix(line, "model name"); ok {
-				if _, v, ok := strings.Cut(name, ":"); ok {
-					return strings.TrimSpace(v)
-				}
-			}
-		}
-	}
-	return runtime.GOARCH
 }

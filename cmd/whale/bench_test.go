@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"whale/core/experiments"
 	"whale/core/model"
 )
 
@@ -145,7 +146,7 @@ func TestSampleRateIsTheMedianOfItsGenerations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sampleRate(m, 2, 8, false, 3)
+	r, err := experiments.SampleRate(m, 2, 8, false, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,13 @@ var design = Table{
 		{Path: "core/engine", May: []string{"core/*", "harnesses", "data", "kernels"},
 			Deny: []string{"core/pretrain", "core/attach"}},
 		{Path: "core/attach", May: []string{"core/engine", "core/store"}},
-		// DESIGN.md's row lacks core/policy and kernels: the bench takes
-		// the backend its runs' engines are built on (--backend) and, for
-		// a policy server, a policy per domain, and hands both to the
-		// Workspace.
-		{Path: "core/experiments", May: []string{"core/experiments", "core/engine", "core/bundle", "core/store", "data", "core/policy", "kernels"},
+		// DESIGN.md's row lacks core/policy, kernels and core/model: the
+		// bench takes the backend its runs' engines are built on
+		// (--backend) and, for a policy server, a policy per domain, and
+		// hands both to the Workspace; the engine's speed bench (speed.go:
+		// `whale bench engine`, `whale bench model`) measures the model's
+		// training and sampling against kernels/bench's bounds.
+		{Path: "core/experiments", May: []string{"core/experiments", "core/engine", "core/bundle", "core/store", "data", "core/policy", "kernels", "core/model"},
 			Modules: []string{"gonum.org/v1/gonum", "gonum.org/v1/plot"}},
 		{Path: "core/pretrain", May: []string{"core/*", "data", "harnesses", "kernels"}},
 		// Not in DESIGN.md: runs side by side, read from the engine's
