@@ -86,22 +86,13 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 			panic(fmt.Sprintf("kernels: AttentionKV span %d mixes bfloat16 and float caches", i))
 		}
 		ks[i], vs[i] = opBF16s(sp.K), opBF16s(sp.V)
-		n := sp.Pos0 + sp.Rows
-		if n-sp.PN > sp.Cap {
-			panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d after a prefix of %d", i, n, sp.Cap, sp.PN))
-		}
+		n := checkKVSpanPositions(i, sp)
+		npk, npv := 0, 0
 		if sp.PN > 0 {
-			if sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%KVBlock != 0 {
-				panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
-			}
 			pks[i], pvs[i] = opBF16s(sp.PK), opBF16s(sp.PV)
-			need("AttentionKV PK", len(pks[i]), KVH*sp.PCap*hd)
-			need("AttentionKV PV", len(pvs[i]), KVH*sp.PCap*hd)
+			npk, npv = len(pks[i]), len(pvs[i])
 		}
-		need("AttentionKV K", len(ks[i]), KVH*sp.Cap*hd)
-		need("AttentionKV V", len(vs[i]), KVH*sp.Cap*hd)
-		need("AttentionKV q", len(qs), (sp.QRow+sp.Rows)*qw)
-		need("AttentionKV out", len(o), (sp.QRow+sp.Rows)*qw)
+		checkKVSpanLengths(sp, len(ks[i]), len(vs[i]), npk, npv, len(qs), len(o), KVH, hd, qw)
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}

@@ -223,6 +223,35 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // along the context; values position by position, so that a position's
 // dimensions are vectors. Either way a head's whole cache is one range.
 
+// checkKVSpanPositions panics, naming span i, unless its rows fit its
+// cache after its prefix and the prefix is whole blocks of a cache that
+// holds it, ending before the rows; it returns the positions the span's
+// last row sees.
+func checkKVSpanPositions(i int, sp KVSpan) int {
+	n := sp.Pos0 + sp.Rows
+	if n-sp.PN > sp.Cap {
+		panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d after a prefix of %d", i, n, sp.Cap, sp.PN))
+	}
+	if sp.PN > 0 && (sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%KVBlock != 0) {
+		panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
+	}
+	return n
+}
+
+// checkKVSpanLengths panics unless a span's caches (k, v and, with a
+// prefix, pk and pv elements, whatever their type) and the call's query
+// and output (q, o elements) are long enough for it.
+func checkKVSpanLengths(sp KVSpan, k, v, pk, pv, q, o, KVH, hd, qw int) {
+	if sp.PN > 0 {
+		need("AttentionKV PK", pk, KVH*sp.PCap*hd)
+		need("AttentionKV PV", pv, KVH*sp.PCap*hd)
+	}
+	need("AttentionKV K", k, KVH*sp.Cap*hd)
+	need("AttentionKV V", v, KVH*sp.Cap*hd)
+	need("AttentionKV q", q, (sp.QRow+sp.Rows)*qw)
+	need("AttentionKV out", o, (sp.QRow+sp.Rows)*qw)
+}
+
 // AttentionKV implements Backend, parallel over (span, query row, KV
 // head). A unit scores the group of query heads sharing one KV head and
 // mixes the values as small matrix products over all cached positions, in
@@ -247,22 +276,13 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	maxN := 0
 	for i, sp := range spans {
 		ks[i], vs[i] = c.s(sp.K), c.s(sp.V)
-		n := sp.Pos0 + sp.Rows
-		if n-sp.PN > sp.Cap {
-			panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d after a prefix of %d", i, n, sp.Cap, sp.PN))
-		}
+		n := checkKVSpanPositions(i, sp)
+		npk, npv := 0, 0
 		if sp.PN > 0 {
-			if sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%KVBlock != 0 {
-				panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
-			}
 			pks[i], pvs[i] = c.s(sp.PK), c.s(sp.PV)
-			need("AttentionKV PK", len(pks[i]), KVH*sp.PCap*hd)
-			need("AttentionKV PV", len(pvs[i]), KVH*sp.PCap*hd)
+			npk, npv = len(pks[i]), len(pvs[i])
 		}
-		need("AttentionKV K", len(ks[i]), KVH*sp.Cap*hd)
-		need("AttentionKV V", len(vs[i]), KVH*sp.Cap*hd)
-		need("AttentionKV q", len(qs), (sp.QRow+sp.Rows)*qw)
-		need("AttentionKV out", len(o), (sp.QRow+sp.Rows)*qw)
+		checkKVSpanLengths(sp, len(ks[i]), len(vs[i]), npk, npv, len(qs), len(o), KVH, hd, qw)
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}

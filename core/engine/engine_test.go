@@ -15,7 +15,6 @@ import (
 	"whale/core/bundle"
 	"whale/core/chat"
 	"whale/core/ckpt"
-
 	"whale/core/model"
 	"whale/core/model/modeltest"
 	"whale/core/policy"

@@ -399,17 +399,7 @@ func (pl *Pool) anotherIn(ep *endpoint) bool {
 // backoff is the jittered wait before retry number try when no other
 // endpoint is in.
 func (pl *Pool) backoff(try int) time.Duration {
-	d := pl.opts.Backoff
-	for i := 1; i < try && d < maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxBackoff)
-	if d <= 1 {
-		return d
-	}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	return d/2 + time.Duration(pl.jitter.Int64N(int64(d/2)+1))
+	return jitteredBackoff(pl.opts.Backoff, try, &pl.mu, pl.jitter)
 }
 
 // healthy checks ep: GET {base}/models (OpenAI's), else /health at the

@@ -183,7 +183,14 @@ func (p *Policy) OpenStream() (policy.Stream, error) { return p.open(context.Bac
 
 // backoff is the jittered wait before retry number try (1, 2, …).
 func (p *Policy) backoff(try int) time.Duration {
-	d := p.opts.Backoff
+	return jitteredBackoff(p.opts.Backoff, try, &p.mu, p.jitter)
+}
+
+// jitteredBackoff is base doubled for each retry after the first, at most
+// maxBackoff, then drawn uniformly from its upper half with jitter (which
+// mu guards).
+func jitteredBackoff(base time.Duration, try int, mu *sync.Mutex, jitter *rand.Rand) time.Duration {
+	d := base
 	for i := 1; i < try && d < maxBackoff; i++ {
 		d *= 2
 	}
@@ -191,9 +198,9 @@ func (p *Policy) backoff(try int) time.Duration {
 	if d <= 1 {
 		return d
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return d/2 + time.Duration(p.jitter.Int64N(int64(d/2)+1))
+	mu.Lock()
+	defer mu.Unlock()
+	return d/2 + time.Duration(jitter.Int64N(int64(d/2)+1))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
