@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,10 +13,11 @@ const lichessSample = "../../data/chess/testdata/lichess_sample.csv"
 func TestChessDataUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"data", "check", "--domain", "math", "--file", "x.jsonl", "--format", "gsm8k", "--themes", "mateIn1"},
-		{"data", "generate", "--domain", "math", "--ladder"},
-		{"data", "generate", "--domain", "chess", "--sizes", "1,1,1,1"},
-		{"data", "generate", "--domain", "chess", "--ladder", "--sizes", "1,1,1"},
-		{"data", "generate", "--domain", "chess", "--ladder", "--sizes", "1,-1,1,1"},
+		{"data", "generate", "--domain", "math", "--kind", "ladder"},
+		{"data", "generate", "--domain", "math", "--sizes", "1,1,1,1"},
+		{"data", "generate", "--domain", "chess", "--kind", "openings"},
+		{"data", "generate", "--domain", "chess", "--sizes", "1,1,1"},
+		{"data", "generate", "--domain", "chess", "--kind", "mates", "--sizes", "1,-1,1,1"},
 		{"eval", "--domain", "chess", "--harness", "h0", "--data", "x.jsonl", "--format", "gsm8k", "--themes", "mateIn1"},
 	} {
 		_, err := runWhale(t, args...)
@@ -44,17 +46,31 @@ func TestDataCheckThemes(t *testing.T) {
 	}
 }
 
-// A ladder set written by data generate reads back and replays.
-func TestDataGenerateLadder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ladder")
-	if _, err := runWhale(t, "data", "generate", "--domain", "chess", "--ladder", "--sizes", "3,1,1,2", "--seed", "5", "--out", dir); err != nil {
-		t.Fatal(err)
-	}
-	out, err := runWhale(t, "data", "check", "--file", dir, "--format", "splits", "--split", "all")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "tasks: 7\n") || !strings.Contains(out, "gold reward mean: 1.0000") {
-		t.Errorf("check of the ladder set:\n%s", out)
+// Sets of both kinds written by data generate read back and replay; the
+// ladder (the default kind) carries hanging pieces, the mates none.
+func TestDataGenerateKinds(t *testing.T) {
+	for _, kind := range []string{"", "ladder", "mates"} {
+		dir := filepath.Join(t.TempDir(), "set")
+		args := []string{"data", "generate", "--domain", "chess", "--sizes", "3,1,1,3", "--seed", "5", "--out", dir}
+		if kind != "" {
+			args = append(args, "--kind", kind)
+		}
+		if _, err := runWhale(t, args...); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runWhale(t, "data", "check", "--file", dir, "--format", "splits", "--split", "all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "tasks: 8\n") || !strings.Contains(out, "gold reward mean: 1.0000") {
+			t.Errorf("kind %q: check of the set:\n%s", kind, out)
+		}
+		train, err := os.ReadFile(filepath.Join(dir, "train.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hanging := strings.Contains(string(train), "hangingPiece"); hanging != (kind != "mates") {
+			t.Errorf("kind %q: hanging pieces in train %v", kind, hanging)
+		}
 	}
 }

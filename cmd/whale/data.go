@@ -347,6 +347,7 @@ func newDataGenerateCmd() *cobra.Command {
 		seed        uint64
 		asJSON      bool
 		ladder      bool
+		kind        string
 		sizesFlag   string
 	)
 	c := &cobra.Command{
@@ -379,10 +380,13 @@ func newDataGenerateCmd() *cobra.Command {
 					fmt.Fprintf(errw, "generate %s: %d of %d (%d%%)\n", domain, done, total, pct)
 				}
 			}
+			if ladder {
+				kind = chessLadder
+			}
 			var m domains.Manifest
 			var err error
-			if ladder || sizesFlag != "" {
-				m, err = generateLadder(domain, seed, out, sizesFlag, ladder, progress)
+			if cmd.Flags().Changed("kind") || ladder || sizesFlag != "" {
+				m, err = generateChess(domain, kind, seed, out, sizesFlag, progress)
 			} else {
 				m, err = domains.Generate(domain, seed, out, progress)
 			}
@@ -407,19 +411,32 @@ func newDataGenerateCmd() *cobra.Command {
 	c.Flags().Uint64Var(&seed, "seed", 1, "generator seed (chess: default "+fmt.Sprint(chess.BuiltinSeed)+", its committed set)")
 	c.Flags().StringVar(&out, "out", "", "output directory (default DOMAIN-splits-SEED)")
 	jsonFlag(c.Flags(), &asJSON, jsonObject)
-	c.Flags().BoolVar(&ladder, "ladder", false, "chess: the ladder set (mate in 1, hanging pieces, mate in 2; see chess.GenerateLadder) instead of the built-in kind")
-	c.Flags().StringVar(&sizesFlag, "sizes", "", "with --ladder: TRAIN,VAL,AUDIT,TEST task counts (default the built-in set's)")
+	c.Flags().StringVar(&kind, "kind", chessLadder, "chess: the puzzles: "+chessLadder+" (the built-in kind: mate in 1, hanging pieces to take, mate in 2; see chess.GenerateLadder) or "+chessMates+" (mates in 1 and 2 alone, the built-in set before issue 36)")
+	c.Flags().BoolVar(&ladder, "ladder", false, "chess: --kind "+chessLadder)
+	_ = c.Flags().MarkDeprecated("ladder", "the ladder is the built-in kind now; use --kind")
+	c.Flags().StringVar(&sizesFlag, "sizes", "", "chess: TRAIN,VAL,AUDIT,TEST task counts (default the built-in set's)")
 	return c
 }
 
-// generateLadder writes chess's ladder set to out and reads its manifest
-// back as domains.ReadSplits does.
-func generateLadder(domain string, seed uint64, out, sizesFlag string, ladder bool, progress func(done, total int)) (domains.Manifest, error) {
-	if !ladder {
-		return domains.Manifest{}, usageError{errors.New("--sizes needs --ladder")}
-	}
+// The kinds of generated chess puzzles.
+const (
+	chessLadder = "ladder"
+	chessMates  = "mates"
+)
+
+// generateChess writes a chess set of kind (chessLadder or chessMates) to
+// out and reads its manifest back as domains.ReadSplits does.
+func generateChess(domain, kind string, seed uint64, out, sizesFlag string, progress func(done, total int)) (domains.Manifest, error) {
 	if domain != chess.Name {
-		return domains.Manifest{}, usageError{fmt.Errorf("--ladder is for --domain chess, not %s", domain)}
+		return domains.Manifest{}, usageError{fmt.Errorf("--kind and --sizes are for --domain chess, not %s", domain)}
+	}
+	gen := chess.GenerateLadder
+	switch kind {
+	case chessLadder:
+	case chessMates:
+		gen = chess.Generate
+	default:
+		return domains.Manifest{}, usageError{fmt.Errorf("--kind %q: want %s or %s", kind, chessLadder, chessMates)}
 	}
 	sizes := chess.BuiltinSizes
 	if sizesFlag != "" {
@@ -437,7 +454,7 @@ func generateLadder(domain string, seed uint64, out, sizesFlag string, ladder bo
 		}
 		sizes = data.Sizes{Train: n[0], Val: n[1], Audit: n[2], Test: n[3]}
 	}
-	splits, err := chess.GenerateLadder(seed, sizes, progress)
+	splits, err := gen(seed, sizes, progress)
 	if err != nil {
 		return domains.Manifest{}, err
 	}

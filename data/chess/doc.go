@@ -1,6 +1,7 @@
-// Package chess is whale's chess-puzzle domain: mate-in-1 and mate-in-2
-// puzzles generated from seeded self-play, an importer of lichess puzzle
-// CSV files, and the multi-turn episode that verifies a solver's moves.
+// Package chess is whale's chess-puzzle domain: puzzles generated from
+// seeded self-play (the built-in ladder: mates in 1, hanging pieces to
+// take, mates in 2; or mates alone), an importer of lichess puzzle CSV
+// files, and the multi-turn episode that verifies a solver's moves.
 //
 // The verifier accepts every move after which a forced mate within the
 // remaining moves still exists, and the defender answers with the reply that

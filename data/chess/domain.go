@@ -48,8 +48,8 @@ const (
 	maxVerifyMate = 3
 )
 
-// builtinMaxTurns is the turn budget for mate-in-1 and mate-in-2 puzzles:
-// two moves for a mate in 2 plus one turn of slack for a stray step that
+// builtinMaxTurns is the turn budget for the built-in puzzles (mates in 1
+// and 2, hanging pieces): two moves for a mate in 2 plus one turn of slack for a stray step that
 // does not end the episode (a tool call, which chess answers with a
 // tool_error). A wrong or illegal move ends the episode, so more slack would
 // never be used.

@@ -80,16 +80,31 @@ func TestImportLichessThemeFilterErrors(t *testing.T) {
 	}
 }
 
-// Generated puzzles carry their mate theme.
+// Generated puzzles carry their themes: the mates of Generate their mate
+// theme; the built-in ladder's every task its kind's, matching its mate
+// distance.
 func TestGeneratedThemes(t *testing.T) {
+	mates, err := Generate(3, data.Sizes{Train: 2, Val: 2, Audit: 2, Test: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range mates[data.SplitTest] {
+		if th := Themes(tk); !slices.Equal(th, []string{"mate", "mateIn" + tk.Hidden[HiddenMate]}) {
+			t.Errorf("%s: themes %v", tk.ID, th)
+		}
+	}
 	d, err := Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts, _ := d.Tasks(data.SplitTest)
-	for _, tk := range ts[:20] {
-		th := Themes(tk)
-		if !slices.Equal(th, []string{"mate", "mateIn" + tk.Hidden[HiddenMate]}) {
+	want := map[string][]string{
+		"0": {"hangingPiece", "oneMove"},
+		"1": {"mate", "mateIn1", "oneMove"},
+		"2": {"mate", "mateIn2", "short"},
+	}
+	for _, tk := range ts {
+		if th := Themes(tk); !slices.Equal(th, want[tk.Hidden[HiddenMate]]) {
 			t.Errorf("%s: themes %v", tk.ID, th)
 		}
 	}

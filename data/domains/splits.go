@@ -48,7 +48,7 @@ func DefaultSizes(name string) data.Sizes {
 // nil, hears about slow generation (chess). It returns the manifest.
 func Generate(name string, seed uint64, dir string, progress func(done, total int)) (Manifest, error) {
 	if name == chess.Name {
-		splits, err := chess.Generate(seed, chess.BuiltinSizes, progress)
+		splits, err := chess.GenerateLadder(seed, chess.BuiltinSizes, progress)
 		if err != nil {
 			return Manifest{}, err
 		}
