@@ -50,11 +50,24 @@ func TestChessDemoReadsTheBoard(t *testing.T) {
 		t.Errorf("the listed line changed the demonstration:\n%s\nagainst\n%s", b, a)
 	}
 	// A puzzle without a mate theme whose listed move is a quiet king
-	// move, while the black queen stands free: the procedure takes it.
+	// move, while the black queen stands free: the procedure takes it,
+	// and lists no checks (Ra1+ is one, but no mate).
 	const freeQueen = "k7/8/8/8/3q4/8/7K/3R4 w - - 0 1"
 	c := demoMove(t, puzzle(t, freeQueen, "h2h3", 0))
-	if !strings.HasSuffix(c, "<move>d1d4</move>") || !strings.Contains(c, "Captures: Rxd4 d1d4 9 free.") {
+	if !strings.HasSuffix(c, "<move>d1d4</move>") || !strings.HasPrefix(c, "Captures: Rxd4 d1d4 queen 9 free.") || strings.Contains(c, "Checks") {
 		t.Errorf("free queen, gold h2h3: demonstration\n%s", c)
+	}
+	// A free knight and a free queen: the queen is listed first (though
+	// its capture comes later in UCI order) and taken.
+	const two = "k7/8/8/2n5/3q4/8/7K/2RR4 w - - 0 1"
+	if e := demoMove(t, puzzle(t, two, "h2h3", 0)); !strings.HasPrefix(e, "Captures: Rxd4 d1d4 queen 9 free, Rxc5 c1c5 knight 3 defended.") || !strings.HasSuffix(e, "<move>d1d4</move>") {
+		t.Errorf("queen and knight, gold h2h3: demonstration\n%s", e)
+	}
+	// A best-move puzzle with a mate at once on the board: the checks are
+	// listed and the mate played, not the bigger capture.
+	const mateOrQueen = "k7/ppp5/8/8/q7/8/7K/R2R4 w - - 0 1"
+	if f := demoMove(t, puzzle(t, mateOrQueen, "a1a4", 0)); !strings.HasPrefix(f, "Checks: ") || !strings.HasSuffix(f, "<move>d1d8</move>") {
+		t.Errorf("mate or queen, gold a1a4: demonstration\n%s", f)
 	}
 }
 

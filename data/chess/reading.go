@@ -14,10 +14,12 @@ type MoveFact struct {
 	// after it (a check with none is mate).
 	Check   bool
 	Replies int
-	// Captured is the captured piece's value in pawns (0: no capture),
-	// Mover the moving piece's (the king counts 100), Defended whether
-	// the opponent attacks the destination square after the move.
+	// Captured is the captured piece's value in pawns (0: no capture) and
+	// Taken its name ("knight"), Mover the moving piece's value (the king
+	// counts 100), Defended whether the opponent attacks the destination
+	// square after the move.
 	Captured, Mover int
+	Taken           string
 	Defended        bool
 }
 
@@ -38,9 +40,9 @@ func ReadMoves(fen string) ([]MoveFact, error) {
 		f := MoveFact{UCI: m.UCI(), SAN: p.SAN(m), Check: q.inCheck(), Mover: pawnValues[pieceType(p.board[m.from()])]}
 		f.Replies = len(q.legalMoves(buf[:0]))
 		if c := p.board[m.to()]; c != 0 {
-			f.Captured = pawnValues[pieceType(c)]
+			f.Captured, f.Taken = pawnValues[pieceType(c)], pieceNames[pieceType(c)]
 		} else if pieceType(p.board[m.from()]) == pawn && fileOf(m.from()) != fileOf(m.to()) {
-			f.Captured = 1 // en passant
+			f.Captured, f.Taken = 1, pieceNames[pawn] // en passant
 		}
 		f.Defended = q.attacked(m.to(), int(q.turn))
 		out = append(out, f)
