@@ -120,10 +120,10 @@ func (j *job) run() {
 // weight step's host work) the gaps are longer and a spinning helper
 // only burns a core: spinning 2 ms and yielding its P every 64 checks
 // (each yield waking another thread through the scheduler) took 28 % of
-// the bench workload's CPU (docs/PERFORMANCE.md, "Issue 41: cheaper
-// episodes"). The helper checks without yielding: it holds its P at most
-// spinFor, as long as a goroutine waits for preemption anyway.
-const spinFor = 100 * time.Microsecond
+// the bench workload's CPU, and spinning 100 µs without yielding still
+// about 7 % (docs/PERFORMANCE.md, "Issue 41: cheaper episodes"). The
+// helper checks without yielding: it holds its P at most spinFor.
+const spinFor = 25 * time.Microsecond
 
 // spinCheck is how many checks a spinning helper makes between readings
 // of the clock (a reading costs about as much as a hundred checks here).
