@@ -70,7 +70,7 @@ case "${2:-}" in
       read -r user sys rss <"$work/time"
       mean=$(printf '%s' "$out" | sed -n 's/.*"mean_at_k": *\([0-9.e-]*\).*/\1/p')
       awk -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v k="$tasks" -v mean="$mean" \
-        'BEGIN { w = e - s; printf "%-10s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MB  mean@8 %s\n", n, w, u + y, 8 * k / w, 8 * k / (u + y), (u + y) / w, m / 1024, mean }'
+        'BEGIN { w = e - s; printf "%-10s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB  mean@8 %s\n", n, w, u + y, 8 * k / w, 8 * k / (u + y), (u + y) / w, m / 1024, mean }'
     done
   done
   exit 0
@@ -105,7 +105,7 @@ for r in $(seq 1 "$rounds"); do
       run=$(field "$out" peak_rss_bytes)
       mean=$(field "$out" test_mean_at_8)
       awk -v r="$r" -v d="$d" -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v eps="$eps" -v k="$episodes" -v run="${run:-0}" -v mean="$mean" \
-        'BEGIN { w = e - s; c = u + y; printf "round %d  %-9s %-14s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MB (run %5d MB)  test mean@8 %s\n", r, d, n, w, c, eps, k / c, c / w, m / 1024, run / 1048576, mean }' |
+        'BEGIN { w = e - s; c = u + y; printf "round %d  %-9s %-14s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB (run %5d MiB)  test mean@8 %s\n", r, d, n, w, c, eps, k / c, c / w, m / 1024, run / 1048576, mean }' |
         tee -a "$work/rows"
     done
   done
@@ -123,7 +123,7 @@ for d in $doms; do
       if (!na || !nb) exit
       mwa = median(wa, na); mwb = median(wb, nb); mea = median(ea, na); meb = median(eb, nb); mra = median(ra, na); mrb = median(rb, nb)
       mca = median(ca, na); mcb = median(cb, nb)
-      printf "%-9s medians  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MB;  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MB;  %s/%s: wall %.2f×, episodes/s %.2f×, episodes/CPU-s %.2f×\n",
+      printf "%-9s medians  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MiB;  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MiB;  %s/%s: wall %.2f×, episodes/s %.2f×, episodes/CPU-s %.2f×\n",
         d, a, mwa, mea, mca, mra, b, mwb, meb, mcb, mrb, b, a, mwb / mwa, meb / mea, mcb / mca
     }' "$work/rows"
 done
