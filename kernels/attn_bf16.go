@@ -114,7 +114,7 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
-			if c.prefetch != nil && lo+j+1 < hi {
+			if c.prefetch != nil && lo+j+1 < hi && !sameCache(un, units[lo+j+1]) {
 				nx := units[lo+j+1]
 				ns := spans[nx.span]
 				np := ns.Pos0 + int(nx.row) + 1 - ns.PN

@@ -299,10 +299,11 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
-			if c.prefetch != nil && lo+j+1 < hi {
+			if c.prefetch != nil && lo+j+1 < hi && !sameCache(un, units[lo+j+1]) {
 				// The next unit's own keys and values, while this one
 				// computes (one range each, see kvAt): in a decoding batch
-				// they come from L3 or memory.
+				// they come from L3 or memory. (A prompt's next row reads
+				// what this one did, now in cache.)
 				nx := units[lo+j+1]
 				ns := spans[nx.span]
 				np := ns.Pos0 + int(nx.row) + 1 - ns.PN
@@ -446,13 +447,20 @@ func (c *CPU[T]) getDecodeScratch(n int) *[]T {
 // against one KV head.
 type attnUnit struct{ span, row, head int32 }
 
-// attnUnits orders AttentionKV's n units: span by span, each row's KV heads
-// together; but a run of adjacent spans reading the same prefix cache (the
-// samples of one prompt) goes head by head, every span of the run in turn,
-// so that a head's share of the prefix (hd·PN keys and values) is read from
-// memory once and then from the core's cache, not once per span. The
-// order changes no result (units are independent), only which thread
-// computes what when.
+// attnUnits orders AttentionKV's n units: span by span, and within a span
+// head by head, its rows in turn; a run of adjacent spans reading the same
+// prefix cache (the samples of one prompt) goes head by head too, every
+// span of the run in turn. Either way a head's keys and values (hd·n of
+// each, shared by a prompt's rows and by the samples of one prompt) are
+// read from memory once and then from the core's cache, not once a row
+// or a span; and a prompt's causal rows, whose cost grows with their
+// position, split evenly between threads that take a contiguous share of
+// the units each. The order changes no result (units are independent),
+// only which thread computes what when.
+// sameCache says units a and b read the same keys and values: one
+// span's rows of one KV head.
+func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head }
+
 func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH int) []attnUnit {
 	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
@@ -463,18 +471,10 @@ func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH int) [
 		for b < len(spans) && samePrefix(a, b) {
 			b++
 		}
-		if b == a+1 {
-			for r := 0; r < spans[a].Rows; r++ {
-				for kh := 0; kh < KVH; kh++ {
-					units = append(units, attnUnit{int32(a), int32(r), int32(kh)})
-				}
-			}
-		} else {
-			for kh := 0; kh < KVH; kh++ {
-				for s := a; s < b; s++ {
-					for r := 0; r < spans[s].Rows; r++ {
-						units = append(units, attnUnit{int32(s), int32(r), int32(kh)})
-					}
+		for kh := 0; kh < KVH; kh++ {
+			for s := a; s < b; s++ {
+				for r := 0; r < spans[s].Rows; r++ {
+					units = append(units, attnUnit{int32(s), int32(r), int32(kh)})
 				}
 			}
 		}

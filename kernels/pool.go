@@ -114,12 +114,20 @@ func (j *job) run() {
 // parks. Batch-1 decoding calls Parallel every few microseconds (one
 // product per projection, small vector work between); a parked thread of
 // a virtual machine can take longer to wake than a product takes, and the
-// caller then runs every chunk alone (measured: two threads no faster than
-// one on the 110M shape's products). A spinning helper checks for work
-// without yielding and yields its P (runtime.Gosched) every 64 checks, so
-// it notices an offer within a fraction of a microsecond and still delays
-// no runnable goroutine for long.
-const spinFor = 2 * time.Millisecond
+// caller then runs every chunk alone. Within one forward pass the calls
+// come microseconds apart, so a helper that spins this long stays awake
+// through a pass; between passes (sampling, the harnesses' code, a
+// weight step's host work) the gaps are longer and a spinning helper
+// only burns a core: spinning 2 ms and yielding its P every 64 checks
+// (each yield waking another thread through the scheduler) took 28 % of
+// the bench workload's CPU, and spinning 100 µs without yielding still
+// about 7 % (docs/PERFORMANCE.md, "Issue 41: cheaper episodes"). The
+// helper checks without yielding: it holds its P at most spinFor.
+const spinFor = 25 * time.Microsecond
+
+// spinCheck is how many checks a spinning helper makes between readings
+// of the clock (a reading costs about as much as a hundred checks here).
+const spinCheck = 256
 
 // helpers are the goroutines that take chunks besides the callers: started
 // as Parallel first needs them (Threads()-1 at most, as many as it has
@@ -184,11 +192,8 @@ func (h *helperPool) loop() {
 		seen := h.posted.Load()
 		deadline := time.Now().Add(spinFor)
 		for i := 1; h.posted.Load() == seen; i++ {
-			if i%64 == 0 {
-				if time.Now().After(deadline) {
-					break
-				}
-				runtime.Gosched()
+			if i%spinCheck == 0 && time.Now().After(deadline) {
+				break
 			}
 		}
 		h.mu.Lock()

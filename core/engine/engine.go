@@ -112,6 +112,17 @@ type Engine struct {
 	test  []data.Task
 
 	harnessCache map[string]*harnesses.Harness
+	// inFlight bounds the requests a harness run keeps in flight
+	// (harnesses.RunOptions.BatchSize): SampleWidth for the local model,
+	// 0 (every rollout's) for any other policy. Submitted all at once, an
+	// evaluation's first turns queue ahead of every later turn, and by
+	// the time a later turn is admitted the prefix cache has evicted the
+	// turn before it, so its whole prompt is computed again; with no more
+	// in flight than the model decodes, a rollout's next turn is admitted
+	// in the step after its last one ended and copies that one's keys and
+	// values instead. A completion depends only on its request, so the
+	// bound changes no trajectory.
+	inFlight int
 	// The null-policy audit's policy, tasks and h0 score (null.go),
 	// set on first use.
 	nullPol   policy.Policy
@@ -416,6 +427,9 @@ func newEngine(cfg Config, env Env, m *model.Model, runID string) (*Engine, erro
 	if e.pol, err = runPolicy(cfg, env, m, e.tmpl); err != nil {
 		return nil, err
 	}
+	if _, ok := e.pol.(*chat.Local); ok {
+		e.inFlight = SampleWidth
+	}
 	if pool, ok := e.pol.(*remote.Pool); ok && cfg.PolicyServer.Adapters != "" {
 		if e.fleet, err = newFleet(pool, e.tmpl, m, runID, *cfg.PolicyServer, func() (string, int) { return e.st.Weights, e.st.Step }); err != nil {
 			return nil, err
@@ -681,7 +695,7 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 
 func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
 	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix,
-		Progress: e.progressOf(prefix)}
+		BatchSize: e.inFlight, Progress: e.progressOf(prefix)}
 }
 
 func modelCalls(ts []harnesses.Trajectory) int {

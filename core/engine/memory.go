@@ -22,9 +22,13 @@ import (
 // high.
 //
 //	tiny    80 MiB
-//	small   80 MiB  (on the bench model 614 MiB in all: one engine's peak RSS ≈ 700 MB; docs/PERFORMANCE.md)
+//	small   32 MiB  (on the bench model 566 MiB in all: one engine's peak RSS < 700 MB; docs/PERFORMANCE.md)
 //	paper    8 GiB
-var presetMemory = map[string]int64{"tiny": 80 << 20, "small": 80 << 20, "paper": 8 << 30}
+//
+// small's was 80 MiB while the prefix cache could hold 128 MiB; at 64 MiB
+// (model.DefaultPrefixCacheBytes) the live heap's peak fell by more than
+// the share did.
+var presetMemory = map[string]int64{"tiny": 80 << 20, "small": 32 << 20, "paper": 8 << 30}
 
 // modelCopies is how many float32 copies of its parameters a run holds:
 // the weights, their gradients, AdamW's two moments, the sampler's packed

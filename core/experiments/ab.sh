@@ -9,12 +9,14 @@
 # of DOMAINS (default "math searchqa"), it runs the bench workload
 # (`whale bench rollouts --domain D --json`: the small preset cut to one
 # cycle, embedded base model, scratch store) with OLD, then with NEW, and
-# prints per run the wall time, episodes/s, cores busy, the process's
-# peak RSS (/usr/bin/time, VmHWM at exit) and the run's own (the JSON's,
-# where the build reports it) and test mean@8 (equal mean@8 says the
-# builds did the same work); then per domain the medians and NEW over
-# OLD. Load from other jobs moves every figure: compare only figures of
-# one invocation.
+# prints per run the wall time, the process's CPU time (user + sys,
+# /usr/bin/time), episodes/s, episodes per CPU second, cores busy, the
+# process's peak RSS (/usr/bin/time, VmHWM at exit) and the run's own (the
+# JSON's, where the build reports it) and test mean@8 (equal mean@8 says
+# the builds did the same work); then per domain the medians and NEW over
+# OLD. Load from other jobs moves every figure, CPU time least (a busy
+# machine slows a run's wall clock far more than its CPU seconds):
+# compare only figures of one invocation.
 #
 #   core/experiments/ab.sh BASE [DOMAIN] [REPEATS] [TASKS]
 #
@@ -68,7 +70,7 @@ case "${2:-}" in
       read -r user sys rss <"$work/time"
       mean=$(printf '%s' "$out" | sed -n 's/.*"mean_at_k": *\([0-9.e-]*\).*/\1/p')
       awk -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v k="$tasks" -v mean="$mean" \
-        'BEGIN { w = e - s; printf "%-10s wall %7.1f s  episodes/s %6.2f  cores %4.2f  peak RSS %5d MB  mean@8 %s\n", n, w, 8 * k / w, (u + y) / w, m / 1024, mean }'
+        'BEGIN { w = e - s; printf "%-10s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB  mean@8 %s\n", n, w, u + y, 8 * k / w, 8 * k / (u + y), (u + y) / w, m / 1024, mean }'
     done
   done
   exit 0
@@ -99,10 +101,11 @@ for r in $(seq 1 "$rounds"); do
       end=$(date +%s.%N)
       read -r user sys rss <"$work/time"
       eps=$(field "$out" episodes_per_s)
+      episodes=$(field "$out" episodes)
       run=$(field "$out" peak_rss_bytes)
       mean=$(field "$out" test_mean_at_8)
-      awk -v r="$r" -v d="$d" -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v eps="$eps" -v run="${run:-0}" -v mean="$mean" \
-        'BEGIN { w = e - s; printf "round %d  %-9s %-14s wall %7.1f s  episodes/s %6.2f  cores %4.2f  peak RSS %5d MB (run %5d MB)  test mean@8 %s\n", r, d, n, w, eps, (u + y) / w, m / 1024, run / 1048576, mean }' |
+      awk -v r="$r" -v d="$d" -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v eps="$eps" -v k="$episodes" -v run="${run:-0}" -v mean="$mean" \
+        'BEGIN { w = e - s; c = u + y; printf "round %d  %-9s %-14s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB (run %5d MiB)  test mean@8 %s\n", r, d, n, w, c, eps, k / c, c / w, m / 1024, run / 1048576, mean }' |
         tee -a "$work/rows"
     done
   done
@@ -114,12 +117,13 @@ for d in $doms; do
       for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
-    $3 == d && $4 == a { na++; wa[na] = $6; ea[na] = $9; ra[na] = $14 }
-    $3 == d && $4 == b { nb++; wb[nb] = $6; eb[nb] = $9; rb[nb] = $14 }
+    $3 == d && $4 == a { na++; wa[na] = $6; ea[na] = $12; ca[na] = $14; ra[na] = $19 }
+    $3 == d && $4 == b { nb++; wb[nb] = $6; eb[nb] = $12; cb[nb] = $14; rb[nb] = $19 }
     END {
       if (!na || !nb) exit
       mwa = median(wa, na); mwb = median(wb, nb); mea = median(ea, na); meb = median(eb, nb); mra = median(ra, na); mrb = median(rb, nb)
-      printf "%-9s medians  %s: wall %.1f s, %.2f episodes/s, peak RSS %d MB;  %s: wall %.1f s, %.2f episodes/s, peak RSS %d MB;  %s/%s: wall %.2f×, episodes/s %.2f×\n",
-        d, a, mwa, mea, mra, b, mwb, meb, mrb, b, a, mwb / mwa, meb / mea
+      mca = median(ca, na); mcb = median(cb, nb)
+      printf "%-9s medians  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MiB;  %s: wall %.1f s, %.2f episodes/s, %.2f episodes/CPU-s, peak RSS %d MiB;  %s/%s: wall %.2f×, episodes/s %.2f×, episodes/CPU-s %.2f×\n",
+        d, a, mwa, mea, mca, mra, b, mwb, meb, mcb, mrb, b, a, mwb / mwa, meb / mea, mcb / mca
     }' "$work/rows"
 done

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"testing"
+
+	"whale/internal/longtests"
+)
+
+// TestInFlightBoundLeavesTheRunBitIdentical: the bound on a harness run's
+// requests in flight (Engine.inFlight) changes which sequences the local
+// model decodes together and what its prefix cache still holds, never what
+// is sampled: a run with a few requests in flight and one with every
+// rollout's end with the same weights, scores and stored samples.
+func TestInFlightBoundLeavesTheRunBitIdentical(t *testing.T) {
+	longtests.Skip(t, "two tiny runs with the model sampling for itself")
+	cfg := tinyConfig(t)
+	// A random model earns no reward: train on every sample so that its
+	// weights move and later draws depend on earlier ones.
+	cfg.Threshold = 0
+	var sums [2]Summary
+	var hashes [2][32]byte
+	for i, bound := range []int{3, 0} {
+		db := openDB(t)
+		env := testEnv(t, db)
+		env.Policy = nil
+		e, err := New(cfg, env, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.inFlight != SampleWidth {
+			t.Fatalf("the local model's runs keep %d requests in flight, want SampleWidth (%d)", e.inFlight, SampleWidth)
+		}
+		e.inFlight = bound
+		if sums[i], err = e.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		hashes[i] = samplesHash(t, db, "run")
+	}
+	a, b := sums[0], sums[1]
+	if a.FinalWeights == a.Phases[0].Weights {
+		t.Fatal("the weights never changed: the test would not see a changed trajectory")
+	}
+	if a.FinalWeights != b.FinalWeights || a.BestCkpt != b.BestCkpt || a.TestMean8 != b.TestMean8 || a.BestValMean != b.BestValMean {
+		t.Fatalf("the bound changed the run: weights %s / %s, best %s / %s, test %v / %v, val %v / %v",
+			ShortHash(a.FinalWeights), ShortHash(b.FinalWeights), a.BestCkpt, b.BestCkpt, a.TestMean8, b.TestMean8, a.BestValMean, b.BestValMean)
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatal("the bound changed the stored samples")
+	}
+}
+
+// TestOnlyTheLocalModelIsBoundInFlight: a run whose policy is not the
+// local model (here a scripted one) keeps every rollout's request in
+// flight, as before: the bound is the local model's decoding width.
+func TestOnlyTheLocalModelIsBoundInFlight(t *testing.T) {
+	e, err := New(tinyConfig(t), testEnv(t, openDB(t)), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.runOpts("val/", 1).BatchSize; got != 0 {
+		t.Fatalf("a scripted policy's runs keep %d requests in flight, want 0 (all)", got)
+	}
+}
