@@ -31,7 +31,7 @@ const Name = "embedded:base.safetensors"
 
 // SHA256 is the recorded hash of base.safetensors. Load refuses a file that
 // does not match, so a model replaced without updating this line is caught.
-const SHA256 = "cd3f147b12fa8f57e356430a3bba7b2bf7df5e3759905cf093ab2e5ae600dded"
+const SHA256 = "9e4d07edb62bdc4785786ecafef527d7417d50a05e777a8769c4d11435ef8676"
 
 // Bytes returns the embedded model file (safetensors, bf16).
 func Bytes() []byte { return raw }
