@@ -141,6 +141,11 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 			return d, err
 		},
 		Model: func() (*bundle.Bundle, error) { return openModel(f.modelPath) }}
+	m, err := openModel(f.modelPath)
+	if err != nil {
+		return p, experiments.Env{}, err
+	}
+	env.ModelID = m.SHA256
 	return p, env, nil
 }
 
@@ -383,7 +388,7 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
 	}
 	if rec != nil && rec.Stale() > 0 {
-		read += fmt.Sprintf(" %d recorded runs were made by code that computes their condition differently (an older experiments.RunsVersion) and were run again.", rec.Stale())
+		read += fmt.Sprintf(" %d recorded runs were made by code that computes their condition differently (an older experiments.RunsVersion) or recorded without naming their starting model, and were run again.", rec.Stale())
 	}
 	if rec != nil {
 		if origins := rec.Origins(); len(origins) > 1 {

@@ -268,6 +268,11 @@ type Env struct {
 	Record *Record
 	// Build names this whale in the record's rows (its VCS revision).
 	Build string
+	// ModelID is the sha256 of the model every run starts from (Model's
+	// bundle.SHA256), kept in the record's rows: a recorded run of another
+	// model is refused, so a bench resumed after the embedded model
+	// changed cannot mix two models.
+	ModelID string
 	// Progress, if set, hears one line per started, resumed or finished run.
 	Progress func(line string)
 	// Live, if set, is handed each engine before it runs (to watch it:
@@ -287,7 +292,7 @@ func (env Env) record(r report.Run, cfg json.RawMessage, peak int64) error {
 		return nil
 	}
 	return env.Record.Put(RecordRow{Run: r, Config: cfg, Kernels: kernels.KernelName(), Build: env.Build, Version: RunsVersion(r.Condition),
-		PeakRSSBytes: peak})
+		Model: env.ModelID, PeakRSSBytes: peak})
 }
 
 // Run runs (or resumes, or just reads) every job and returns the report
@@ -435,7 +440,7 @@ func runJob(ctx context.Context, env Env, j Job, tag string, say func(string)) (
 		return r, err
 	}
 	if fresh && env.Record != nil {
-		rr, ok, err := env.Record.read(j)
+		rr, ok, err := env.Record.read(j, env.ModelID)
 		if err != nil {
 			return rr, err
 		}

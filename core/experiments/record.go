@@ -89,6 +89,11 @@ type RecordRow struct {
 	// Version is the RunsVersion of the run's condition that recorded it
 	// (0: baseRunsVersion).
 	Version int `json:"version,omitempty"`
+	// Model is the sha256 of the model the run started from (Env.ModelID:
+	// the embedded base model's, or the --model file's). The configuration
+	// names the architecture, not the weights, so without it a bench
+	// resumed after the embedded model changed would mix two models.
+	Model string `json:"model,omitempty"`
 	// PeakRSSBytes is the recording process's peak resident memory when
 	// the run finished (Linux's VmHWM; 0 where /proc reports none): with
 	// Env.Workers runs side by side, theirs together since the process
@@ -218,20 +223,25 @@ func (rec *Record) Has(id string) bool {
 	return ok
 }
 
-// read answers job j from the record: ok is false when it holds no such
-// run, or only one of an older RunsVersion (counted in Stale; the job's
-// new run replaces it); a recorded run of another configuration,
-// condition, domain or seed is an error naming the record.
-func (rec *Record) read(j Job) (r report.Run, ok bool, err error) {
+// read answers job j, starting from the model whose sha256 is model,
+// from the record: ok is false when it holds no such run, or only one of
+// an older RunsVersion or one recorded without its model (counted in
+// Stale; the job's new run replaces it); a recorded run of another model,
+// configuration, condition, domain or seed is an error naming the record.
+func (rec *Record) read(j Job, model string) (r report.Run, ok bool, err error) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	row, ok := rec.rows[j.ID]
 	if !ok {
 		return r, false, nil
 	}
-	if row.version() != RunsVersion(j.Condition) {
+	if row.version() != RunsVersion(j.Condition) || row.Model == "" && model != "" {
 		rec.stale++
 		return r, false, nil
+	}
+	if row.Model != model {
+		return r, true, fmt.Errorf("experiments: record %s: run %s started from the model %s, this bench from %s: give it another --out or --record",
+			rec.path, j.ID, short(row.Model), short(model))
 	}
 	if err := j.ranAs(row.Config); err != nil {
 		return r, true, fmt.Errorf("record %s: %w", rec.path, err)
@@ -312,4 +322,12 @@ func (rec *Record) Put(row RecordRow) error {
 		return fmt.Errorf("experiments: record: %w", err)
 	}
 	return nil
+}
+
+// short is a sha256's first 12 digits, or "an unnamed model".
+func short(sha string) string {
+	if sha == "" {
+		return "an unnamed model"
+	}
+	return sha[:min(12, len(sha))]
 }

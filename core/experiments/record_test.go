@@ -29,7 +29,7 @@ func recordedBench(t *testing.T, conditions ...string) ([]Job, string, string, *
 		t.Fatal(err)
 	}
 	env := testEnv(t, filepath.Join(dir, "a.db"))
-	env.Record, env.Build = rec, "t1"
+	env.Record, env.Build, env.ModelID = rec, "t1", "5eed"
 	runs, err := Run(context.Background(), env, jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	env2 := testEnv(t, filepath.Join(dir, "b.db"))
-	env2.Record = rec2
+	env2.Record, env2.ModelID = rec2, "5eed"
 	var lines []string
 	env2.Progress = func(l string) { lines = append(lines, l) }
 	again, err := Run(context.Background(), env2, jobs)
@@ -105,8 +105,20 @@ func TestRecordAnswersABenchWhoseStoreIsGone(t *testing.T) {
 	// Another plan under the same ids is refused, naming the record.
 	other := jobs[0]
 	other.Config.Budget = 96
-	if _, _, err := rec2.read(other); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another configuration") {
+	if _, _, err := rec2.read(other, "5eed"); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another configuration") {
 		t.Fatalf("mismatched plan: %v", err)
+	}
+	// So is the same plan from another starting model (the embedded
+	// model replaced between two sessions of one bench).
+	if _, _, err := rec2.read(jobs[0], "0ther"); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "started from the model 5eed, this bench from 0ther") {
+		t.Fatalf("another model: %v", err)
+	}
+	// A row recorded before rows named their model is run again, not read.
+	row = rec2.rows[jobs[0].ID]
+	row.Model = ""
+	rec2.rows[jobs[0].ID] = row
+	if _, ok, err := rec2.read(jobs[0], "5eed"); ok || err != nil || rec2.Stale() != 1 {
+		t.Fatalf("a row without its model: read %v, err %v, stale %d", ok, err, rec2.Stale())
 	}
 }
 
