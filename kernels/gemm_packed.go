@@ -138,8 +138,29 @@ func (g *gemmJob) runPacked() {
 		work(0, g.n)
 		return
 	}
+	if g.m <= packedSmallM && 2*g.m*g.n*g.k >= balancedMinFlops {
+		ParallelBalanced(g.n, grain, balancedChunks, work)
+		return
+	}
 	Parallel(g.n, grain, work)
 }
+
+// balancedMinFlops and balancedChunks: a product of a few rows
+// (packedSmallM) on packed weights of at least this many flops is cut into up to balancedChunks chunks a thread,
+// claimed as threads come free (ParallelBalanced), not one share each.
+// Batch-1 decoding streams each product's weights from memory, and the
+// two threads' streams do not run at the same speed, so with one share
+// each the faster thread idled at the end of every product. Measured on
+// the 2-core AVX-512 machine, BenchmarkGemmPackedNTBF16/token110M_m1 (a
+// 110M model's products for one token, back to back), three rounds
+// alternating: 42.9–45.8 GB/s with one share each, 47.4–50.8 with four
+// chunks a thread, 46.8–49.3 with eight (docs/PERFORMANCE.md, "Warm
+// helpers and balanced chunks for batch-1 decoding"). Below a megaflop
+// (a few microseconds) the claims would cost more than the balance saves.
+const (
+	balancedMinFlops = 1 << 20
+	balancedChunks   = 4
+)
 
 // runPanels computes out[:, j0:j1] for a moderate number of rows from
 // ap, all of A packed for all of K (K block pc at ap[mp*pc:]): each B

@@ -40,7 +40,19 @@ func Threads() int { return int(threads.Load()) }
 // never changes what it computes. A helper that runs a chunk may itself
 // call Parallel: every claimed chunk is being run, so nesting cannot
 // deadlock.
-func Parallel(n, grain int, fn func(lo, hi int)) {
+func Parallel(n, grain int, fn func(lo, hi int)) { parallelChunks(n, grain, 1, fn) }
+
+// ParallelBalanced is Parallel with up to per chunks a thread: chunks are
+// claimed as threads come free, so a thread that starts late or streams
+// slower takes fewer of them and the call ends when the work does, not
+// when the slowest thread's share of it does. For long streaming calls
+// (a large model's batch-1 products) where each chunk still costs far
+// more than a claim.
+func ParallelBalanced(n, grain, per int, fn func(lo, hi int)) {
+	parallelChunks(n, grain, max(per, 1), fn)
+}
+
+func parallelChunks(n, grain, perThread int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -48,14 +60,11 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 		grain = 1
 	}
 	blocks := (n + grain - 1) / grain
-	t := Threads()
-	if t > blocks {
-		t = blocks
-	}
-	if t <= 1 {
+	if Threads() <= 1 || blocks <= 1 {
 		fn(0, n)
 		return
 	}
+	t := min(Threads()*perThread, blocks)
 	per := (blocks + t - 1) / t
 	step := per * grain
 	j := &job{fn: fn, n: n, step: step, chunks: int32((n + step - 1) / step)}
@@ -72,18 +81,52 @@ func Parallel(n, grain int, fn func(lo, hi int)) {
 // (BenchmarkParallelForkJoin).
 const joinSpin = 50 * time.Microsecond
 
-// join waits until every chunk has run: spinning first, then parked.
+// join waits until every chunk has run: spinning first (joinSpin, or
+// warmSpin inside a warm section), then parked.
 func (j *job) join() {
 	if j.done.Load() == j.chunks {
 		return
 	}
-	deadline := time.Now().Add(joinSpin)
+	start := time.Now()
 	for i := 0; j.done.Load() < j.chunks; i++ {
-		if i%64 == 63 && time.Now().After(deadline) {
+		if i%64 == 63 && spunOut(start, joinSpin) {
 			break
 		}
 	}
 	j.wg.Wait()
+}
+
+// warm counts the open warm sections (Warm).
+var warm atomic.Int32
+
+// warmSpin bounds an idle stretch's spin inside a warm section: longer
+// than the host work between two forward passes of a large model's
+// decoding (drawing a token from 152K logits, about 0.3 ms), far shorter
+// than a pass.
+const warmSpin = 5 * time.Millisecond
+
+// Warm opens a warm section and returns the function that closes it.
+// While one is open, idle helpers and joining callers keep spinning up to
+// warmSpin instead of parking after spinFor or joinSpin. A decoding loop
+// over a large model holds one: between its forward passes the caller
+// draws tokens on one thread for longer than spinFor, the helpers parked,
+// and waking a parked thread (a futex, on a virtual machine tens of
+// microseconds) delayed their share of the next pass's products, whose
+// chunks the caller then ran alone. It changes which thread runs a chunk,
+// never what a chunk computes. The returned function must be called once.
+func Warm() (release func()) {
+	warm.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { warm.Add(-1) }) }
+}
+
+// spunOut reports whether a spin begun at start has run long enough:
+// limit outside a warm section, warmSpin inside one.
+func spunOut(start time.Time, limit time.Duration) bool {
+	if warm.Load() > 0 {
+		limit = max(limit, warmSpin)
+	}
+	return time.Since(start) > limit
 }
 
 // job is one Parallel call's chunks.
@@ -190,9 +233,9 @@ func (h *helperPool) loop() {
 			continue
 		}
 		seen := h.posted.Load()
-		deadline := time.Now().Add(spinFor)
+		start := time.Now()
 		for i := 1; h.posted.Load() == seen; i++ {
-			if i%spinCheck == 0 && time.Now().After(deadline) {
+			if i%spinCheck == 0 && spunOut(start, spinFor) {
 				break
 			}
 		}

@@ -5,38 +5,84 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
+// TestParallelCoversOnce: Parallel (per 0) and ParallelBalanced (per 1,
+// 4) run every index exactly once, in chunks of whole grains, no more
+// than per chunks a thread.
 func TestParallelCoversOnce(t *testing.T) {
-	for _, th := range []int{1, 2, 3, 8} {
-		for _, n := range []int{0, 1, 5, 16, 17, 100, 1001} {
-			for _, grain := range []int{0, 1, 4, 16, 200} {
-				withThreads(th, func() {
-					seen := make([]int, n)
-					var mu sync.Mutex
-					chunks := 0
-					Parallel(n, grain, func(lo, hi int) {
-						mu.Lock()
-						defer mu.Unlock()
-						chunks++
-						if g := max(grain, 1); hi != n && (hi-lo)%g != 0 {
-							t.Errorf("threads=%d n=%d grain=%d: chunk [%d,%d) not a multiple of the grain", th, n, grain, lo, hi)
-						}
-						for i := lo; i < hi; i++ {
-							seen[i]++
-						}
-					})
-					if chunks > th {
-						t.Errorf("threads=%d n=%d grain=%d: %d chunks", th, n, grain, chunks)
-					}
-					for i, c := range seen {
-						if c != 1 {
-							t.Fatalf("threads=%d n=%d grain=%d: index %d run %d times", th, n, grain, i, c)
-						}
-					}
-				})
+	for _, per := range []int{0, 1, 4} {
+		for _, th := range []int{1, 2, 3, 8} {
+			for _, n := range []int{0, 1, 5, 16, 17, 100, 1001} {
+				for _, grain := range []int{0, 1, 4, 16, 200} {
+					testParallelCoversOnce(t, per, th, n, grain)
+				}
 			}
 		}
+	}
+}
+
+func testParallelCoversOnce(t *testing.T, per, th, n, grain int) {
+	t.Helper()
+	run := func(n, grain int, fn func(lo, hi int)) { Parallel(n, grain, fn) }
+	if per > 0 {
+		run = func(n, grain int, fn func(lo, hi int)) { ParallelBalanced(n, grain, per, fn) }
+	}
+	withThreads(th, func() {
+		seen := make([]int, n)
+		var mu sync.Mutex
+		chunks := 0
+		run(n, grain, func(lo, hi int) {
+			mu.Lock()
+			defer mu.Unlock()
+			chunks++
+			if g := max(grain, 1); hi != n && (hi-lo)%g != 0 {
+				t.Errorf("per=%d threads=%d n=%d grain=%d: chunk [%d,%d) not a multiple of the grain", per, th, n, grain, lo, hi)
+			}
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+		})
+		if chunks > th*max(per, 1) {
+			t.Errorf("per=%d threads=%d n=%d grain=%d: %d chunks", per, th, n, grain, chunks)
+		}
+		for i, c := range seen {
+			if c != 1 {
+				t.Fatalf("per=%d threads=%d n=%d grain=%d: index %d run %d times", per, th, n, grain, i, c)
+			}
+		}
+	})
+}
+
+// TestWarmSections: inside a warm section a spin ends at warmSpin, not
+// at its own limit; the section closes once however often its release is
+// called, and sections nest. (The times are far from either limit: a
+// 1 ms spin against 25 µs and 5 ms.)
+func TestWarmSections(t *testing.T) {
+	if warm.Load() != 0 {
+		t.Fatalf("%d warm sections open before the test", warm.Load())
+	}
+	began := time.Now().Add(-time.Millisecond)
+	if !spunOut(began, spinFor) {
+		t.Fatal("outside a warm section a 1 ms spin has not run out at spinFor")
+	}
+	outer := Warm()
+	inner := Warm()
+	if spunOut(began, spinFor) {
+		t.Fatal("inside a warm section a 1 ms spin ran out at spinFor")
+	}
+	if !spunOut(time.Now().Add(-2*warmSpin), spinFor) {
+		t.Fatal("inside a warm section a spin ran past warmSpin")
+	}
+	inner()
+	inner()
+	if warm.Load() != 1 || spunOut(began, spinFor) {
+		t.Fatalf("after the inner section closed (twice): %d open, spin out %v", warm.Load(), spunOut(began, spinFor))
+	}
+	outer()
+	if warm.Load() != 0 || !spunOut(began, spinFor) {
+		t.Fatalf("after both closed: %d open", warm.Load())
 	}
 }
 

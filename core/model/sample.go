@@ -117,6 +117,8 @@ type Sampler struct {
 	// largest sequence's (kvbudget.go).
 	livePeak, seqPeak int64
 	packTried         bool
+	// warm says decoding holds a kernels.Warm section (warmParams).
+	warm bool
 	// open is set while a stream (Generate opens one) uses the scratch
 	// buffers and the prefix cache above.
 	open bool
@@ -153,13 +155,32 @@ func (s *Sampler) Stats() SamplerStats {
 	return st
 }
 
+// warmParams is the model size from which a stream's decoding steps keep
+// the kernel helpers spinning (kernels.Warm) between forward passes. From
+// about this size (64 MiB of bfloat16 weights a token) a pass's products
+// outlast the token drawing between passes many times over, so a helper
+// that parks there costs its share of the next pass's first products;
+// below it (the embedded model: 4.5M parameters, passes of tens of
+// microseconds between harness code) parking saves more CPU than it
+// costs (docs/PERFORMANCE.md, "Warm helpers for batch-1 decoding").
+const warmParams = 32 << 20
+
+// paramCount is how many parameters a layout holds.
+func paramCount(params []ParamInfo) int {
+	n := 0
+	for _, p := range params {
+		n += p.Len
+	}
+	return n
+}
+
 // NewSampler returns a sampler over m.
 func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	budget := opts.PrefixCacheBytes
 	if budget == 0 {
 		budget = prefixBudget(0)
 	}
-	s := &Sampler{m: m, opts: opts}
+	s := &Sampler{m: m, opts: opts, warm: paramCount(m.params) >= warmParams}
 	bk, ok := m.be.(kernels.BF16KV)
 	s.pool = newKVPool(m.be, poolBudget(0), opts.KVBF16 && ok && bk.BF16KVCaches())
 	s.cache = newPrefixCache(func(e entryKV) {

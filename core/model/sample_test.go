@@ -649,3 +649,23 @@ func chiSquare(count, p []float64) float64 {
 	}
 	return x
 }
+
+// TestWarmDecodingFromLargeModels: decoding keeps the kernel helpers warm
+// for the 110M and Qwen3-0.6B shapes and not for the small ones (the
+// embedded model's bench-small shape and tiny), whose gaps between
+// forward passes are harness code.
+func TestWarmDecodingFromLargeModels(t *testing.T) {
+	for name, want := range map[string]bool{"tiny": false, "bench-small": false, "110m": true, "qwen3-0.6b": true} {
+		cfg, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := paramCount(paramLayout(cfg))
+		if got := n >= warmParams; got != want {
+			t.Errorf("%s (%d parameters): warm %v, want %v", name, n, got, want)
+		}
+	}
+	if NewSampler(tinyModel(t, kernels.NewCPU(), 1), SamplerOptions{}).warm {
+		t.Error("a tiny model's sampler holds warm sections")
+	}
+}

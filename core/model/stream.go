@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"whale/core/policy"
+	"whale/kernels"
 )
 
 // Continuous batching. A stream keeps a dynamic set of sequences: each
@@ -106,6 +107,11 @@ func (st *Stream) submit(id int, r *Request) {
 func (st *Stream) Next(ctx context.Context) (Result, error) {
 	if err := st.usable(); err != nil {
 		return Result{}, err
+	}
+	if st.s.warm && len(st.ready) == 0 {
+		// The steps below run back to back: keep the helpers spinning
+		// through each step's token drawing (kernels.Warm).
+		defer kernels.Warm()()
 	}
 	for len(st.ready) == 0 {
 		if len(st.pending) == 0 && len(st.live) == 0 {
