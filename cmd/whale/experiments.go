@@ -47,6 +47,10 @@ type experimentFlags struct {
 	// modelName and modelHash name the starting weights (set by plan).
 	modelName, modelHash string
 	backend              backendFlag
+	// noStore makes plan open no workspace (env.Store stays nil): a
+	// report from the record reads no run's store, and the bench that
+	// holds it may be running.
+	noStore bool
 }
 
 func (f *experimentFlags) add(c *cobra.Command, seeds int) {
@@ -65,7 +69,7 @@ func (f *experimentFlags) add(c *cobra.Command, seeds int) {
 }
 
 // plan checks the flags and returns the plan with the experiments
-// environment (the caller closes env.Store).
+// environment (the caller closes env.Store, which is nil under noStore).
 func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experiments.Plan, experiments.Env, error) {
 	var p experiments.Plan
 	switch {
@@ -115,9 +119,11 @@ func (f *experimentFlags) plan(defaults map[string]int, prefix string) (experime
 	dataSeed := b.DataSeed
 	p = experiments.Plan{Domains: ds, Seeds: f.seeds, Preset: f.preset, Budget: budget, FastSlowE: 0.1,
 		DataSeed: dataSeed, Prefix: prefix}
-	db, err := openStore(f.dbPath)
-	if err != nil {
-		return p, experiments.Env{}, err
+	var db *store.DB
+	if !f.noStore {
+		if db, err = openStore(f.dbPath); err != nil {
+			return p, experiments.Env{}, err
+		}
 	}
 	if f.workers == 0 {
 		f.workers = runtime.NumCPU()
@@ -261,6 +267,7 @@ func planTitle(p experiments.Plan) string {
 func newBenchConditionsCmd() *cobra.Command {
 	var f experimentFlags
 	var out, conds, record, accs, shard string
+	var reportOnly bool
 	var e float64
 	var i, curveK, trainCalls, searchCalls, voteK int
 	var curveDense bool
@@ -283,11 +290,20 @@ func newBenchConditionsCmd() *cobra.Command {
 			if err := cf.apply(cmd.Flags(), false); err != nil {
 				return err
 			}
+			if reportOnly && record == "-" {
+				return usageError{errors.New("--report-only writes the report from the record: drop --record -")}
+			}
+			if reportOnly && shard != "" {
+				return usageError{errors.New("--report-only reads every shard's runs from the record: drop --shard")}
+			}
+			f.noStore = reportOnly
 			p, env, err := f.plan(benchBudgets, "bench")
 			if err != nil {
 				return err
 			}
-			defer env.Store.Close()
+			if env.Store != nil {
+				defer env.Store.Close()
+			}
 			if record != "-" {
 				if record == "" {
 					record = filepath.Join(out, experiments.RecordFile)
@@ -329,10 +345,18 @@ func newBenchConditionsCmd() *cobra.Command {
 				return usageError{errors.New("--budget (one ledger, every condition at that total) excludes --train-calls, --search-calls and --accountings")}
 			}
 			t0 := time.Now()
-			stopTB := tb.follow(env.Store, cmd.ErrOrStderr())
-			runs, err := runPlan(cmd, p, env, f.progressEvery)
-			if err = errors.Join(err, stopTB()); err != nil {
-				return err
+			var runs []report.Run
+			partial := ""
+			if reportOnly {
+				if partial, runs, err = reportFromRecord(p, env); err != nil {
+					return err
+				}
+			} else {
+				stopTB := tb.follow(env.Store, cmd.ErrOrStderr())
+				runs, err = runPlan(cmd, p, env, f.progressEvery)
+				if err = errors.Join(err, stopTB()); err != nil {
+					return err
+				}
 			}
 			if p.Shard != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "shard %s: %d runs finished, kept in %s; when every shard is done, the same command without --shard (and with a --db of its own) writes the report\n",
@@ -342,6 +366,9 @@ func newBenchConditionsCmd() *cobra.Command {
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
 				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls,
 				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0), env.Record)}
+			if partial != "" {
+				meta.Notes = append([]string{partial}, meta.Notes[:len(meta.Notes)-1]...) // it ran nothing: no time to report
+			}
 			switch h, err := os.ReadFile(filepath.Join(out, report.HistoryMD)); {
 			case err == nil:
 				meta.History = string(h)
@@ -369,6 +396,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().IntVar(&searchCalls, "search-calls", 0, "the search ledger of the paper accounting: harness-scoring calls of every condition that searches (0: the preset's; small 6144)")
 	c.Flags().StringVar(&accs, "accountings", "", "comma-separated: paper (the two ledgers), equal-total (weight-only and harness-only at their sum) (default: both)")
 	c.Flags().IntVar(&voteK, "vote-k", 0, fmt.Sprintf("vote-only's SAMPLES where no finished seed-matched harness-only run gives one (0: %d)", experiments.DefaultVoteK))
+	c.Flags().BoolVar(&reportOnly, "report-only", false, "run nothing: write the report from the record's finished runs (the others listed as missing), to read a bench that is still running or resumes later; opens no --db")
 	c.Flags().StringVar(&shard, "shard", "", "I/N: run only shard I of N of the jobs (0 ≤ I < N) and keep them in the record, in a folder the shards share; no report (the call without --shard writes it from the record; whale bench plan emits a cluster's jobs)")
 	c.Flags().StringVar(&record, "record", "", "file of the finished runs, kept beside the report: runs the store has never seen are read from it, not rerun (default: <out>/"+experiments.RecordFile+"; -: keep none)")
 	c.Flags().Float64Var(&e, "E", 0, "WHALE-fixed: weight steps per cycle as a fraction of an epoch (0: the preset's; small 0.6)")
@@ -381,6 +409,28 @@ func newBenchConditionsCmd() *cobra.Command {
 }
 
 // benchNotes says what the numbers rest on.
+// reportFromRecord answers p's jobs from env.Record alone (--report-only)
+// and returns the report's note on what it holds with the rows.
+func reportFromRecord(p experiments.Plan, env experiments.Env) (string, []report.Run, error) {
+	jobs, err := p.Jobs()
+	if err != nil {
+		return "", nil, usageError{err}
+	}
+	runs, total, lacking, err := experiments.FromRecord(env, jobs)
+	if err != nil {
+		return "", nil, err
+	}
+	if lacking == total {
+		return "", nil, fmt.Errorf("--report-only: the record %s holds none of this plan's %d runs yet (is it the bench's --out or --record, with its flags?)", env.Record.Path(), total)
+	}
+	note := fmt.Sprintf("Partial report, written with --report-only from the record %s while the bench is under way: %d of the plan's %d distinct runs are finished; the others are listed as missing, and every mean and interval is over the seeds finished so far.",
+		filepath.Base(env.Record.Path()), total-lacking, total)
+	if lacking == 0 {
+		note = fmt.Sprintf("Written with --report-only from the record %s: all of the plan's %d distinct runs are in it.", filepath.Base(env.Record.Path()), total)
+	}
+	return note, runs, nil
+}
+
 func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *experiments.Record) []string {
 	e, i, _ := p.FixedPoint() // the plan's preset was checked when its jobs were made
 	read := ""

@@ -44,6 +44,12 @@ func TestABenchShardedOverThreeProcessesWritesTheSameReport(t *testing.T) {
 	bench := []string{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "2", "--budget", "16",
 		"--conditions", "weight-only,harness-only,vote-only", "--workers", "1", "--model", modelPath}
 	shared := filepath.Join(dir, "shared")
+	// A report from the record before any run has finished says so.
+	partialDB := filepath.Join(dir, "partial.db")
+	if _, err := runWhale(t, append(append([]string(nil), bench...), "--report-only", "--out", shared, "--db", partialDB)...); err == nil ||
+		!strings.Contains(err.Error(), "holds none of this plan's 6 runs") {
+		t.Fatalf("--report-only over an empty record: %v", err)
+	}
 
 	var wg sync.WaitGroup
 	outs := make([][]byte, 3)
@@ -77,6 +83,15 @@ func TestABenchShardedOverThreeProcessesWritesTheSameReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(shared, "RESULTS.md")); !os.IsNotExist(err) {
 		t.Fatalf("a shard wrote the report: %v", err)
 	}
+	// Read while the shards' runs are done and before the report's call:
+	// the same report, written from the record alone (no store opened).
+	partial := filepath.Join(dir, "partial")
+	if _, err := runWhale(t, append(append([]string(nil), bench...), "--report-only", "--record", filepath.Join(shared, "runs.jsonl"), "--out", partial, "--db", partialDB)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(partialDB); !os.IsNotExist(err) {
+		t.Errorf("--report-only opened a store: %v", err)
+	}
 	sharded, err := runWhale(t, append(append([]string(nil), bench...), "--db", filepath.Join(dir, "report.db"), "--out", shared)...)
 	if err != nil {
 		t.Fatal(err)
@@ -105,12 +120,29 @@ func TestABenchShardedOverThreeProcessesWritesTheSameReport(t *testing.T) {
 	if md := readFile(t, filepath.Join(shared, "RESULTS.md")); !strings.Contains(md, "read from the record") {
 		t.Errorf("the sharded report does not say its runs were read from the record")
 	}
+	fromRecord := readFile(t, filepath.Join(partial, "RESULTS.md"))
+	note := "Written with --report-only from the record runs.jsonl: all of the plan's 6 distinct runs are in it.\n\n"
+	if !strings.Contains(fromRecord, note) {
+		t.Errorf("the report from the record lacks %q", note)
+	}
+	// The report's call adds how long it took, which --report-only (it ran
+	// nothing) leaves out: the paragraphs compare once that is gone.
+	blank := regexp.MustCompile(`\n{3,}`)
+	same := func(md string) string { return blank.ReplaceAllString(provenance.ReplaceAllString(md, ""), "\n\n") }
+	if a, b := same(strings.Replace(fromRecord, note, "", 1)), same(readFile(t, filepath.Join(shared, "RESULTS.md"))); a != b {
+		t.Errorf("RESULTS.md from --report-only differs from the bench's:\n%s\n---\n%s", a, b)
+	}
+	if a, b := withoutCompute(t, readFile(t, filepath.Join(partial, "results.csv"))), withoutCompute(t, readFile(t, filepath.Join(shared, "results.csv"))); a != b {
+		t.Errorf("results.csv from --report-only differs from the bench's:\n%s\n---\n%s", a, b)
+	}
 }
 
 func TestShardMisuse(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "conditions", "--domain", "math", "--shard", "3/3", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"bench", "conditions", "--domain", "math", "--shard", "0/3", "--record", "-", "--db", filepath.Join(t.TempDir(), "w.db")},
+		{"bench", "conditions", "--domain", "math", "--report-only", "--record", "-"},
+		{"bench", "conditions", "--domain", "math", "--report-only", "--shard", "0/3"},
 	} {
 		if _, err := runWhale(t, args...); !isUsage(err) {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -328,6 +328,21 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 		}
 		runIndices(ctx, env, jobs, votes, out, errs, cancel)
 	}
+	done, err := reportRows(jobs, out, errs, from)
+	if err != nil {
+		return done, err
+	}
+	if err := ctx.Err(); err != nil && len(done) < len(jobs) {
+		return done, err
+	}
+	return done, nil
+}
+
+// reportRows are the report's rows of the jobs that have one (out[i]
+// with no error), in job order, each with its job's accounting and, for
+// vote-only, its k and where k came from (from[i]); the first error other
+// than a cancellation is returned instead.
+func reportRows(jobs []Job, out []report.Run, errs []error, from []string) ([]report.Run, error) {
 	var done []report.Run
 	for i, j := range jobs {
 		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
@@ -342,10 +357,59 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 			done = append(done, r)
 		}
 	}
-	if err := ctx.Err(); err != nil && len(done) < len(jobs) {
-		return done, err
-	}
 	return done, nil
+}
+
+// FromRecord answers the jobs from env.Record alone, running none and
+// opening no store: the report rows of the recorded runs, in job order,
+// vote-only jobs resolved as Run resolves them (from the recorded
+// seed-matched harness-only runs), how many distinct runs the jobs make
+// and how many of them the record does not hold yet. It reads a bench that is still running, in this
+// process or another (whale bench conditions --report-only): the runs it
+// lacks are the report's missing ones. A recorded run of another model or
+// configuration is an error, as it is for Run.
+func FromRecord(env Env, jobs []Job) (rows []report.Run, runs, lacking int, err error) {
+	if env.Record == nil {
+		return nil, 0, 0, errors.New("experiments: a report from the record needs a record")
+	}
+	jobs = slices.Clone(jobs)
+	out := make([]report.Run, len(jobs))
+	errs := make([]error, len(jobs))
+	from := make([]string, len(jobs))
+	distinct, absent := map[string]bool{}, map[string]bool{}
+	read := func(i int) error {
+		distinct[jobs[i].ID] = true
+		r, ok, err := env.Record.read(jobs[i], env.ModelID)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			out[i] = r
+		default:
+			absent[jobs[i].ID] = true
+		}
+		return nil
+	}
+	for pass := 0; pass < 2; pass++ {
+		// Vote-only jobs second: their k comes from the harness-only rows.
+		for i, j := range jobs {
+			if (j.Condition == report.VoteOnly) != (pass == 1) {
+				continue
+			}
+			if pass == 1 {
+				f, err := jobs[i].resolveVote(jobs, out)
+				if err != nil {
+					return nil, 0, 0, err
+				}
+				from[i] = f
+			}
+			if err := read(i); err != nil {
+				return nil, 0, 0, err
+			}
+		}
+	}
+	rows, err = reportRows(jobs, out, errs, from)
+	return rows, len(distinct), len(absent), err
 }
 
 // runIndices runs the jobs at idx, Env.Workers at once, each run id once

@@ -184,3 +184,73 @@ func TestRecordRerunsRunsOfAnOlderVersion(t *testing.T) {
 		t.Fatal("a row without a version is not the base version")
 	}
 }
+
+// TestAReportFromTheRecordRunsNothing: FromRecord answers a plan's jobs
+// from the record alone, with no store: the recorded runs' rows in both
+// accountings, vote-only's k from the recorded harness-only run, and the
+// runs not recorded yet counted; once the bench has finished it gives
+// the rows Run gave.
+func TestAReportFromTheRecordRunsNothing(t *testing.T) {
+	plan := Plan{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", TrainCalls: 24, SearchCalls: 24, E: 0.25, I: 2, FastSlowE: 0.25, DataSeed: 1, Prefix: "t",
+		Conditions: []string{report.WeightOnly, report.HarnessOnly, report.VoteOnly, report.WhaleFixed}}
+	jobs, err := plan.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec, err := OpenRecord(filepath.Join(dir, RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t, filepath.Join(dir, "a.db"))
+	env.Record, env.ModelID = rec, "5eed"
+	// The bench so far: weight-only and harness-only, both accountings.
+	var first []Job
+	for _, j := range jobs {
+		if j.Condition == report.WeightOnly || j.Condition == report.HarnessOnly {
+			first = append(first, j)
+		}
+	}
+	if _, err := Run(context.Background(), env, first); err != nil {
+		t.Fatal(err)
+	}
+	reader := Env{Record: rec, ModelID: "5eed"} // no store, no model, no domains
+	rows, runs, lacking, err := FromRecord(reader, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 6 || lacking != 2 || len(rows) != 4 {
+		t.Fatalf("%d rows, %d runs, %d lacking; want 4 rows (weight-only and harness-only in both accountings), 6 runs, 2 lacking (whale-fixed, vote-only)", len(rows), runs, lacking)
+	}
+	for i, r := range rows {
+		if j := first[i]; r.RunID != j.ID || r.Accounting != j.Accounting || !r.Done {
+			t.Errorf("row %d: %s under %s (done %v), want %s under %s", i, r.RunID, r.Accounting, r.Done, j.ID, j.Accounting)
+		}
+	}
+	// The rest of the bench, then the report from the record again: the
+	// rows Run returns, vote-only's k from the recorded harness-only run.
+	ran, err := Run(context.Background(), env, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, runs, lacking, err = FromRecord(reader, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 6 || lacking != 0 || len(rows) != len(ran) {
+		t.Fatalf("finished: %d rows (Run: %d), %d runs, %d lacking", len(rows), len(ran), runs, lacking)
+	}
+	for i := range ran {
+		a, b := ran[i], rows[i]
+		if a.RunID != b.RunID || a.Accounting != b.Accounting || a.BestTestMean8 != b.BestTestMean8 || a.VoteK != b.VoteK || a.VoteFrom != b.VoteFrom {
+			t.Errorf("row %d from the record: %s %s %v k %d from %q; Run: %s %s %v k %d from %q", i,
+				b.RunID, b.Accounting, b.BestTestMean8, b.VoteK, b.VoteFrom, a.RunID, a.Accounting, a.BestTestMean8, a.VoteK, a.VoteFrom)
+		}
+	}
+	if _, _, _, err := FromRecord(Env{}, jobs); err == nil {
+		t.Error("a report from the record without a record: no error")
+	}
+	if _, _, _, err := FromRecord(Env{Record: rec, ModelID: "0ther"}, jobs); err == nil || !strings.Contains(err.Error(), "0ther") {
+		t.Errorf("a record of another model: %v", err)
+	}
+}

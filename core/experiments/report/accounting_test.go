@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ledgerRun is a finished run with per-task test scores: solved tasks are
@@ -64,6 +65,9 @@ func TestBothAccountingsAreReportedApart(t *testing.T) {
 		runs = append(runs, w)
 		runs = append(runs, ledgerRun(VoteOnly, AccountingPaper, s, 45, 256))
 	}
+	for i := range runs {
+		runs[i].Compute = time.Minute
+	}
 	dir := t.TempDir()
 	if err := Write(dir, runs, Meta{Command: "whale bench conditions", TrainCalls: 100, SearchCalls: 50, Seeds: 2}); err != nil {
 		t.Fatal(err)
@@ -74,7 +78,9 @@ func TestBothAccountingsAreReportedApart(t *testing.T) {
 	}
 	text := string(md)
 	for _, want := range []string{"# Accounting: paper", "# Accounting: equal-total", "## math (paper)", "## math (equal-total)",
-		"100 + 50 = 150", "| 1.50 |", "100 training calls", "bootstrap over seeds and test tasks"} {
+		"100 + 50 = 150", "| 1.50 |", "100 training calls", "bootstrap over seeds and test tasks",
+		// 14 rows, 12 runs: whale-fixed's stand in both accountings.
+		"- Compute: 12.0 min summed over 12 runs"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("RESULTS.md lacks %q", want)
 		}

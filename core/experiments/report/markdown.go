@@ -123,11 +123,17 @@ func writeDomain(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta 
 	}
 }
 
-// computeText sums the runs' recorded compute time for the header.
+// computeText sums the runs' recorded compute time for the header, each
+// run once (a run that stands in both accountings is two rows).
 func computeText(runs []Run) string {
 	var total time.Duration
 	with, without := 0, 0
+	seen := map[string]bool{}
 	for _, r := range runs {
+		if seen[r.RunID] {
+			continue
+		}
+		seen[r.RunID] = true
 		if r.Compute > 0 {
 			total += r.Compute
 			with++
