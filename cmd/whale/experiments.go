@@ -378,12 +378,14 @@ func newBenchConditionsCmd() *cobra.Command {
 			if err := report.Write(out, runs, meta); err != nil {
 				return err
 			}
-			for _, cell := range report.Table(runs) {
-				if cell.N == 0 {
-					continue // not in this invocation's plan, or not finished
+			for _, t := range report.TablesByAccounting(runs) {
+				for _, cell := range t.Cells {
+					if cell.N == 0 {
+						continue // not in this invocation's plan, or not finished
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%-11s %-8s %-15s %5.1f  [%5.1f, %5.1f]  n=%d\n", t.Accounting, cell.Domain, cell.Condition,
+						100*cell.Mean, 100*cell.CI95[0], 100*cell.CI95[1], cell.N)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-15s %5.1f  [%5.1f, %5.1f]  n=%d\n", cell.Domain, cell.Condition,
-					100*cell.Mean, 100*cell.CI95[0], 100*cell.CI95[1], cell.N)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", out)
 			return nil

@@ -68,6 +68,18 @@ func TestBothAccountingsAreReportedApart(t *testing.T) {
 	for i := range runs {
 		runs[i].Compute = time.Minute
 	}
+	// Per accounting, whale-fixed's two seeds are two runs, not four rows.
+	tables := TablesByAccounting(runs)
+	if len(tables) != 2 || tables[0].Accounting != AccountingPaper || tables[1].Accounting != AccountingEqualTotal {
+		t.Fatalf("tables by accounting: %+v", tables)
+	}
+	for _, tb := range tables {
+		for _, c := range tb.Cells {
+			if c.Condition == WhaleFixed && c.N != 2 {
+				t.Errorf("%s: whale-fixed over %d runs, want its 2 seeds", tb.Accounting, c.N)
+			}
+		}
+	}
 	dir := t.TempDir()
 	if err := Write(dir, runs, Meta{Command: "whale bench conditions", TrainCalls: 100, SearchCalls: 50, Seeds: 2}); err != nil {
 		t.Fatal(err)

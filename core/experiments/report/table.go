@@ -69,6 +69,23 @@ func Table(runs []Run) []Cell {
 	return cells
 }
 
+// AccountingTable is Table over one accounting's runs.
+type AccountingTable struct {
+	Accounting string
+	Cells      []Cell
+}
+
+// TablesByAccounting is Table for each accounting the runs hold, in
+// Accountings order: a run that stands in both accountings is a row of
+// each, so one Table over all of them would count its seed twice.
+func TablesByAccounting(runs []Run) []AccountingTable {
+	var out []AccountingTable
+	for _, a := range accountings(runs) {
+		out = append(out, AccountingTable{Accounting: a, Cells: Table(ofAccounting(runs, a))})
+	}
+	return out
+}
+
 func knownRuns(runs []Run) []Run {
 	var out []Run
 	for _, r := range runs {
