@@ -346,7 +346,7 @@ func newBenchConditionsCmd() *cobra.Command {
 			}
 			t0 := time.Now()
 			var runs []report.Run
-			partial := ""
+			var partial string
 			if reportOnly {
 				if partial, runs, err = reportFromRecord(p, env); err != nil {
 					return err
@@ -364,10 +364,11 @@ func newBenchConditionsCmd() *cobra.Command {
 				return nil
 			}
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
-				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls,
-				Notes: benchNotes(f.modelName, f.modelHash, p, time.Since(t0), env.Record)}
-			if partial != "" {
-				meta.Notes = append([]string{partial}, meta.Notes[:len(meta.Notes)-1]...) // it ran nothing: no time to report
+				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls, Notes: benchNotes(f.modelName, f.modelHash, p)}
+			if reportOnly {
+				meta.Notes = append([]string{partial}, meta.Notes...) // it ran nothing: no time to report
+			} else {
+				meta.Notes = append(meta.Notes, invocationNote(time.Since(t0), env.Record))
 			}
 			switch h, err := os.ReadFile(filepath.Join(out, report.HistoryMD)); {
 			case err == nil:
@@ -410,7 +411,6 @@ func newBenchConditionsCmd() *cobra.Command {
 	return c
 }
 
-// benchNotes says what the numbers rest on.
 // reportFromRecord answers p's jobs from env.Record alone (--report-only)
 // and returns the report's note on what it holds with the rows.
 func reportFromRecord(p experiments.Plan, env experiments.Env) (string, []report.Run, error) {
@@ -430,11 +430,12 @@ func reportFromRecord(p experiments.Plan, env experiments.Env) (string, []report
 	if lacking == 0 {
 		note = fmt.Sprintf("Written with --report-only from the record %s: all of the plan's %d distinct runs are in it.", filepath.Base(env.Record.Path()), total)
 	}
-	return note, runs, nil
+	return note + originsNote(env.Record), runs, nil
 }
 
-func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *experiments.Record) []string {
-	e, i, _ := p.FixedPoint() // the plan's preset was checked when its jobs were made
+// invocationNote says how long this invocation took, which of its runs it
+// read from the record rather than ran, and what builds the record mixes.
+func invocationNote(took time.Duration, rec *experiments.Record) string {
 	read := ""
 	if rec != nil && rec.Reads() > 0 {
 		read = fmt.Sprintf(" %d runs were read from the record %s: they ran in earlier invocations whose store this one does not have (their compute times are those invocations').", rec.Reads(), filepath.Base(rec.Path()))
@@ -442,15 +443,29 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 	if rec != nil && rec.Stale() > 0 {
 		read += fmt.Sprintf(" %d recorded runs were made by code that computes their condition differently (an older experiments.RunsVersion) or recorded without naming their starting model, and were run again.", rec.Stale())
 	}
-	if rec != nil {
-		if origins := rec.Origins(); len(origins) > 1 {
-			var parts []string
-			for _, o := range slices.Sorted(maps.Keys(origins)) {
-				parts = append(parts, fmt.Sprintf("%d from %s", origins[o], o))
-			}
-			read += " The record's runs come from different builds or kernels (" + strings.Join(parts, "; ") + "): each run is deterministic for its build on its machine, but other arithmetic rounds differently, so runs of one condition then differ by more than their seeds."
-		}
+	return fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).%s", took.Round(time.Second), read+originsNote(rec))
+}
+
+// originsNote says, with a leading space, when the record's runs come from
+// more than one build or kernel set ("" otherwise).
+func originsNote(rec *experiments.Record) string {
+	if rec == nil {
+		return ""
 	}
+	origins := rec.Origins()
+	if len(origins) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, o := range slices.Sorted(maps.Keys(origins)) {
+		parts = append(parts, fmt.Sprintf("%d from %s", origins[o], o))
+	}
+	return " The record's runs come from different builds or kernels (" + strings.Join(parts, "; ") + "): each run is deterministic for its build on its machine, but other arithmetic rounds differently, so runs of one condition then differ by more than their seeds."
+}
+
+// benchNotes says what the numbers rest on.
+func benchNotes(name, sum string, p experiments.Plan) []string {
+	e, i, _ := p.FixedPoint() // the plan's preset was checked when its jobs were made
 	evaluated, err := experiments.EvaluationNote(p)
 	if err != nil {
 		evaluated = "" // the plan's preset was checked when its jobs were made
@@ -460,7 +475,6 @@ func benchNotes(name, sum string, p experiments.Plan, took time.Duration, rec *e
 		fmt.Sprintf("Conditions: weight-only = RSFT under h0; harness-only = harness search (the fragment proposer, paired scoring) over the base weights; vote-only = h0 with SAMPLES = k under its plurality vote, nothing trained or searched, k the seed-matched harness-only run's test-time calls per test episode over h0's (rounded, 1–8; the plan's fixed k, %d, where that run is absent; each row says which); staged = the weight ledger (one budget: half of it), then harness search; fast-slow = each cycle one harness round over a Pareto population (≤ 4 harnesses, per-val-task front) then round(%.2g epoch) weight steps sampling across it; whale-fixed = (E, I) = (%.2g, %d); whale-adaptive = the patience schedule. RSFT trains on every verified-correct sample a voting harness drew, once per distinct completion.", voteKOf(p), p.FastSlowE, e, i),
 		"Test sets: every run is tested on the same 256 test tasks of its domain (data seed of the base model); a seed changes everything the run samples but not the split. Paired differences are bootstrapped over seeds and test tasks together, so their intervals carry the test set's own error.",
 		evaluated,
-		fmt.Sprintf("This invocation took %s on this machine (runs finished earlier are read, not rerun).%s", took.Round(time.Second), read),
 	}
 }
 

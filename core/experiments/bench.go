@@ -364,10 +364,11 @@ func reportRows(jobs []Job, out []report.Run, errs []error, from []string) ([]re
 // opening no store: the report rows of the recorded runs, in job order,
 // vote-only jobs resolved as Run resolves them (from the recorded
 // seed-matched harness-only runs), how many distinct runs the jobs make
-// and how many of them the record does not hold yet. It reads a bench that is still running, in this
-// process or another (whale bench conditions --report-only): the runs it
-// lacks are the report's missing ones. A recorded run of another model or
-// configuration is an error, as it is for Run.
+// and how many of them the record does not hold yet. It reads a bench
+// that is still running, in this process or another (whale bench
+// conditions --report-only): the runs it lacks are the report's missing
+// ones. A recorded run of another model or configuration is an error, as
+// it is for Run.
 func FromRecord(env Env, jobs []Job) (rows []report.Run, runs, lacking int, err error) {
 	if env.Record == nil {
 		return nil, 0, 0, errors.New("experiments: a report from the record needs a record")
