@@ -366,6 +366,7 @@ func newBenchConditionsCmd() *cobra.Command {
 			meta := report.Meta{Command: "whale " + strings.Join(os.Args[1:], " "), Preset: p.Preset, Budget: p.Budget, Seeds: p.Seeds, CurveK: p.CurveK,
 				TrainCalls: p.TrainCalls, SearchCalls: p.SearchCalls, Notes: benchNotes(f.modelName, f.modelHash, p)}
 			if reportOnly {
+				meta.FromRecord = true
 				meta.Notes = append([]string{partial}, meta.Notes...) // it ran nothing: no time to report
 			} else {
 				meta.Notes = append(meta.Notes, invocationNote(time.Since(t0), env.Record))

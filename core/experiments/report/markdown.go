@@ -204,10 +204,18 @@ func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta
 			why = append(why, seedList(c.Unfinished)+" unfinished")
 		}
 		if len(c.Missing) > 0 {
-			why = append(why, seedList(c.Missing)+" never started")
+			if meta.FromRecord {
+				why = append(why, seedList(c.Missing)+" not finished yet")
+			} else {
+				why = append(why, seedList(c.Missing)+" never started")
+			}
 		}
 		if unseen := expect - c.Runs - len(c.Missing); unseen > 0 {
-			why = append(why, plural(unseen, "more seed")+" not in the store")
+			where := " not in the store"
+			if meta.FromRecord {
+				where = " not in the record"
+			}
+			why = append(why, plural(unseen, "more seed")+where)
 		}
 		lines = append(lines, fmt.Sprintf("%s: %d of %d seeds finished (%s).", c.Condition, c.N, expect, strings.Join(why, "; ")))
 	}

@@ -145,6 +145,10 @@ type Meta struct {
 	// run (0: a one-ledger bench at Budget).
 	TrainCalls, SearchCalls int
 	Seeds                   int
+	// FromRecord says the runs were read from a record of finished runs
+	// alone (bench conditions --report-only): a run it lacks may be under
+	// way, so the report calls it absent from the record, not unstarted.
+	FromRecord bool
 	// CurveK is the k of the runs' test measurements at phase boundaries
 	// (the curves and the per-round gains; 0: 8, the best checkpoint's).
 	CurveK int

@@ -426,6 +426,39 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// TestAReportFromTheRecordSaysWhatItCannotSee: read from a record of
+// finished runs alone, a seed the record lacks may be under way, so the
+// report says it has not finished, not that it never started.
+func TestAReportFromTheRecordSaysWhatItCannotSee(t *testing.T) {
+	dir := t.TempDir()
+	var runs []Run
+	for _, r := range synthRuns() {
+		if r.Done {
+			runs = append(runs, r) // a record holds finished runs only
+		}
+	}
+	meta := Meta{Command: "whale bench conditions --report-only", Preset: "small", Budget: 12000, Seeds: 3, FromRecord: true}
+	if err := Write(dir, runs, meta); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, ResultsMD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(md)
+	for _, want := range []string{
+		"staged: 2 of 3 seeds finished (seed 3 not finished yet)",
+		"whale-adaptive: 2 of 3 seeds finished (seed 2 not finished yet)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("RESULTS.md from a record lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "never started") || strings.Contains(text, "not in the store") {
+		t.Errorf("RESULTS.md from a record claims to know what the store holds")
+	}
+}
+
 func TestWriteRejectsBadRuns(t *testing.T) {
 	good := synthRun("math", WeightOnly, 1)
 	cases := []struct {
