@@ -46,6 +46,12 @@ type CPU[T Float] struct {
 	// prefetch, when set, asks the caches for rows rows of n elements, ld
 	// apart: decode attention's next unit (prefetchRows).
 	prefetch func(p []T, ld, rows, n int)
+	// prompt, when set, computes promptTile consecutive rows of a
+	// prompt's span against one KV head as matrix products, where
+	// promptTiles allows (attn_prompt.go); promptStates recycles its
+	// scratch.
+	prompt       func(st *promptState[T], o, qs []T, sp KVSpan, s, r0, kh, grp, hd, qw int, k, v, pk, pv []T, scale T)
+	promptStates sync.Pool
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool
 	// decodeBufs and decodeScratch recycle decode attention's slices
@@ -57,7 +63,7 @@ type CPU[T Float] struct {
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
-		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows}
+		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows, prompt: promptRows}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

@@ -290,15 +290,28 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	// goroutine costs more than it saves. (At 2^18 batch-1 decoding of
 	// bench-small, two units of ~77K flops, ran on one thread: forking them
 	// took BenchmarkCPUAttentionKVDecodeB1 from 4.2–5.5 to 2.6–3.8 µs.)
-	units := attnUnits(dc.units[:0], spans, pks, nu, KVH)
+	tile := 0
+	if c.prompt != nil && promptTiles(hd) {
+		tile = promptTile
+	}
+	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, tile)
 	dc.units = units
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
 		sc := *sb
+		var st *promptState[T]
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
+			if un.tile > 0 {
+				if st == nil {
+					st = c.getPromptState()
+					defer c.promptStates.Put(st)
+				}
+				c.prompt(st, o, qs, sp, s, r, kh, grp, hd, qw, ks[s], vs[s], pks[s], pvs[s], scale)
+				continue
+			}
 			if c.prefetch != nil && lo+j+1 < hi && !sameCache(un, units[lo+j+1]) {
 				// The next unit's own keys and values, while this one
 				// computes (one range each, see kvAt): in a decoding batch
@@ -443,9 +456,21 @@ func (c *CPU[T]) getDecodeScratch(n int) *[]T {
 	return p
 }
 
+// getPromptState returns a worker's scratch for prompt tiles, holding no
+// positions (a pooled one's are another call's).
+func (c *CPU[T]) getPromptState() *promptState[T] {
+	st, ok := c.promptStates.Get().(*promptState[T])
+	if !ok {
+		st = &promptState[T]{}
+	}
+	st.span, st.head, st.n = -1, -1, 0
+	return st
+}
+
 // attnUnit is one unit of AttentionKV's work: a query row of a span
-// against one KV head.
-type attnUnit struct{ span, row, head int32 }
+// against one KV head, or with tile > 0 that many rows from row computed
+// together (promptRows).
+type attnUnit struct{ span, row, head, tile int32 }
 
 // attnUnits orders AttentionKV's n units: span by span, and within a span
 // head by head, its rows in turn; a run of adjacent spans reading the same
@@ -455,13 +480,16 @@ type attnUnit struct{ span, row, head int32 }
 // read from memory once and then from the core's cache, not once a row
 // or a span; and a prompt's causal rows, whose cost grows with their
 // position, split evenly between threads that take a contiguous share of
-// the units each. The order changes no result (units are independent),
-// only which thread computes what when.
+// the units each. With tile > 0 a span of at least tile rows (a prompt)
+// goes in tiles of that many rows (attn_prompt.go), its first Rows%tile
+// rows one at a time. The order and the tiles change no result (units are
+// independent, and a tile gives each row the bits of its own unit), only
+// which thread computes what when.
 // sameCache says units a and b read the same keys and values: one
 // span's rows of one KV head.
 func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head }
 
-func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH int) []attnUnit {
+func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, tile int) []attnUnit {
 	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
@@ -473,8 +501,15 @@ func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH int) [
 		}
 		for kh := 0; kh < KVH; kh++ {
 			for s := a; s < b; s++ {
-				for r := 0; r < spans[s].Rows; r++ {
-					units = append(units, attnUnit{int32(s), int32(r), int32(kh)})
+				rows, tiled := spans[s].Rows, 0
+				if tile > 0 && rows >= tile {
+					tiled = rows - rows%tile
+				}
+				for r := 0; r < rows-tiled; r++ {
+					units = append(units, attnUnit{int32(s), int32(r), int32(kh), 0})
+				}
+				for r := rows - tiled; r < rows; r += tile {
+					units = append(units, attnUnit{int32(s), int32(r), int32(kh), int32(tile)})
 				}
 			}
 		}

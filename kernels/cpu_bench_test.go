@@ -198,3 +198,31 @@ func BenchmarkRoPE(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCPUAttentionKVPrompt times AttentionKV over one prompt of 500
+// rows with the base model's heads (a searchqa prompt computed from
+// scratch), its rows in tiles (promptRows, where the machine has AVX-512)
+// and one at a time.
+func BenchmarkCPUAttentionKVPrompt(b *testing.B) {
+	const rows, H, KVH, hd = 500, 8, 4, 32
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+	cap := (rows + KVCapGranule) / KVCapGranule * KVCapGranule
+	kc, vc := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+	be.CacheWrite(kc, e.in(rows*KVH*hd), Keys, 0, rows, KVH, hd, cap)
+	be.CacheWrite(vc, e.in(rows*KVH*hd), Values, 0, rows, KVH, hd, cap)
+	spans := []KVSpan{{K: kc, V: vc, Cap: cap, Rows: rows}}
+	q, out := e.in(rows*H*hd), be.Alloc(rows*H*hd)
+	flops := float64(4 * H * hd * rows * (rows + 1) / 2) // scores and value sums over the causal positions
+	for _, tiles := range []bool{true, false} {
+		b.Run(fmt.Sprintf("tiles=%v", tiles), func(b *testing.B) {
+			saved := useAVX512
+			defer func() { useAVX512 = saved }()
+			useAVX512 = saved && tiles
+			for i := 0; i < b.N; i++ {
+				be.AttentionKV(out, q, spans, H, KVH, hd)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,107 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPromptTilesMatchRowByRow: a prompt's rows computed in AttentionKV's
+// tiles (promptRows, on an AVX-512 machine) have the bits of the same rows
+// computed one at a time, each as its own span (a decoding step, or a
+// later turn that reuses the prompt's cache), and of the whole span with
+// the tiles turned off; with and without a prefix cache, tiles starting
+// at any position, a cache whose last block is narrower than 8, and one,
+// two and four query heads to a KV head.
+func TestPromptTilesMatchRowByRow(t *testing.T) {
+	if !promptTiles(32) {
+		t.Log("no AVX-512 here: AttentionKV computes every row alone, which this still compares")
+	}
+	for _, sh := range [][3]int{{8, 4, 32}, {8, 2, 32}, {16, 4, 32}, {4, 4, 64}, {2, 2, 96}} {
+		H, KVH, hd := sh[0], sh[1], sh[2]
+		for _, c := range []struct{ pos0, rows, pn int }{
+			{0, 12, 0}, {0, 40, 0}, {5, 29, 0}, {3, 13, 0}, {128, 37, 128}, {128, 12, 128}, {133, 50, 128}, {256, 30, 128},
+		} {
+			name := fmt.Sprintf("H%dKV%dhd%d/pos%d/rows%d/pn%d", H, KVH, hd, c.pos0, c.rows, c.pn)
+			be := NewCPU()
+			e := &opEnv{be: be, rng: rand.New(rand.NewPCG(uint64(c.rows), uint64(hd)))}
+			n, cap := c.pos0+c.rows, c.pos0+c.rows+3
+			k, v := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+			be.CacheWrite(k, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, cap)
+			be.CacheWrite(v, e.in(n*KVH*hd), Values, 0, n, KVH, hd, cap)
+			span := KVSpan{K: k, V: v, Cap: cap, Rows: c.rows, Pos0: c.pos0}
+			if c.pn > 0 {
+				span = splitSpan(be, span, k, v, cap, c.pn, KVH, hd)
+			}
+			q := e.in(c.rows * H * hd)
+			whole := be.Alloc(c.rows * H * hd)
+			be.AttentionKV(whole, q, []KVSpan{span}, H, KVH, hd)
+			alone := be.Alloc(c.rows * H * hd)
+			for r := 0; r < c.rows; r++ {
+				row := span
+				row.Rows, row.Pos0, row.QRow = 1, c.pos0+r, r
+				be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
+			}
+			saved := useAVX512
+			useAVX512 = false
+			untiled := be.Alloc(c.rows * H * hd)
+			be.AttentionKV(untiled, q, []KVSpan{span}, H, KVH, hd)
+			useAVX512 = saved
+			w, a, u := host64(be, whole), host64(be, alone), host64(be, untiled)
+			for i := range w {
+				if math.Float64bits(w[i]) != math.Float64bits(a[i]) || math.Float64bits(w[i]) != math.Float64bits(u[i]) {
+					t.Fatalf("%s: row %d, element %d: %v in the whole span, %v alone, %v without tiles", name, i/(H*hd), i%(H*hd), w[i], a[i], u[i])
+				}
+			}
+		}
+	}
+}
+
+// TestAttnUnitsTilePrompts: with tiles, every (span, row, KV head) is in
+// exactly one unit; a span of at least a tile's rows goes in whole tiles
+// after its first Rows%tile rows, a shorter one row by row; without tiles
+// no unit is a tile.
+func TestAttnUnitsTilePrompts(t *testing.T) {
+	const KVH = 3
+	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}, {Rows: 1, PN: 8}, {Rows: 1, PN: 8}}
+	shared := make([]float32, 8)
+	pks := [][]float32{nil, nil, nil, nil, shared, shared}
+	n := 0
+	for _, sp := range spans {
+		n += sp.Rows * KVH
+	}
+	for _, tile := range []int{0, promptTile} {
+		seen := map[[3]int]int{}
+		tiles := map[int]int{}
+		for _, u := range attnUnits(nil, spans, pks, n, KVH, tile) {
+			rows := 1
+			if u.tile > 0 {
+				rows = int(u.tile)
+				tiles[int(u.span)]++
+			}
+			for r := int(u.row); r < int(u.row)+rows; r++ {
+				seen[[3]int{int(u.span), r, int(u.head)}]++
+			}
+		}
+		for s, sp := range spans {
+			for r := 0; r < sp.Rows; r++ {
+				for kh := 0; kh < KVH; kh++ {
+					if c := seen[[3]int{s, r, kh}]; c != 1 {
+						t.Fatalf("tile %d: span %d row %d head %d in %d units", tile, s, r, kh, c)
+					}
+				}
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("tile %d: units cover %d (span, row, head), want %d", tile, len(seen), n)
+		}
+		want := map[int]int{}
+		if tile > 0 {
+			want = map[int]int{1: 2 * KVH, 3: KVH} // 30 rows: 6 alone, then 2 tiles; 12 rows: 1 tile
+		}
+		if fmt.Sprint(tiles) != fmt.Sprint(want) {
+			t.Errorf("tile %d: tiles per span %v, want %v", tile, tiles, want)
+		}
+	}
+}
