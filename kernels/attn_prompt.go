@@ -52,18 +52,10 @@ type promptState[T Float] struct {
 func (st *promptState[T]) reset(span, head, positions, hd int) {
 	st.span, st.head, st.n = span, head, 0
 	st.ld = roundUp(positions, 32)
-	st.kt = growTo(st.kt, hd*st.ld)
-	st.v = growTo(st.v, positions*hd)
-	st.s = growTo(st.s, promptTile*st.ld)
-	st.ob = growTo(st.ob, promptTile*hd)
-}
-
-// growTo returns s with length n, reallocated only when it is too short.
-func growTo[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
+	st.kt = grow(st.kt, hd*st.ld)
+	st.v = grow(st.v, positions*hd)
+	st.s = grow(st.s, promptTile*st.ld)
+	st.ob = grow(st.ob, promptTile*hd)
 }
 
 // kvTranspose sets dst[d*ld+shift+p] to dimension d of position p of one
@@ -88,7 +80,7 @@ func kvTranspose(dst []float32, ld, shift int, src []float32, cap, hd, from, n i
 func promptRows(st *promptState[float32], o, qs []float32, sp KVSpan, s, r0, kh, grp, hd, qw int, k, v, pk, pv []float32, scale float32) {
 	cp, pn, pcp := sp.Cap, sp.PN, sp.PCap
 	nmax := sp.Pos0 + r0 + promptTile // positions the tile's last row sees
-	if st.span != s || st.head != kh || st.n > nmax || st.ld < nmax {
+	if st.span != s || st.head != kh || st.n > nmax {
 		st.reset(s, kh, sp.Pos0+sp.Rows, hd)
 	}
 	kt, vt := k[kh*hd*cp:(kh+1)*hd*cp], v[kh*hd*cp:(kh+1)*hd*cp]

@@ -35,9 +35,9 @@ type gemmScratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
 
-func grow(s []float32, n int) []float32 {
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float32, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }

@@ -193,6 +193,11 @@ func reachText(c Cell) string {
 // writeMissing states plainly which runs are not in the averages and which
 // runs spent more than the budget, so an unequal comparison is visible.
 func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta Meta) {
+	// A record holds finished runs only: a run it lacks may be under way.
+	absent, unstored := " never started", " not in the store"
+	if meta.FromRecord {
+		absent, unstored = " not finished yet", " not in the record"
+	}
 	var lines []string
 	for _, c := range cells {
 		expect := max(c.Seeds, meta.Seeds)
@@ -204,18 +209,10 @@ func writeMissing(b *bytes.Buffer, runs []Run, cells []Cell, domain string, meta
 			why = append(why, seedList(c.Unfinished)+" unfinished")
 		}
 		if len(c.Missing) > 0 {
-			if meta.FromRecord {
-				why = append(why, seedList(c.Missing)+" not finished yet")
-			} else {
-				why = append(why, seedList(c.Missing)+" never started")
-			}
+			why = append(why, seedList(c.Missing)+absent)
 		}
 		if unseen := expect - c.Runs - len(c.Missing); unseen > 0 {
-			where := " not in the store"
-			if meta.FromRecord {
-				where = " not in the record"
-			}
-			why = append(why, plural(unseen, "more seed")+where)
+			why = append(why, plural(unseen, "more seed")+unstored)
 		}
 		lines = append(lines, fmt.Sprintf("%s: %d of %d seeds finished (%s).", c.Condition, c.N, expect, strings.Join(why, "; ")))
 	}
