@@ -60,21 +60,33 @@ func TestPromptTilesMatchRowByRow(t *testing.T) {
 
 // TestAttnUnitsTilePrompts: with tiles, every (span, row, KV head) is in
 // exactly one unit; a span of at least a tile's rows goes in whole tiles
-// after its first Rows%tile rows, a shorter one row by row; without tiles
-// no unit is a tile.
+// after its first Rows%tile rows, a shorter one row by row, and a run of
+// spans sharing a prefix as one unit a head for their untiled rows when
+// they and the query heads a KV head make a four-row tile; without tiles
+// no unit is a tile or a run.
 func TestAttnUnitsTilePrompts(t *testing.T) {
 	const KVH = 3
-	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}, {Rows: 1, PN: 8}, {Rows: 1, PN: 8}}
-	shared := make([]float32, 8)
-	pks := [][]float32{nil, nil, nil, nil, shared, shared}
+	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}, {Rows: 1, PN: 8}, {Rows: 1, PN: 8},
+		{Rows: 1, PN: 8}, {Rows: 15, PN: 8}, {Rows: 1, PN: 8}}
+	shared, other, third := make([]float32, 8), make([]float32, 8), make([]float32, 8)
+	pks := [][]float32{nil, nil, nil, nil, shared, shared, other, other, third}
 	n := 0
 	for _, sp := range spans {
 		n += sp.Rows * KVH
 	}
-	for _, tile := range []int{0, promptTile} {
+	for _, c := range []struct{ tile, grp int }{{0, 2}, {promptTile, 1}, {promptTile, 2}} {
 		seen := map[[3]int]int{}
-		tiles := map[int]int{}
-		for _, u := range attnUnits(nil, spans, pks, n, KVH, tile) {
+		tiles, groups := map[int]int{}, map[int]int{}
+		for _, u := range attnUnits(nil, spans, pks, n, KVH, c.grp, c.tile) {
+			if u.group > 0 {
+				groups[int(u.span)] += int(u.group)
+				for s := int(u.span); s < int(u.span+u.group); s++ {
+					for r := range untiledRows(spans[s].Rows, c.tile) {
+						seen[[3]int{s, r, int(u.head)}]++
+					}
+				}
+				continue
+			}
 			rows := 1
 			if u.tile > 0 {
 				rows = int(u.tile)
@@ -87,21 +99,29 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 		for s, sp := range spans {
 			for r := 0; r < sp.Rows; r++ {
 				for kh := 0; kh < KVH; kh++ {
-					if c := seen[[3]int{s, r, kh}]; c != 1 {
-						t.Fatalf("tile %d: span %d row %d head %d in %d units", tile, s, r, kh, c)
+					if k := seen[[3]int{s, r, kh}]; k != 1 {
+						t.Fatalf("tile %d grp %d: span %d row %d head %d in %d units", c.tile, c.grp, s, r, kh, k)
 					}
 				}
 			}
 		}
 		if len(seen) != n {
-			t.Fatalf("tile %d: units cover %d (span, row, head), want %d", tile, len(seen), n)
+			t.Fatalf("tile %d grp %d: units cover %d (span, row, head), want %d", c.tile, c.grp, len(seen), n)
 		}
-		want := map[int]int{}
-		if tile > 0 {
-			want = map[int]int{1: 2 * KVH, 3: KVH} // 30 rows: 6 alone, then 2 tiles; 12 rows: 1 tile
+		wantTiles, wantGroups := map[int]int{}, map[int]int{}
+		if c.tile > 0 {
+			// 30 rows: 6 alone, then 2 tiles; 12 and 15 rows: 1 tile.
+			wantTiles = map[int]int{1: 2 * KVH, 3: KVH, 7: KVH}
+			// Spans 6 and 7 share a prefix: 1 + 3 untiled rows, a run at
+			// either grp; spans 4 and 5 (1 + 1 rows) only with 2 heads
+			// a KV head; span 8 is alone.
+			wantGroups = map[int]int{6: 2 * KVH}
+			if c.grp == 2 {
+				wantGroups[4] = 2 * KVH
+			}
 		}
-		if fmt.Sprint(tiles) != fmt.Sprint(want) {
-			t.Errorf("tile %d: tiles per span %v, want %v", tile, tiles, want)
+		if fmt.Sprint(tiles) != fmt.Sprint(wantTiles) || fmt.Sprint(groups) != fmt.Sprint(wantGroups) {
+			t.Errorf("tile %d grp %d: tiles per span %v, runs %v; want %v, %v", c.tile, c.grp, tiles, groups, wantTiles, wantGroups)
 		}
 	}
 }

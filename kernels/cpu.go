@@ -52,6 +52,11 @@ type CPU[T Float] struct {
 	// scratch.
 	prompt       func(st *promptState[T], o, qs []T, sp KVSpan, s, r0, kh, grp, hd, qw int, k, v, pk, pv []T, scale T)
 	promptStates sync.Pool
+	// shared, set with prompt, computes the untiled rows of a run of
+	// spans sharing a prefix cache against one KV head, the prefix as
+	// matrix products (attn_shared.go); sharedStates recycles its scratch.
+	shared       func(st *sharedState, o, qs []T, spans []KVSpan, first, count, tile int, ks, vs [][]T, pk, pv []T, kh, grp, hd, qw int, scale T)
+	sharedStates sync.Pool
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool
 	// decodeBufs and decodeScratch recycle decode attention's slices
@@ -63,7 +68,7 @@ type CPU[T Float] struct {
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
-		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows, prompt: promptRows}
+		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows, prompt: promptRows, shared: sharedRows}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

@@ -294,16 +294,25 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.prompt != nil && promptTiles(hd) {
 		tile = promptTile
 	}
-	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, tile)
+	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, tile)
 	dc.units = units
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
 		sc := *sb
 		var st *promptState[T]
+		var sh *sharedState
 		for j, un := range units[lo:hi] {
 			s, r, kh := int(un.span), int(un.row), int(un.head)
 			sp := spans[s]
+			if un.group > 0 {
+				if sh == nil {
+					sh = c.getSharedState()
+					defer c.sharedStates.Put(sh)
+				}
+				c.shared(sh, o, qs, spans, s, int(un.group), tile, ks, vs, pks[s], pvs[s], kh, grp, hd, qw, scale)
+				continue
+			}
 			if un.tile > 0 {
 				if st == nil {
 					st = c.getPromptState()
@@ -467,10 +476,24 @@ func (c *CPU[T]) getPromptState() *promptState[T] {
 	return st
 }
 
+// getSharedState returns a worker's scratch for runs sharing a prefix.
+func (c *CPU[T]) getSharedState() *sharedState {
+	if sh, ok := c.sharedStates.Get().(*sharedState); ok {
+		return sh
+	}
+	return &sharedState{}
+}
+
 // attnUnit is one unit of AttentionKV's work: a query row of a span
-// against one KV head, or with tile > 0 that many rows from row computed
-// together (promptRows).
-type attnUnit struct{ span, row, head, tile int32 }
+// against one KV head; with tile > 0 that many rows from row computed
+// together (promptRows); with group > 0 the untiled rows of that many
+// spans from span, which share a prefix cache, computed together
+// (sharedRows).
+type attnUnit struct{ span, row, head, tile, group int32 }
+
+// sameCache says units a and b read the same keys and values: one
+// span's rows of one KV head.
+func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head }
 
 // attnUnits orders AttentionKV's n units: span by span, and within a span
 // head by head, its rows in turn; a run of adjacent spans reading the same
@@ -482,14 +505,12 @@ type attnUnit struct{ span, row, head, tile int32 }
 // position, split evenly between threads that take a contiguous share of
 // the units each. With tile > 0 a span of at least tile rows (a prompt)
 // goes in tiles of that many rows (attn_prompt.go), its first Rows%tile
-// rows one at a time. The order and the tiles change no result (units are
-// independent, and a tile gives each row the bits of its own unit), only
-// which thread computes what when.
-// sameCache says units a and b read the same keys and values: one
-// span's rows of one KV head.
-func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head }
-
-func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, tile int) []attnUnit {
+// rows one at a time; and a run sharing a prefix whose untiled rows times
+// grp (query heads a KV head) make at least sharedMinRows goes as one
+// unit a head for those rows (attn_shared.go). The order and the tiles
+// change no result (units are independent, and a tile gives each row the
+// bits of its own unit), only which thread computes what when.
+func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, grp, tile int) []attnUnit {
 	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
@@ -499,17 +520,28 @@ func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, tile 
 		for b < len(spans) && samePrefix(a, b) {
 			b++
 		}
+		group := false
+		if tile > 0 && b-a > 1 {
+			rows := 0
+			for _, sp := range spans[a:b] {
+				rows += untiledRows(sp.Rows, tile)
+			}
+			group = rows*grp >= sharedMinRows
+		}
 		for kh := 0; kh < KVH; kh++ {
+			if group {
+				units = append(units, attnUnit{span: int32(a), head: int32(kh), group: int32(b - a)})
+			}
 			for s := a; s < b; s++ {
-				rows, tiled := spans[s].Rows, 0
-				if tile > 0 && rows >= tile {
-					tiled = rows - rows%tile
+				rows := spans[s].Rows
+				untiled := untiledRows(rows, tile)
+				if !group {
+					for r := 0; r < untiled; r++ {
+						units = append(units, attnUnit{span: int32(s), row: int32(r), head: int32(kh)})
+					}
 				}
-				for r := 0; r < rows-tiled; r++ {
-					units = append(units, attnUnit{int32(s), int32(r), int32(kh), 0})
-				}
-				for r := rows - tiled; r < rows; r += tile {
-					units = append(units, attnUnit{int32(s), int32(r), int32(kh), int32(tile)})
+				for r := untiled; r < rows; r += tile {
+					units = append(units, attnUnit{span: int32(s), row: int32(r), head: int32(kh), tile: int32(tile)})
 				}
 			}
 		}
