@@ -94,7 +94,7 @@ func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, first, count, 
 	ld = roundUp(ld, 32) // whole vectors of any row's positions, and the prefix's whole 32-column tiles
 	rows4 := roundUp(rows, 4)
 	// Rows of the transposed keys a cache line longer than the prefix:
-	// at a power-of-two stride (pn is a multiple of KVBlock) the stores
+	// at a power-of-two stride (pn a multiple of 128, say) the stores
 	// of a block's dimensions would all fall in a few of L1's sets.
 	ldk := pn + 16
 	st.kt = grow(st.kt, hd*ldk)

@@ -26,7 +26,7 @@ func TestSharedPrefixRowsMatchAlone(t *testing.T) {
 		{-1, 50, 1}, {1, 2, 1}, {1, 17, 1}, {2, 9, 1}, {0, 12, 1}}
 	for _, sh := range [][3]int{{8, 4, 32}, {8, 2, 32}, {16, 4, 32}, {4, 4, 64}, {2, 2, 96}, {12, 12, 64}} {
 		H, KVH, hd := sh[0], sh[1], sh[2]
-		for _, pn := range []int{128, 256} {
+		for _, pn := range []int{32, 96, 128, 256} {
 			name := fmt.Sprintf("H%dKV%dhd%d/pn%d", H, KVH, hd, pn)
 			be := NewCPU()
 			e := &opEnv{be: be, rng: rand.New(rand.NewPCG(uint64(pn), uint64(hd)))}

@@ -45,13 +45,27 @@ func (t Tensor) View(off, n int) Tensor {
 // positions with CacheCopy.
 //
 // A span may split its positions in two caches: with PN > 0 (a multiple of
-// KVBlock), positions 0..PN-1 are those of the prefix cache PK, PV
+// PrefixGranule(backend)), positions 0..PN-1 are those of the prefix cache PK, PV
 // (capacity PCap ≥ PN: a prompt several sequences share) and position
 // p ≥ PN is row p-PN of K and V; the span's rows must then all sit at
 // positions ≥ PN. A split never changes a result: a row's values are
 // summed in position order, whichever cache holds a position.
-// KVBlock is the granule of the prefix split of a KVSpan.
+// KVBlock is the granule of the prefix split of a KVSpan on a backend
+// that names none (PrefixGranule): the CUDA attention kernel sums a row's
+// scores in blocks of KVBlock positions, so a split elsewhere would change
+// its results.
 const KVBlock = 128
+
+// PrefixGranule is the granule of the prefix split of a KVSpan on be (a
+// span's PN must be a multiple of it): the backend's own where it has a
+// method PrefixGranule() int, KVBlock otherwise. A multiple of it is a
+// multiple of every granule's, so KVBlock splits suit any backend.
+func PrefixGranule(be Backend) int {
+	if g, ok := be.(interface{ PrefixGranule() int }); ok {
+		return g.PrefixGranule()
+	}
+	return KVBlock
+}
 
 // KVKind says whether a KV cache holds keys or values: a backend may lay
 // the two out differently (the CPU backend does: keys in blocks of

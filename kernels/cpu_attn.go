@@ -223,6 +223,18 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 // along the context; values position by position, so that a position's
 // dimensions are vectors. Either way a head's whole cache is one range.
 
+// cpuPrefixGranule is the CPU backend's granule of the prefix split: any
+// multiple of kvBlock keeps the split from changing a result (every sum
+// runs in position order, whichever cache holds a position), and 32 is
+// the prefix tiles' column tile (attn_shared.go). The finer the split,
+// the more of a prompt its samples share: a sample's own cache begins
+// after the prompt's whole granules.
+const cpuPrefixGranule = 32
+
+// PrefixGranule is the CPU backend's granule of the prefix split of a
+// KVSpan (kernels.PrefixGranule).
+func (c *CPU[T]) PrefixGranule() int { return cpuPrefixGranule }
+
 // checkKVSpanPositions panics, naming span i, unless its rows fit its
 // cache after its prefix and the prefix is whole blocks of a cache that
 // holds it, ending before the rows; it returns the positions the span's
@@ -232,7 +244,7 @@ func checkKVSpanPositions(i int, sp KVSpan) int {
 	if n-sp.PN > sp.Cap {
 		panic(fmt.Sprintf("kernels: AttentionKV span %d reaches position %d of a cache of %d after a prefix of %d", i, n, sp.Cap, sp.PN))
 	}
-	if sp.PN > 0 && (sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%KVBlock != 0) {
+	if sp.PN > 0 && (sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%cpuPrefixGranule != 0) {
 		panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
 	}
 	return n

@@ -45,9 +45,10 @@ type promptKV struct {
 }
 
 // prefixLen is where the cache of a sequence with a prompt of P tokens
-// splits: after the whole KVBlocks before its last token (whose logits the
+// splits on a backend whose prefix granule is g (kernels.PrefixGranule):
+// after the whole granules before its last token (whose logits the
 // prefill computes in the sequence's own cache).
-func prefixLen(P int) int { return max(0, P-1) / kernels.KVBlock * kernels.KVBlock }
+func prefixLen(P, g int) int { return max(0, P-1) / g * g }
 
 func tokensKey(t []int32) uint64 {
 	h := fnv.New64a()

@@ -196,8 +196,8 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 type seqState struct {
 	id  int // the caller's id (Stream.Submit; the index in Generate)
 	req *Request
-	// The cache is in two parts, split at pn, the prompt's whole
-	// kernels.KVBlocks: prompt holds positions 0..pn-1, shared with every
+	// The cache is in two parts, split at pn, the prompt's whole granules
+	// of the backend's prefix split (kernels.PrefixGranule): prompt holds positions 0..pn-1, shared with every
 	// sequence of the same prefill whose prompt is identical (the k samples
 	// of a task read it from memory once per step, not k times), and kv,
 	// of capacity cap-pn, the positions from pn on. AttentionKV's results do

@@ -26,7 +26,7 @@ func longModel(t *testing.T) *Model {
 }
 
 // TestSharedPromptIsExact: sequences whose prompts are identical share the
-// cache of the prompt's whole KVBlocks, and still sample exactly what each
+// cache of the prompt's whole granules (kernels.PrefixGranule), and still sample exactly what each
 // samples alone (no sharing, no prefix cache) — for prompts of one, two
 // and three blocks and a bit, and for their next turns, whose prompts
 // extend a finished sequence through the prefix cache and differ after
@@ -46,7 +46,11 @@ func TestSharedPromptIsExact(t *testing.T) {
 	got1 := generate(t, s, turn1...)
 	// Each prompt's first sample fills the shared blocks; the other four
 	// read them.
-	wantShared := int64(4 * (1 + 2 + 2) * kernels.KVBlock)
+	g := kernels.PrefixGranule(m.be)
+	wantShared := int64(0)
+	for _, P := range []int{kernels.KVBlock + 20, 2*kernels.KVBlock + 3, 3*kernels.KVBlock - 1} {
+		wantShared += int64(4 * prefixLen(P, g))
+	}
 	if st := s.Stats(); st.SharedTokens != wantShared {
 		t.Errorf("shared %d prompt positions, want %d", st.SharedTokens, wantShared)
 	}
@@ -65,11 +69,11 @@ func TestSharedPromptIsExact(t *testing.T) {
 	// and two of the middle one's, for all five samples, and the longest
 	// one's three where two completions begin with the same token.
 	for i, r := range turn2 {
-		pn := prefixLen(len(r.Prompt))
+		pn := prefixLen(len(r.Prompt), g)
 		shares := func(e Request) bool {
 			return pn > 0 && len(e.Prompt) >= pn && slices.Equal(e.Prompt[:pn], r.Prompt[:pn])
 		}
-		kept := func(e Request) bool { return prefixLen(len(e.Prompt)) == pn && shares(e) }
+		kept := func(e Request) bool { return prefixLen(len(e.Prompt), g) == pn && shares(e) }
 		if slices.ContainsFunc(turn2[:i], shares) || slices.ContainsFunc(turn1, kept) {
 			wantShared += int64(pn)
 		}

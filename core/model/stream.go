@@ -95,7 +95,7 @@ func (st *Stream) submit(id int, r *Request) {
 		return
 	}
 	q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, st.s.m.d.maxPos)
-	q.pn = prefixLen(len(r.Prompt))
+	q.pn = prefixLen(len(r.Prompt), kernels.PrefixGranule(st.s.m.be))
 	st.pending = append(st.pending, q)
 }
 
