@@ -96,7 +96,7 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}
-	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, 0)
+	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, 0, false)
 	dc.units = units
 	// Positions a chunk: whole blocks of kvBlock.
 	cpos := max(kvBlock, bf16ChunkElems/hd&^(kvBlock-1))

@@ -62,14 +62,18 @@ func TestPromptTilesMatchRowByRow(t *testing.T) {
 // exactly one unit; a span of at least a tile's rows goes in whole tiles
 // after its first Rows%tile rows, a shorter one row by row, and a run of
 // spans sharing a prefix as one unit a head for their untiled rows when
-// they and the query heads a KV head make a four-row tile; without tiles
+// they and the query heads a KV head make a twelve-row tile; without tiles
 // no unit is a tile or a run.
 func TestAttnUnitsTilePrompts(t *testing.T) {
 	const KVH = 3
-	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}, {Rows: 1, PN: 8}, {Rows: 1, PN: 8},
-		{Rows: 1, PN: 8}, {Rows: 15, PN: 8}, {Rows: 1, PN: 8}}
 	shared, other, third := make([]float32, 8), make([]float32, 8), make([]float32, 8)
-	pks := [][]float32{nil, nil, nil, nil, shared, shared, other, other, third}
+	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}}
+	pks := [][]float32{nil, nil, nil, nil}
+	for range 6 {
+		spans, pks = append(spans, KVSpan{Rows: 1, PN: 8}), append(pks, shared)
+	}
+	spans = append(spans, KVSpan{Rows: 1, PN: 8}, KVSpan{Rows: 23, PN: 8}, KVSpan{Rows: 1, PN: 8})
+	pks = append(pks, other, other, third)
 	n := 0
 	for _, sp := range spans {
 		n += sp.Rows * KVH
@@ -77,7 +81,7 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 	for _, c := range []struct{ tile, grp int }{{0, 2}, {promptTile, 1}, {promptTile, 2}} {
 		seen := map[[3]int]int{}
 		tiles, groups := map[int]int{}, map[int]int{}
-		for _, u := range attnUnits(nil, spans, pks, n, KVH, c.grp, c.tile) {
+		for _, u := range attnUnits(nil, spans, pks, n, KVH, c.grp, c.tile, true) {
 			if u.group > 0 {
 				groups[int(u.span)] += int(u.group)
 				for s := int(u.span); s < int(u.span+u.group); s++ {
@@ -110,14 +114,14 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 		}
 		wantTiles, wantGroups := map[int]int{}, map[int]int{}
 		if c.tile > 0 {
-			// 30 rows: 6 alone, then 2 tiles; 12 and 15 rows: 1 tile.
-			wantTiles = map[int]int{1: 2 * KVH, 3: KVH, 7: KVH}
-			// Spans 6 and 7 share a prefix: 1 + 3 untiled rows, a run at
-			// either grp; spans 4 and 5 (1 + 1 rows) only with 2 heads
-			// a KV head; span 8 is alone.
-			wantGroups = map[int]int{6: 2 * KVH}
+			// 30 rows: 6 alone, then 2 tiles; 12 and 23 rows: 1 tile.
+			wantTiles = map[int]int{1: 2 * KVH, 3: KVH, 11: KVH}
+			// Spans 10 and 11 share a prefix: 1 + 11 untiled rows, a run
+			// at either grp; spans 4 to 9 (6 rows) only with 2 heads a KV
+			// head; span 12 is alone.
+			wantGroups = map[int]int{10: 2 * KVH}
 			if c.grp == 2 {
-				wantGroups[4] = 2 * KVH
+				wantGroups[4] = 6 * KVH
 			}
 		}
 		if fmt.Sprint(tiles) != fmt.Sprint(wantTiles) || fmt.Sprint(groups) != fmt.Sprint(wantGroups) {

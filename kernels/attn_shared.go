@@ -24,8 +24,12 @@ import "math"
 
 // sharedMinRows is the fewest query rows (rows of the spans × query heads
 // of a KV head) a run of spans sharing a prefix needs for AttentionKV to
-// compute them together: one four-row tile.
-const sharedMinRows = 4
+// compute them together: one whole twelve-row tile. With fewer the decode
+// kernels, reading the prefix from L2 after the first span, were as fast
+// or faster than transposing the prefix's keys for the tiles
+// (BenchmarkCPUAttentionKVDecodeGroups: 2 to 4 samples of a prompt at
+// the base model's heads, 4 to 8 rows, no gain; 6 and 8 samples 1.4×).
+const sharedMinRows = 12
 
 // sharedState is one worker's scratch for a run of spans sharing a
 // prefix: the prefix's keys of one KV head transposed to dimension-major

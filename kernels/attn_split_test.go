@@ -13,14 +13,15 @@ import (
 // positions in order whichever cache holds a position, so the results must
 // be the same bits; the float64 reference sums the two caches apart and is held to
 // 1e-12 relative. Every head grouping the fast kernels handle (1, 2, 4, 8
-// query heads per KV head), one and several blocks in each part, rows of
+// query heads per KV head), splits at every multiple of the CPU's prefix
+// granule (32), one and several blocks in each part, rows of
 // a prefill chunk and of decoding; and float32 against float64 (1e-5
 // relative: a few hundred roundings of terms of order 1).
 func TestAttentionKVSplitPrefix(t *testing.T) {
 	for _, sh := range [][3]int{{4, 4, 8}, {8, 4, 32}, {8, 2, 32}, {8, 1, 16}, {12, 12, 64}} {
 		H, KVH, hd := sh[0], sh[1], sh[2]
-		for _, n := range []int{KVBlock + 1, KVBlock + 9, 2*KVBlock + 1, 3*KVBlock + 40} {
-			for pn := KVBlock; pn < n; pn += KVBlock {
+		for _, n := range []int{cpuPrefixGranule + 5, KVBlock + 1, KVBlock + 9, 2*KVBlock + 1, 3*KVBlock + 40} {
+			for pn := cpuPrefixGranule; pn < n; pn += cpuPrefixGranule {
 				for _, rows := range []int{1, 3} {
 					if n-rows < pn {
 						continue

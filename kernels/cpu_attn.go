@@ -306,7 +306,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.prompt != nil && promptTiles(hd) {
 		tile = promptTile
 	}
-	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, tile)
+	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, tile, c.shared != nil)
 	dc.units = units
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
@@ -517,12 +517,12 @@ func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head
 // position, split evenly between threads that take a contiguous share of
 // the units each. With tile > 0 a span of at least tile rows (a prompt)
 // goes in tiles of that many rows (attn_prompt.go), its first Rows%tile
-// rows one at a time; and a run sharing a prefix whose untiled rows times
+// rows one at a time; and, with shared, a run sharing a prefix whose untiled rows times
 // grp (query heads a KV head) make at least sharedMinRows goes as one
 // unit a head for those rows (attn_shared.go). The order and the tiles
 // change no result (units are independent, and a tile gives each row the
 // bits of its own unit), only which thread computes what when.
-func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, grp, tile int) []attnUnit {
+func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) []attnUnit {
 	units = slices.Grow(units[:0], n)
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
@@ -533,7 +533,7 @@ func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, grp, 
 			b++
 		}
 		group := false
-		if tile > 0 && b-a > 1 {
+		if shared && tile > 0 && b-a > 1 {
 			rows := 0
 			for _, sp := range spans[a:b] {
 				rows += untiledRows(sp.Rows, tile)

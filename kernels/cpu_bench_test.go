@@ -226,3 +226,41 @@ func BenchmarkCPUAttentionKVPrompt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCPUAttentionKVDecodeGroups is one decoding step of the base
+// model's heads for 8 prompts of 512 positions (a prefix of 512 shared)
+// with 1 to 8 samples each, 40 positions past the prompt, with the
+// prefix's rows computed together (sharedRows) and without: where the
+// run's tiles start to pay for transposing the prefix's keys.
+func BenchmarkCPUAttentionKVDecodeGroups(b *testing.B) {
+	const prompts, H, KVH, hd, pn, extra = 8, 8, 4, 32, 512, 40
+	for _, samples := range []int{1, 2, 3, 4, 6, 8} {
+		for _, shared := range []bool{false, true} {
+			b.Run(fmt.Sprintf("samples=%d/shared=%v", samples, shared), func(b *testing.B) {
+				be := NewCPU()
+				if !shared {
+					be.shared = nil
+				}
+				e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+				var spans []KVSpan
+				for p := 0; p < prompts; p++ {
+					pk, pv := be.Alloc(KVH*pn*hd), be.Alloc(KVH*pn*hd)
+					be.CacheWrite(pk, e.in(pn*KVH*hd), Keys, 0, pn, KVH, hd, pn)
+					be.CacheWrite(pv, e.in(pn*KVH*hd), Values, 0, pn, KVH, hd, pn)
+					for s := 0; s < samples; s++ {
+						k, v := be.Alloc(KVH*extra*hd), be.Alloc(KVH*extra*hd)
+						be.CacheWrite(k, e.in(extra*KVH*hd), Keys, 0, extra, KVH, hd, extra)
+						be.CacheWrite(v, e.in(extra*KVH*hd), Values, 0, extra, KVH, hd, extra)
+						spans = append(spans, KVSpan{K: k, V: v, Cap: extra, QRow: len(spans), Rows: 1, Pos0: pn + extra - 1, PK: pk, PV: pv, PCap: pn, PN: pn})
+					}
+				}
+				q, out := e.in(len(spans)*H*hd), be.Alloc(len(spans)*H*hd)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					be.AttentionKV(out, q, spans, H, KVH, hd)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spans)), "ns/row")
+			})
+		}
+	}
+}
