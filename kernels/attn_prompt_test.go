@@ -67,6 +67,8 @@ func TestPromptTilesMatchRowByRow(t *testing.T) {
 func TestAttnUnitsTilePrompts(t *testing.T) {
 	const KVH = 3
 	shared, other, third := make([]float32, 8), make([]float32, 8), make([]float32, 8)
+	// Spans 4 to 9 share a prefix, 10 and 11 another, 12 a third; the
+	// batch holds them interleaved, as slots refilled in turn leave them.
 	spans := []KVSpan{{Rows: 1}, {Rows: 30}, {Rows: 11}, {Rows: 12}}
 	pks := [][]float32{nil, nil, nil, nil}
 	for range 6 {
@@ -74,6 +76,12 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 	}
 	spans = append(spans, KVSpan{Rows: 1, PN: 8}, KVSpan{Rows: 23, PN: 8}, KVSpan{Rows: 1, PN: 8})
 	pks = append(pks, other, other, third)
+	perm := []int{4, 10, 0, 5, 6, 12, 1, 7, 11, 2, 8, 3, 9}
+	spans, pks = permute(spans, perm), permute(pks, perm)
+	at := make([]int, len(perm)) // where span i of the list above now sits
+	for i, p := range perm {
+		at[p] = i
+	}
 	n := 0
 	for _, sp := range spans {
 		n += sp.Rows * KVH
@@ -81,12 +89,17 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 	for _, c := range []struct{ tile, grp int }{{0, 2}, {promptTile, 1}, {promptTile, 2}} {
 		seen := map[[3]int]int{}
 		tiles, groups := map[int]int{}, map[int]int{}
-		for _, u := range attnUnits(nil, spans, pks, n, KVH, c.grp, c.tile, true) {
+		units, order := attnUnits(nil, nil, spans, pks, n, KVH, c.grp, c.tile, true)
+		for _, u := range units {
 			if u.group > 0 {
-				groups[int(u.span)] += int(u.group)
-				for s := int(u.span); s < int(u.span+u.group); s++ {
+				members := order[u.span : u.span+u.group]
+				groups[int(members[0])] += len(members)
+				for _, s := range members {
+					if &pks[s][0] != &pks[members[0]][0] {
+						t.Fatalf("tile %d grp %d: a run holds spans %d and %d of different prefixes", c.tile, c.grp, members[0], s)
+					}
 					for r := range untiledRows(spans[s].Rows, c.tile) {
-						seen[[3]int{s, r, int(u.head)}]++
+						seen[[3]int{int(s), r, int(u.head)}]++
 					}
 				}
 				continue
@@ -115,17 +128,26 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 		wantTiles, wantGroups := map[int]int{}, map[int]int{}
 		if c.tile > 0 {
 			// 30 rows: 6 alone, then 2 tiles; 12 and 23 rows: 1 tile.
-			wantTiles = map[int]int{1: 2 * KVH, 3: KVH, 11: KVH}
+			wantTiles = map[int]int{at[1]: 2 * KVH, at[3]: KVH, at[11]: KVH}
 			// Spans 10 and 11 share a prefix: 1 + 11 untiled rows, a run
 			// at either grp; spans 4 to 9 (6 rows) only with 2 heads a KV
 			// head; span 12 is alone.
-			wantGroups = map[int]int{10: 2 * KVH}
+			wantGroups = map[int]int{at[10]: 2 * KVH}
 			if c.grp == 2 {
-				wantGroups[4] = 6 * KVH
+				wantGroups[at[4]] = 6 * KVH
 			}
 		}
 		if fmt.Sprint(tiles) != fmt.Sprint(wantTiles) || fmt.Sprint(groups) != fmt.Sprint(wantGroups) {
 			t.Errorf("tile %d grp %d: tiles per span %v, runs %v; want %v, %v", c.tile, c.grp, tiles, groups, wantTiles, wantGroups)
 		}
 	}
+}
+
+// permute returns the elements of x in the order perm gives.
+func permute[E any](x []E, perm []int) []E {
+	out := make([]E, len(perm))
+	for i, p := range perm {
+		out[i] = x[p]
+	}
+	return out
 }

@@ -80,16 +80,17 @@ func tileKern(left int) (func(kc int, a []float32, rsa, csa int, b []float32, bo
 }
 
 // sharedRows computes AttentionKV's outputs for KV head kh and its grp
-// query heads of the untiled rows (untiledRows) of spans first ≤ s <
-// first+count, which share one prefix cache (pk, pv: all heads): the
+// query heads of the untiled rows (untiledRows) of the spans members,
+// which share one prefix cache (pk, pv: all heads): the
 // prefix's scores and value sums as tiles over all the rows, each row's
 // own positions with the decode kernels. ks and vs are the spans' own
 // caches, o and qs the call's outputs and queries (qw elements a row).
-func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, first, count, tile int, ks, vs [][]float32, pk, pv []float32, kh, grp, hd, qw int, scale float32) {
-	sp0 := spans[first]
+func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs [][]float32, pk, pv []float32, kh, grp, hd, qw int, scale float32) {
+	sp0 := spans[members[0]]
 	pn, pcp := sp0.PN, sp0.PCap
 	rows, ld := 0, pn
-	for _, sp := range spans[first : first+count] {
+	for _, m := range members {
+		sp := spans[m]
 		if u := untiledRows(sp.Rows, tile); u > 0 {
 			rows += u * grp
 			ld = max(ld, sp.Pos0+u)
@@ -108,7 +109,8 @@ func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, first, count, 
 	st.sums = grow(st.sums, rows)
 	kvTransposeBlocks(st.kt, ldk, pk[kh*hd*pcp:(kh+1)*hd*pcp], hd, pn/kvBlock)
 	x := 0
-	for _, sp := range spans[first : first+count] {
+	for _, m := range members {
+		sp := spans[m]
 		for r := range untiledRows(sp.Rows, tile) {
 			copy(st.q[x*hd:(x+grp)*hd], qs[(sp.QRow+r)*qw+kh*grp*hd:])
 			x += grp
@@ -126,9 +128,9 @@ func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, first, count, 
 	// Each row's own scores and the softmax, as the decode path does them.
 	negInf := float32(math.Inf(-1))
 	x = 0
-	for i, sp := range spans[first : first+count] {
-		s, cp := first+i, sp.Cap
-		kt := ks[s][kh*hd*cp : (kh+1)*hd*cp]
+	for _, m := range members {
+		sp, cp := spans[m], spans[m].Cap
+		kt := ks[m][kh*hd*cp : (kh+1)*hd*cp]
 		for r := range untiledRows(sp.Rows, tile) {
 			n := sp.Pos0 + r + 1
 			ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
@@ -159,9 +161,9 @@ func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, first, count, 
 	// Each row's own values continue its chain; then the division by the
 	// softmax's sum.
 	x = 0
-	for i, sp := range spans[first : first+count] {
-		s, cp := first+i, sp.Cap
-		vt := vs[s][kh*hd*cp : (kh+1)*hd*cp]
+	for _, m := range members {
+		sp, cp := spans[m], spans[m].Cap
+		vt := vs[m][kh*hd*cp : (kh+1)*hd*cp]
 		for r := range untiledRows(sp.Rows, tile) {
 			n := sp.Pos0 + r + 1
 			og := o[(sp.QRow+r)*qw+kh*grp*hd:][:grp*hd]

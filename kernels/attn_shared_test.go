@@ -15,7 +15,8 @@ import (
 // (own positions from 1 to 61, own caches whose last block is narrower
 // than 8), a sample of several rows, a prompt span of 30 rows that shares
 // the prefix (two tiles, six rows in the run), a span without a prefix and
-// a prompt with a single sample; prefixes of 128 and 256 positions; one,
+// a prompt with a single sample, the samples of a prompt not all side by
+// side in the batch; prefixes of 128 and 256 positions; one,
 // two and four query heads a KV head and hd 32, 64 and 96.
 func TestSharedPrefixRowsMatchAlone(t *testing.T) {
 	if !promptTiles(32) {
@@ -23,7 +24,7 @@ func TestSharedPrefixRowsMatchAlone(t *testing.T) {
 	}
 	type spec struct{ prompt, own, rows int } // prompt -1: no prefix
 	specs := []spec{{0, 0, 1}, {0, 3, 1}, {0, 7, 1}, {0, 8, 1}, {0, 40, 3}, {0, 61, 1}, {0, 5, 30},
-		{-1, 50, 1}, {1, 2, 1}, {1, 17, 1}, {2, 9, 1}, {0, 12, 1}}
+		{-1, 50, 1}, {1, 2, 1}, {0, 20, 1}, {1, 17, 1}, {2, 9, 1}, {0, 12, 1}}
 	for _, sh := range [][3]int{{8, 4, 32}, {8, 2, 32}, {16, 4, 32}, {4, 4, 64}, {2, 2, 96}, {12, 12, 64}} {
 		H, KVH, hd := sh[0], sh[1], sh[2]
 		for _, pn := range []int{32, 96, 128, 256} {

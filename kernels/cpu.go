@@ -52,10 +52,10 @@ type CPU[T Float] struct {
 	// scratch.
 	prompt       func(st *promptState[T], o, qs []T, sp KVSpan, s, r0, kh, grp, hd, qw int, k, v, pk, pv []T, scale T)
 	promptStates sync.Pool
-	// shared, set with prompt, computes the untiled rows of a run of
-	// spans sharing a prefix cache against one KV head, the prefix as
+	// shared, set with prompt, computes the untiled rows of the spans
+	// members sharing a prefix cache against one KV head, the prefix as
 	// matrix products (attn_shared.go); sharedStates recycles its scratch.
-	shared       func(st *sharedState, o, qs []T, spans []KVSpan, first, count, tile int, ks, vs [][]T, pk, pv []T, kh, grp, hd, qw int, scale T)
+	shared       func(st *sharedState, o, qs []T, spans []KVSpan, members []int32, tile int, ks, vs [][]T, pk, pv []T, kh, grp, hd, qw int, scale T)
 	sharedStates sync.Pool
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool

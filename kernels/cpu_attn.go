@@ -306,8 +306,8 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.prompt != nil && promptTiles(hd) {
 		tile = promptTile
 	}
-	units := attnUnits(dc.units[:0], spans, pks, nu, KVH, grp, tile, c.shared != nil)
-	dc.units = units
+	units, order := attnUnits(dc.units[:0], dc.order[:0], spans, pks, nu, KVH, grp, tile, c.shared != nil)
+	dc.units, dc.order = units, order
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
@@ -322,7 +322,8 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 					sh = c.getSharedState()
 					defer c.sharedStates.Put(sh)
 				}
-				c.shared(sh, o, qs, spans, s, int(un.group), tile, ks, vs, pks[s], pvs[s], kh, grp, hd, qw, scale)
+				members := order[s : s+int(un.group)]
+				c.shared(sh, o, qs, spans, members, tile, ks, vs, pks[members[0]], pvs[members[0]], kh, grp, hd, qw, scale)
 				continue
 			}
 			if un.tile > 0 {
@@ -333,7 +334,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				c.prompt(st, o, qs, sp, s, r, kh, grp, hd, qw, ks[s], vs[s], pks[s], pvs[s], scale)
 				continue
 			}
-			if c.prefetch != nil && lo+j+1 < hi && !sameCache(un, units[lo+j+1]) {
+			if c.prefetch != nil && lo+j+1 < hi && units[lo+j+1].group == 0 && !sameCache(un, units[lo+j+1]) {
 				// The next unit's own keys and values, while this one
 				// computes (one range each, see kvAt): in a decoding batch
 				// they come from L3 or memory. (A prompt's next row reads
@@ -429,6 +430,7 @@ type decodeBuf[T Float] struct {
 	// The same for bfloat16 caches (attentionKVBF16).
 	ks16, vs16, pks16, pvs16 [][]uint16
 	units                    []attnUnit
+	order                    []int32 // the spans gathered by prefix (attnUnits)
 }
 
 // getDecodeBuf returns a decodeBuf for n spans, reusing one a finished
@@ -498,68 +500,99 @@ func (c *CPU[T]) getSharedState() *sharedState {
 
 // attnUnit is one unit of AttentionKV's work: a query row of a span
 // against one KV head; with tile > 0 that many rows from row computed
-// together (promptRows); with group > 0 the untiled rows of that many
-// spans from span, which share a prefix cache, computed together
-// (sharedRows).
+// together (promptRows); with group > 0 the untiled rows of the spans
+// order[span:span+group] (attnUnits' order), which share a prefix cache,
+// computed together (sharedRows).
 type attnUnit struct{ span, row, head, tile, group int32 }
 
 // sameCache says units a and b read the same keys and values: one
 // span's rows of one KV head.
-func sameCache(a, b attnUnit) bool { return a.span == b.span && a.head == b.head }
+func sameCache(a, b attnUnit) bool {
+	return a.group == 0 && b.group == 0 && a.span == b.span && a.head == b.head
+}
 
-// attnUnits orders AttentionKV's n units: span by span, and within a span
-// head by head, its rows in turn; a run of adjacent spans reading the same
-// prefix cache (the samples of one prompt) goes head by head too, every
-// span of the run in turn. Either way a head's keys and values (hd·n of
-// each, shared by a prompt's rows and by the samples of one prompt) are
-// read from memory once and then from the core's cache, not once a row
-// or a span; and a prompt's causal rows, whose cost grows with their
-// position, split evenly between threads that take a contiguous share of
-// the units each. With tile > 0 a span of at least tile rows (a prompt)
-// goes in tiles of that many rows (attn_prompt.go), its first Rows%tile
-// rows one at a time; and, with shared, a run sharing a prefix whose untiled rows times
-// grp (query heads a KV head) make at least sharedMinRows goes as one
-// unit a head for those rows (attn_shared.go). The order and the tiles
-// change no result (units are independent, and a tile gives each row the
-// bits of its own unit), only which thread computes what when.
-func attnUnits[E any](units []attnUnit, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) []attnUnit {
+// attnUnits orders AttentionKV's n units. The spans that read the same
+// prefix cache (the samples of one prompt, wherever they sit in the
+// batch) are gathered, in the order their prefixes first appear, into
+// order (returned, with units); a span without a prefix is a gathering of
+// its own. A gathering goes head by head, every span of it in turn, and
+// within a span its rows in turn: a head's keys and values (hd·n of each,
+// shared by a prompt's rows and by the samples of one prompt) are read
+// from memory once and then from the core's cache, not once a row or a
+// span; and a prompt's causal rows, whose cost grows with their position,
+// split evenly between threads that take a contiguous share of the units
+// each. With tile > 0 a span of at least tile rows (a prompt) goes in
+// tiles of that many rows (attn_prompt.go), its first Rows%tile rows one
+// at a time; and, with shared, a gathering of spans sharing a prefix
+// whose untiled rows times grp (query heads a KV head) make at least
+// sharedMinRows goes as one unit a head for those rows (attn_shared.go).
+// The order and the tiles change no result (units are independent, and a
+// tile gives each row the bits of its own unit), only which thread
+// computes what when.
+func attnUnits[E any](units []attnUnit, order []int32, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) ([]attnUnit, []int32) {
 	units = slices.Grow(units[:0], n)
+	order = slices.Grow(order[:0], len(spans))
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
 	}
-	for a := 0; a < len(spans); {
-		b := a + 1
-		for b < len(spans) && samePrefix(a, b) {
-			b++
+	// Gather: each span after the earlier ones of its prefix. (A batch
+	// holds a few prompts; the scan over the gatherings' first spans is
+	// short.)
+	var firsts []int32 // order index of each gathering's first span
+	var sizes []int32
+	for i := range spans {
+		g := -1
+		if spans[i].PN > 0 {
+			for j, f := range firsts {
+				if samePrefix(int(order[f]), i) {
+					g = j
+					break
+				}
+			}
 		}
+		if g < 0 {
+			firsts, sizes = append(firsts, int32(len(order))), append(sizes, 0)
+			order = append(order, int32(i))
+			sizes[len(sizes)-1] = 1
+			continue
+		}
+		// Insert after gathering g's last span.
+		at := int(firsts[g] + sizes[g])
+		order = slices.Insert(order, at, int32(i))
+		sizes[g]++
+		for j := g + 1; j < len(firsts); j++ {
+			firsts[j]++
+		}
+	}
+	for g, f := range firsts {
+		members := order[f : f+sizes[g]]
 		group := false
-		if shared && tile > 0 && b-a > 1 {
+		if shared && tile > 0 && len(members) > 1 {
 			rows := 0
-			for _, sp := range spans[a:b] {
-				rows += untiledRows(sp.Rows, tile)
+			for _, s := range members {
+				rows += untiledRows(spans[s].Rows, tile)
 			}
 			group = rows*grp >= sharedMinRows
 		}
 		for kh := 0; kh < KVH; kh++ {
 			if group {
-				units = append(units, attnUnit{span: int32(a), head: int32(kh), group: int32(b - a)})
+				units = append(units, attnUnit{span: f, head: int32(kh), group: sizes[g]})
 			}
-			for s := a; s < b; s++ {
+			for _, s := range members {
 				rows := spans[s].Rows
 				untiled := untiledRows(rows, tile)
 				if !group {
 					for r := 0; r < untiled; r++ {
-						units = append(units, attnUnit{span: int32(s), row: int32(r), head: int32(kh)})
+						units = append(units, attnUnit{span: s, row: int32(r), head: int32(kh)})
 					}
 				}
 				for r := untiled; r < rows; r += tile {
-					units = append(units, attnUnit{span: int32(s), row: int32(r), head: int32(kh), tile: int32(tile)})
+					units = append(units, attnUnit{span: s, row: int32(r), head: int32(kh), tile: int32(tile)})
 				}
 			}
 		}
-		a = b
 	}
-	return units
+	return units, order
 }
 
 // CacheWrite implements Backend.
