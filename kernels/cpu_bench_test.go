@@ -64,15 +64,11 @@ func BenchmarkCPUAttentionKVDecodeShared(b *testing.B) {
 			e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
 			var spans []KVSpan
 			for p := 0; p < prompts; p++ {
-				pk, pv := be.Alloc(KVH*pn*hd), be.Alloc(KVH*pn*hd)
-				be.CacheWrite(pk, e.in(pn*KVH*hd), Keys, 0, pn, KVH, hd, pn)
-				be.CacheWrite(pv, e.in(pn*KVH*hd), Values, 0, pn, KVH, hd, pn)
+				pk, pv := filledCache(be, e, pn, KVH, hd)
 				for s := 0; s < samples; s++ {
 					row := len(spans)
 					if shared {
-						k, v := be.Alloc(KVH*extra*hd), be.Alloc(KVH*extra*hd)
-						be.CacheWrite(k, e.in(extra*KVH*hd), Keys, 0, extra, KVH, hd, extra)
-						be.CacheWrite(v, e.in(extra*KVH*hd), Values, 0, extra, KVH, hd, extra)
+						k, v := filledCache(be, e, extra, KVH, hd)
 						spans = append(spans, KVSpan{K: k, V: v, Cap: extra, QRow: row, Rows: 1, Pos0: n - 1, PK: pk, PV: pv, PCap: pn, PN: pn})
 						continue
 					}
@@ -244,13 +240,9 @@ func BenchmarkCPUAttentionKVDecodeGroups(b *testing.B) {
 				e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
 				var spans []KVSpan
 				for p := 0; p < prompts; p++ {
-					pk, pv := be.Alloc(KVH*pn*hd), be.Alloc(KVH*pn*hd)
-					be.CacheWrite(pk, e.in(pn*KVH*hd), Keys, 0, pn, KVH, hd, pn)
-					be.CacheWrite(pv, e.in(pn*KVH*hd), Values, 0, pn, KVH, hd, pn)
+					pk, pv := filledCache(be, e, pn, KVH, hd)
 					for s := 0; s < samples; s++ {
-						k, v := be.Alloc(KVH*extra*hd), be.Alloc(KVH*extra*hd)
-						be.CacheWrite(k, e.in(extra*KVH*hd), Keys, 0, extra, KVH, hd, extra)
-						be.CacheWrite(v, e.in(extra*KVH*hd), Values, 0, extra, KVH, hd, extra)
+						k, v := filledCache(be, e, extra, KVH, hd)
 						spans = append(spans, KVSpan{K: k, V: v, Cap: extra, QRow: len(spans), Rows: 1, Pos0: pn + extra - 1, PK: pk, PV: pv, PCap: pn, PN: pn})
 					}
 				}
@@ -263,4 +255,13 @@ func BenchmarkCPUAttentionKVDecodeGroups(b *testing.B) {
 			})
 		}
 	}
+}
+
+// filledCache returns a key and a value cache of capacity n, every
+// position filled with random values.
+func filledCache(be *CPU[float32], e *opEnv, n, KVH, hd int) (Tensor, Tensor) {
+	k, v := be.Alloc(KVH*n*hd), be.Alloc(KVH*n*hd)
+	be.CacheWrite(k, e.in(n*KVH*hd), Keys, 0, n, KVH, hd, n)
+	be.CacheWrite(v, e.in(n*KVH*hd), Values, 0, n, KVH, hd, n)
+	return k, v
 }
