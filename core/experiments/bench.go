@@ -93,6 +93,12 @@ type Job struct {
 	VoteK int
 	// prefix is the plan's run id prefix, for a vote-only job's id.
 	prefix string
+	// kFrom is, for a vote-only job of a plan without its seed-matched
+	// harness-only job (--conditions vote-only after the harness-only runs
+	// finished), the job the whole plan would hold: its k comes from that
+	// run, read from the store or the record, as it would in the whole
+	// plan.
+	kFrom *Job
 }
 
 // ledgers reports whether the plan has the paper's two ledgers.
@@ -136,6 +142,22 @@ func (p Plan) Jobs() ([]Job, error) {
 					jobs = append(jobs, j)
 				}
 			}
+		}
+	}
+	if !slices.Contains(conds, report.HarnessOnly) {
+		for i, j := range jobs {
+			if j.Condition != report.VoteOnly {
+				continue
+			}
+			acc := ""
+			if p.ledgers() {
+				acc = report.AccountingPaper
+			}
+			h, err := p.job(report.HarnessOnly, j.Domain, j.Seed, acc)
+			if err != nil {
+				return nil, err
+			}
+			jobs[i].kFrom = &h
 		}
 	}
 	if p.Shard != nil {
@@ -321,8 +343,12 @@ func Run(ctx context.Context, env Env, jobs []Job) ([]report.Run, error) {
 	runIndices(ctx, env, jobs, first, out, errs, cancel)
 	from := make([]string, len(jobs))
 	if ctx.Err() == nil {
+		src, rows, err := voteSources(env, jobs, votes, out, true)
+		if err != nil {
+			return nil, err
+		}
 		for _, i := range votes {
-			if from[i], errs[i] = jobs[i].resolveVote(jobs, out); errs[i] != nil {
+			if from[i], errs[i] = jobs[i].resolveVote(src, rows); errs[i] != nil {
 				break
 			}
 		}
@@ -391,14 +417,27 @@ func FromRecord(env Env, jobs []Job) (rows []report.Run, runs, lacking int, err 
 		}
 		return nil
 	}
+	var src []Job
+	var srcRows []report.Run
 	for pass := 0; pass < 2; pass++ {
 		// Vote-only jobs second: their k comes from the harness-only rows.
+		if pass == 1 {
+			var votes []int
+			for i, j := range jobs {
+				if j.Condition == report.VoteOnly {
+					votes = append(votes, i)
+				}
+			}
+			if src, srcRows, err = voteSources(env, jobs, votes, out, false); err != nil {
+				return nil, 0, 0, err
+			}
+		}
 		for i, j := range jobs {
 			if (j.Condition == report.VoteOnly) != (pass == 1) {
 				continue
 			}
 			if pass == 1 {
-				f, err := jobs[i].resolveVote(jobs, out)
+				f, err := jobs[i].resolveVote(src, srcRows)
 				if err != nil {
 					return nil, 0, 0, err
 				}
@@ -462,6 +501,49 @@ func runIndices(ctx context.Context, env Env, jobs []Job, idx []int, out []repor
 			out[i], errs[i] = out[o], errs[o]
 		}
 	}
+}
+
+// voteSources are the jobs and rows the vote-only jobs at votes take k
+// from: the plan's own (jobs, rows), and the harness-only runs of kFrom
+// that the plan does not hold, read from the store (with useStore) and the
+// record; a run found in neither is left out (its vote keeps the fixed
+// k).
+func voteSources(env Env, jobs []Job, votes []int, rows []report.Run, useStore bool) ([]Job, []report.Run, error) {
+	src, out := jobs, rows
+	seen := map[string]bool{}
+	for _, i := range votes {
+		h := jobs[i].kFrom
+		if h == nil || seen[h.ID] {
+			continue
+		}
+		seen[h.ID] = true
+		r, ok, err := env.lookup(*h, useStore)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			src, out = append(slices.Clip(src), *h), append(slices.Clip(out), r)
+		}
+	}
+	return src, out, nil
+}
+
+// lookup reads job j's finished run from the store (with useStore, where
+// the env has one) or else from the record.
+func (env Env) lookup(j Job, useStore bool) (report.Run, bool, error) {
+	if useStore && env.Store != nil {
+		r, _, err := collect(env.Store, j)
+		switch {
+		case err == nil && r.Done:
+			return r, true, nil
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return r, false, err
+		}
+	}
+	if env.Record != nil {
+		return env.Record.read(j, env.ModelID)
+	}
+	return report.Run{}, false, nil
 }
 
 // resolveVote sets a vote-only job's k (and with it its harness and id)

@@ -292,6 +292,24 @@ func TestABenchRunsBothAccountingsAndTheVoteOnlyControl(t *testing.T) {
 	if err := report.Write(filepath.Join(t.TempDir(), "out"), runs, report.Meta{Command: "test", Preset: "tiny", TrainCalls: 24, SearchCalls: 24, Seeds: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// A plan of vote-only alone over the same runs (--conditions
+	// vote-only after the rest) takes k from the stored harness-only run
+	// all the same: the run the whole plan names.
+	alone := plan
+	alone.Conditions, alone.VoteK = []string{report.VoteOnly}, 7
+	aj, err := alone.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := Run(context.Background(), env, aj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range ar {
+		if r.VoteFrom != report.HarnessOnly || r.VoteK != want || r.RunID != vo.RunID {
+			t.Errorf("vote-only alone (%s): k %d from %q, run %s; want k %d from the harness-only run, run %s", r.Accounting, r.VoteK, r.VoteFrom, r.RunID, want, vo.RunID)
+		}
+	}
 	// Without a harness-only run the plan's fixed k stands, and says so.
 	only := Plan{Domains: []string{"math"}, Seeds: 1, Preset: "tiny", TrainCalls: 24, SearchCalls: 24, DataSeed: 1, Prefix: "u", VoteK: 3,
 		Accountings: []string{report.AccountingPaper}, Conditions: []string{report.VoteOnly}}

@@ -247,6 +247,28 @@ func TestAReportFromTheRecordRunsNothing(t *testing.T) {
 				b.RunID, b.Accounting, b.BestTestMean8, b.VoteK, b.VoteFrom, a.RunID, a.Accounting, a.BestTestMean8, a.VoteK, a.VoteFrom)
 		}
 	}
+	// Vote-only alone, read from the record: k from the recorded
+	// harness-only run the whole plan names, the run Run made.
+	alone := plan
+	alone.Conditions = []string{report.VoteOnly}
+	aj, err := alone.Jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arows, _, alacking, err := FromRecord(reader, aj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range arows {
+		for _, a := range ran {
+			if a.Condition == report.VoteOnly && a.Accounting == b.Accounting && (a.RunID != b.RunID || a.VoteK != b.VoteK || a.VoteFrom != b.VoteFrom) {
+				t.Errorf("vote-only alone from the record: %s k %d from %q; the whole plan: %s k %d from %q", b.RunID, b.VoteK, b.VoteFrom, a.RunID, a.VoteK, a.VoteFrom)
+			}
+		}
+	}
+	if alacking != 0 || len(arows) != 2 {
+		t.Errorf("vote-only alone from the record: %d rows, %d lacking; want 2 (both accountings), none lacking", len(arows), alacking)
+	}
 	if _, _, _, err := FromRecord(Env{}, jobs); err == nil {
 		t.Error("a report from the record without a record: no error")
 	}
