@@ -96,8 +96,8 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}
-	units, order := attnUnits(dc.units[:0], dc.order[:0], spans, pks, nu, KVH, grp, 0, false)
-	dc.units, dc.order = units, order
+	planUnits(&dc.plan, spans, pks, nu, KVH, grp, 0, false)
+	units := dc.plan.units
 	// Positions a chunk: whole blocks of kvBlock.
 	cpos := max(kvBlock, bf16ChunkElems/hd&^(kvBlock-1))
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {

@@ -89,7 +89,9 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 	for _, c := range []struct{ tile, grp int }{{0, 2}, {promptTile, 1}, {promptTile, 2}} {
 		seen := map[[3]int]int{}
 		tiles, groups := map[int]int{}, map[int]int{}
-		units, order := attnUnits(nil, nil, spans, pks, n, KVH, c.grp, c.tile, true)
+		var p unitPlan
+		planUnits(&p, spans, pks, n, KVH, c.grp, c.tile, true)
+		units, order := p.units, p.order
 		for _, u := range units {
 			if u.group > 0 {
 				members := order[u.span : u.span+u.group]

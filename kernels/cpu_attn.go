@@ -306,8 +306,8 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.prompt != nil && promptTiles(hd) {
 		tile = promptTile
 	}
-	units, order := attnUnits(dc.units[:0], dc.order[:0], spans, pks, nu, KVH, grp, tile, c.shared != nil)
-	dc.units, dc.order = units, order
+	planUnits(&dc.plan, spans, pks, nu, KVH, grp, tile, c.shared != nil)
+	units, order := dc.plan.units, dc.plan.order
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
@@ -429,8 +429,7 @@ type decodeBuf[T Float] struct {
 	ks, vs, pks, pvs [][]T
 	// The same for bfloat16 caches (attentionKVBF16).
 	ks16, vs16, pks16, pvs16 [][]uint16
-	units                    []attnUnit
-	order                    []int32 // the spans gathered by prefix (attnUnits)
+	plan                     unitPlan
 }
 
 // getDecodeBuf returns a decodeBuf for n spans, reusing one a finished
@@ -501,7 +500,7 @@ func (c *CPU[T]) getSharedState() *sharedState {
 // attnUnit is one unit of AttentionKV's work: a query row of a span
 // against one KV head; with tile > 0 that many rows from row computed
 // together (promptRows); with group > 0 the untiled rows of the spans
-// order[span:span+group] (attnUnits' order), which share a prefix cache,
+// order[span:span+group] (unitPlan's order), which share a prefix cache,
 // computed together (sharedRows).
 type attnUnit struct{ span, row, head, tile, group int32 }
 
@@ -511,61 +510,73 @@ func sameCache(a, b attnUnit) bool {
 	return a.group == 0 && b.group == 0 && a.span == b.span && a.head == b.head
 }
 
-// attnUnits orders AttentionKV's n units. The spans that read the same
-// prefix cache (the samples of one prompt, wherever they sit in the
+// unitPlan is AttentionKV's order of work (planUnits), kept in a
+// decodeBuf so that planning a call allocates nothing.
+type unitPlan struct {
+	units []attnUnit
+	order []int32 // the spans, gathered by prefix
+	// Scratch: each span's gathering; per gathering its first span, its
+	// size and where its next span goes in order.
+	of, reps, sizes, next []int32
+}
+
+// planUnits orders AttentionKV's n units into p. The spans that read the
+// same prefix cache (the samples of one prompt, wherever they sit in the
 // batch) are gathered, in the order their prefixes first appear, into
-// order (returned, with units); a span without a prefix is a gathering of
-// its own. A gathering goes head by head, every span of it in turn, and
-// within a span its rows in turn: a head's keys and values (hd·n of each,
-// shared by a prompt's rows and by the samples of one prompt) are read
-// from memory once and then from the core's cache, not once a row or a
-// span; and a prompt's causal rows, whose cost grows with their position,
-// split evenly between threads that take a contiguous share of the units
-// each. With tile > 0 a span of at least tile rows (a prompt) goes in
-// tiles of that many rows (attn_prompt.go), its first Rows%tile rows one
-// at a time; and, with shared, a gathering of spans sharing a prefix
-// whose untiled rows times grp (query heads a KV head) make at least
-// sharedMinRows goes as one unit a head for those rows (attn_shared.go).
-// The order and the tiles change no result (units are independent, and a
-// tile gives each row the bits of its own unit), only which thread
-// computes what when.
-func attnUnits[E any](units []attnUnit, order []int32, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) ([]attnUnit, []int32) {
-	units = slices.Grow(units[:0], n)
-	order = slices.Grow(order[:0], len(spans))
+// p.order; a span without a prefix is a gathering of its own. A gathering
+// goes head by head, every span of it in turn, and within a span its rows
+// in turn: a head's keys and values (hd·n of each, shared by a prompt's
+// rows and by the samples of one prompt) are read from memory once and
+// then from the core's cache, not once a row or a span; and a prompt's
+// causal rows, whose cost grows with their position, split evenly between
+// threads that take a contiguous share of the units each. With tile > 0 a
+// span of at least tile rows (a prompt) goes in tiles of that many rows
+// (attn_prompt.go), its first Rows%tile rows one at a time; and, with
+// shared, a gathering of spans sharing a prefix whose untiled rows times
+// grp (query heads a KV head) make at least sharedMinRows goes as one unit
+// a head for those rows (attn_shared.go). The order and the tiles change
+// no result (units are independent, and a tile gives each row the bits of
+// its own unit), only which thread computes what when.
+func planUnits[E any](p *unitPlan, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) {
 	samePrefix := func(i, j int) bool {
 		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
 	}
-	// Gather: each span after the earlier ones of its prefix. (A batch
-	// holds a few prompts; the scan over the gatherings' first spans is
-	// short.)
-	var firsts []int32 // order index of each gathering's first span
-	var sizes []int32
+	// Each span joins the gathering of the first earlier span with its
+	// prefix (a batch holds a few prompts: the scan is short), then the
+	// gatherings are laid out one after another in order, each in batch
+	// order.
+	p.of, p.order = grow(p.of, len(spans)), grow(p.order, len(spans))
+	p.reps, p.sizes = p.reps[:0], p.sizes[:0]
 	for i := range spans {
-		g := -1
+		g := len(p.reps)
 		if spans[i].PN > 0 {
-			for j, f := range firsts {
-				if samePrefix(int(order[f]), i) {
+			for j, r := range p.reps {
+				if samePrefix(int(r), i) {
 					g = j
 					break
 				}
 			}
 		}
-		if g < 0 {
-			firsts, sizes = append(firsts, int32(len(order))), append(sizes, 0)
-			order = append(order, int32(i))
-			sizes[len(sizes)-1] = 1
-			continue
+		if g == len(p.reps) {
+			p.reps, p.sizes = append(p.reps, int32(i)), append(p.sizes, 0)
 		}
-		// Insert after gathering g's last span.
-		at := int(firsts[g] + sizes[g])
-		order = slices.Insert(order, at, int32(i))
-		sizes[g]++
-		for j := g + 1; j < len(firsts); j++ {
-			firsts[j]++
-		}
+		p.of[i] = int32(g)
+		p.sizes[g]++
 	}
-	for g, f := range firsts {
-		members := order[f : f+sizes[g]]
+	p.next = grow(p.next, len(p.reps))
+	at := int32(0)
+	for g, size := range p.sizes {
+		p.next[g] = at
+		at += size
+	}
+	for i, g := range p.of {
+		p.order[p.next[g]] = int32(i)
+		p.next[g]++
+	}
+	p.units = slices.Grow(p.units[:0], n)
+	f := int32(0) // the gathering's first place in order
+	for _, size := range p.sizes {
+		members := p.order[f : f+size]
 		group := false
 		if shared && tile > 0 && len(members) > 1 {
 			rows := 0
@@ -576,23 +587,23 @@ func attnUnits[E any](units []attnUnit, order []int32, spans []KVSpan, pks [][]E
 		}
 		for kh := 0; kh < KVH; kh++ {
 			if group {
-				units = append(units, attnUnit{span: f, head: int32(kh), group: sizes[g]})
+				p.units = append(p.units, attnUnit{span: f, head: int32(kh), group: size})
 			}
 			for _, s := range members {
 				rows := spans[s].Rows
 				untiled := untiledRows(rows, tile)
 				if !group {
 					for r := 0; r < untiled; r++ {
-						units = append(units, attnUnit{span: s, row: int32(r), head: int32(kh)})
+						p.units = append(p.units, attnUnit{span: s, row: int32(r), head: int32(kh)})
 					}
 				}
 				for r := untiled; r < rows; r += tile {
-					units = append(units, attnUnit{span: s, row: int32(r), head: int32(kh), tile: int32(tile)})
+					p.units = append(p.units, attnUnit{span: s, row: int32(r), head: int32(kh), tile: int32(tile)})
 				}
 			}
 		}
+		f += size
 	}
-	return units, order
 }
 
 // CacheWrite implements Backend.
