@@ -50,20 +50,35 @@ type promptKV struct {
 // prefill computes in the sequence's own cache).
 func prefixLen(P, g int) int { return max(0, P-1) / g * g }
 
+// tokensKey is the key of a prompt cache of tokens in Sampler.prompts.
 func tokensKey(t []int32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, x := range t {
-		binary.LittleEndian.PutUint32(b[:], uint32(x))
-		h.Write(b[:])
+	k := prefixKeys(t, max(1, len(t)))
+	if len(k) == 0 {
+		return fnv.New64a().Sum64()
 	}
-	return h.Sum64()
+	return k[0]
 }
 
-// livePrompt returns the filled prompt cache of a running sequence whose
-// first tokens are tokens, or nil.
-func (s *Sampler) livePrompt(tokens []int32) *promptKV {
-	for _, p := range s.prompts[tokensKey(tokens)] {
+// prefixKeys returns the tokensKey of t[:g], t[:2g], … up to the whole
+// granules of t, in one pass.
+func prefixKeys(t []int32, g int) []uint64 {
+	h := fnv.New64a()
+	keys := make([]uint64, 0, len(t)/g)
+	var b [4]byte
+	for i, x := range t {
+		binary.LittleEndian.PutUint32(b[:], uint32(x))
+		h.Write(b[:])
+		if (i+1)%g == 0 {
+			keys = append(keys, h.Sum64())
+		}
+	}
+	return keys
+}
+
+// livePrompt returns the filled prompt cache, under key, of a running
+// sequence whose first tokens are tokens, or nil.
+func (s *Sampler) livePrompt(key uint64, tokens []int32) *promptKV {
+	for _, p := range s.prompts[key] {
 		if slices.Equal(p.tokens, tokens) {
 			return p
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"whale/kernels"
 )
 
 // prefill fills every sequence's cache with its prompt and sets its first
@@ -65,6 +67,8 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 		}
 		if p.dup != nil {
 			// The same prompt: the same prompt cache, filled once.
+			q.pn = p.dup.pn
+			s.allocOwn(q)
 			if q.prompt = p.dup.prompt; q.prompt != nil {
 				q.prompt.refs++
 				s.stats.SharedTokens += int64(q.pn)
@@ -107,36 +111,44 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 	return plans, nw
 }
 
-// sharePrompt gives q (not a duplicate) the cache of its prompt's whole
-// blocks: a running sequence's of the same tokens, one that an earlier
-// prompt of this prefill fills, or a new one that q fills itself (then
-// listed in creators). It returns the wave after which a shared cache is
-// filled (-1: it is, or q fills its own).
+// sharePrompt gives q (not a duplicate) its prompt cache and its own
+// cache. The prompt cache is the longest one whose tokens begin q's prompt,
+// at a whole number of granules up to q.pn: a running sequence's (the
+// first turn of an episode, which the samples' next turns all extend), one
+// that an earlier prompt of this prefill fills, or else a new one of q.pn
+// positions that q fills itself (then listed in creators). A shorter
+// share moves q.pn down to it. It returns the wave after which a shared
+// cache is filled (-1: it is, or q fills its own).
 func (s *Sampler) sharePrompt(q *seqState, p *prefillPlan, creators map[uint64][]*seqState, waveOf map[*seqState]int) int {
+	defer s.allocOwn(q)
 	if q.pn == 0 {
 		return -1
 	}
-	toks := q.req.Prompt[:q.pn]
-	key := tokensKey(toks)
-	blk, ready := s.livePrompt(toks), -1
-	if blk == nil {
-		for _, c := range creators[key] {
-			if slices.Equal(c.prompt.tokens, toks) {
-				blk, ready = c.prompt, waveOf[c]
-				break
+	g := kernels.PrefixGranule(s.m.be)
+	keys := prefixKeys(q.req.Prompt[:q.pn], g)
+	for i := len(keys) - 1; i >= 0; i-- {
+		toks := q.req.Prompt[:(i+1)*g]
+		blk, ready := s.livePrompt(keys[i], toks), -1
+		if blk == nil {
+			for _, c := range creators[keys[i]] {
+				if slices.Equal(c.prompt.tokens, toks) {
+					blk, ready = c.prompt, waveOf[c]
+					break
+				}
 			}
 		}
+		if blk != nil {
+			q.prompt, q.pn = blk, len(toks)
+			blk.refs++
+			s.stats.SharedTokens += int64(q.pn)
+			q.n, q.canon, p.start = q.pn, q.pn, q.pn
+			return ready
+		}
 	}
-	if blk == nil {
-		q.prompt = &promptKV{kv: s.m.kvAlloc(s.pool, q.pn), tokens: slices.Clone(toks), refs: 1}
-		creators[key] = append(creators[key], q)
-		return -1
-	}
-	q.prompt = blk
-	blk.refs++
-	s.stats.SharedTokens += int64(q.pn)
-	q.n, q.canon, p.start = q.pn, q.pn, q.pn
-	return ready
+	toks := q.req.Prompt[:q.pn]
+	q.prompt = &promptKV{kv: s.m.kvAlloc(s.pool, q.pn), tokens: slices.Clone(toks), refs: 1}
+	creators[keys[len(keys)-1]] = append(creators[keys[len(keys)-1]], q)
+	return -1
 }
 
 // prefillWave computes the prompts of wave w in batched forward passes of

@@ -196,11 +196,12 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 type seqState struct {
 	id  int // the caller's id (Stream.Submit; the index in Generate)
 	req *Request
-	// The cache is in two parts, split at pn, the prompt's whole granules
-	// of the backend's prefix split (kernels.PrefixGranule): prompt holds positions 0..pn-1, shared with every
-	// sequence of the same prefill whose prompt is identical (the k samples
-	// of a task read it from memory once per step, not k times), and kv,
-	// of capacity cap-pn, the positions from pn on. AttentionKV's results do
+	// The cache is in two parts, split at pn, a whole number of granules
+	// of the backend's prefix split (kernels.PrefixGranule): prompt holds
+	// positions 0..pn-1, shared with every sequence whose prompt begins
+	// with the same tokens (the k samples of a task, and their next turns,
+	// read them from memory once per step, not k times), and kv, of
+	// capacity cap-pn, the positions from pn on. AttentionKV's results do
 	// not depend on the split, so nothing sampled does.
 	prompt *promptKV
 	pn     int

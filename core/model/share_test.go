@@ -62,19 +62,15 @@ func TestSharedPromptIsExact(t *testing.T) {
 		turn2 = append(turn2, r)
 	}
 	got2 := generate(t, s, turn2...)
-	// Next turns (one prefill) share the blocks whose tokens an earlier
-	// prompt of theirs has, or a first turn's prompt cache, which the
-	// prefix cache's entries keep (the finished sequences' caches are
-	// taken over, not copied): the first block of the shortest prompt's
-	// and two of the middle one's, for all five samples, and the longest
-	// one's three where two completions begin with the same token.
+	// Next turns (one prefill) share the longest prompt cache their prompt
+	// begins with: their first turn's, which the prefix cache's entries keep
+	// (the finished sequences' caches are taken over, not copied), so all
+	// five samples of a prompt read its first turn's positions from one
+	// cache.
 	for i, r := range turn2 {
-		pn := prefixLen(len(r.Prompt), g)
-		shares := func(e Request) bool {
-			return pn > 0 && len(e.Prompt) >= pn && slices.Equal(e.Prompt[:pn], r.Prompt[:pn])
-		}
-		kept := func(e Request) bool { return prefixLen(len(e.Prompt), g) == pn && shares(e) }
-		if slices.ContainsFunc(turn2[:i], shares) || slices.ContainsFunc(turn1, kept) {
+		if pn := prefixLen(len(turn1[i].Prompt), g); prefixLen(len(r.Prompt), g) < pn {
+			t.Fatalf("turn 2 of %s: prefix %d shorter than its first turn's", r.Key, prefixLen(len(r.Prompt), g))
+		} else {
 			wantShared += int64(pn)
 		}
 	}
@@ -85,6 +81,38 @@ func TestSharedPromptIsExact(t *testing.T) {
 		want := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]
 		if got := append(got1, got2...)[i]; !sameCompletion(got, want) {
 			t.Fatalf("request %s: shared %v %v, alone %v %v", r.Key, got.Tokens, got.LogProbs, want.Tokens, want.LogProbs)
+		}
+	}
+}
+
+// TestPromptSharesTheLongestCacheItBeginsWith: a prompt that begins with
+// the prompt cache of another prompt in the same prefill shares that cache
+// (computed once, in the earlier wave), even where its own whole granules
+// reach further, and both still sample exactly what each samples alone.
+func TestPromptSharesTheLongestCacheItBeginsWith(t *testing.T) {
+	m := longModel(t)
+	g := kernels.PrefixGranule(m.be)
+	rng := rand.New(rand.NewPCG(3, 9))
+	a := randPrompt(rng, 2*g+5, m.d.V)
+	b := append(slices.Clone(a[:2*g]), randPrompt(rng, 2*g+7, m.d.V)...)
+	c := randPrompt(rng, 3*g+1, m.d.V) // shares nothing: a cache of its own
+	reqs := []Request{
+		{Key: "a", Prompt: a, MaxNewTokens: 8, Temperature: 1, Seed: 4},
+		{Key: "b", Prompt: b, MaxNewTokens: 8, Temperature: 1, Seed: 4},
+		{Key: "c", Prompt: c, MaxNewTokens: 8, Temperature: 1, Seed: 4},
+	}
+	s := NewSampler(m, SamplerOptions{PrefixCacheBytes: -1})
+	got := generate(t, s, reqs...)
+	if st := s.Stats(); st.SharedTokens != int64(2*g) {
+		t.Errorf("shared %d prompt positions, want b's share of a's cache, %d", st.SharedTokens, 2*g)
+	}
+	if n := len(s.prompts); n != 0 {
+		t.Errorf("%d prompt caches still offered after every sequence finished without a prefix cache", n)
+	}
+	for i, r := range reqs {
+		want := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]
+		if !sameCompletion(got[i], want) {
+			t.Fatalf("request %s: shared %v %v, alone %v %v", r.Key, got[i].Tokens, got[i].LogProbs, want.Tokens, want.LogProbs)
 		}
 	}
 }
@@ -118,7 +146,7 @@ func TestPrefixEntriesHoldPromptCaches(t *testing.T) {
 	if n := len(s.cache.entries); n != 3 {
 		t.Fatalf("%d prefix entries, want one per finished sample (3)", n)
 	}
-	p := s.livePrompt(prompt[:2*kernels.KVBlock])
+	p := s.livePrompt(tokensKey(prompt[:2*kernels.KVBlock]), prompt[:2*kernels.KVBlock])
 	if p == nil || p.refs != 3 {
 		t.Fatalf("prompt cache after the samples finished: %+v, want it live with the 3 entries' shares", p)
 	}

@@ -95,6 +95,8 @@ func (st *Stream) submit(id int, r *Request) {
 		return
 	}
 	q.cap = min(len(r.Prompt)+r.MaxNewTokens-1, st.s.m.d.maxPos)
+	// The most a prompt cache may hold; the prefill may share less
+	// (sharePrompt).
 	q.pn = prefixLen(len(r.Prompt), kernels.PrefixGranule(st.s.m.be))
 	st.pending = append(st.pending, q)
 }
@@ -179,9 +181,6 @@ func (st *Stream) step(ctx context.Context) error {
 	if n := st.admissible(); n > 0 {
 		adm := slices.Clone(st.pending[:n])
 		st.pending = slices.Delete(st.pending, 0, n)
-		for _, q := range adm {
-			s.allocOwn(q)
-		}
 		if err := s.prefill(ctx, adm); err != nil {
 			for _, q := range adm {
 				s.freeCaches(q)
