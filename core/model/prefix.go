@@ -22,6 +22,9 @@ type prefixCache struct {
 	used    int64
 	clock   uint64
 	entries []*prefixEntry
+	// held counts the entries holding a share of each prompt cache: its
+	// bytes are counted once, while any entry holds it.
+	held map[*promptKV]int
 }
 
 // entryKV is where an entry's K and V are: the caches of the finished
@@ -44,8 +47,7 @@ func (e entryKV) parts() kvParts {
 }
 
 // bytes counts the own cache and the whole prompt cache at elem bytes an
-// element: a prompt cache shared by several entries is counted in each,
-// so the budget errs on the side of memory.
+// element: the most that keeping e can hold.
 func (e entryKV) bytes(elem int64) int64 {
 	n := int64(e.own.Len())
 	if e.pre != nil {
@@ -58,12 +60,11 @@ type prefixEntry struct {
 	tokens  []int32 // the tokens whose K and V the caches hold
 	kv      entryKV
 	logits  []float32 // next-token logits after tokens
-	bytes   int64
 	lastUse uint64
 }
 
 func newPrefixCache(release func(entryKV), budget, elem int64) *prefixCache {
-	return &prefixCache{release: release, budget: budget, elem: elem}
+	return &prefixCache{release: release, budget: budget, elem: elem, held: map[*promptKV]int{}}
 }
 
 // lookup returns the entry sharing the longest prefix with prompt and the
@@ -101,7 +102,6 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 		}
 	}
 	kv := take()
-	bytes := kv.bytes(c.elem)
 	c.entries = slices.DeleteFunc(c.entries, func(e *prefixEntry) bool {
 		if commonPrefix(e.tokens, tokens) == len(e.tokens) {
 			c.drop(e)
@@ -110,8 +110,13 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 		return false
 	})
 	// Clone the logits: the caller's slice is part of a whole batch's.
-	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, logits: slices.Clone(logits), bytes: bytes, lastUse: c.clock})
-	c.used += bytes
+	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, logits: slices.Clone(logits), lastUse: c.clock})
+	c.used += c.elem * int64(kv.own.Len())
+	if kv.pre != nil {
+		if c.held[kv.pre]++; c.held[kv.pre] == 1 {
+			c.used += c.elem * int64(kv.pre.kv.Len())
+		}
+	}
 	for c.used > c.budget {
 		oldest := 0
 		for i, e := range c.entries {
@@ -124,8 +129,16 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 	}
 }
 
+// drop gives e's caches back and uncounts its bytes: its own cache's, and
+// its prompt cache's when no other entry holds that one.
 func (c *prefixCache) drop(e *prefixEntry) {
-	c.used -= e.bytes
+	c.used -= c.elem * int64(e.kv.own.Len())
+	if p := e.kv.pre; p != nil {
+		if c.held[p]--; c.held[p] == 0 {
+			delete(c.held, p)
+			c.used -= c.elem * int64(p.kv.Len())
+		}
+	}
 	c.release(e.kv)
 }
 

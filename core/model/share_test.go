@@ -132,7 +132,8 @@ func TestLongPromptDecodeMatchesFullForward(t *testing.T) {
 // TestPrefixEntriesHoldPromptCaches: a finished sequence's caches pass to
 // the prefix cache whole, its share of a prompt cache included, so the
 // prompt cache stays offered to later prompts while an entry holds it; the
-// last entry dropped frees it, whether evicted or cleared.
+// last entry dropped frees it, whether evicted or cleared. The budget
+// counts a prompt cache that several entries hold once.
 func TestPrefixEntriesHoldPromptCaches(t *testing.T) {
 	m := longModel(t)
 	rng := rand.New(rand.NewPCG(2, 7))
@@ -150,6 +151,17 @@ func TestPrefixEntriesHoldPromptCaches(t *testing.T) {
 	if p == nil || p.refs != 3 {
 		t.Fatalf("prompt cache after the samples finished: %+v, want it live with the 3 entries' shares", p)
 	}
+	// The entries' bytes count the prompt cache they share once.
+	want := s.cache.elem * int64(p.kv.Len())
+	for _, e := range s.cache.entries {
+		if e.kv.pre != p {
+			t.Fatalf("an entry holds prompt cache %p, want the samples' %p", e.kv.pre, p)
+		}
+		want += s.cache.elem * int64(e.kv.own.Len())
+	}
+	if s.cache.used != want {
+		t.Fatalf("prefix cache counts %d bytes, want %d (the shared prompt cache once)", s.cache.used, want)
+	}
 	// A later request with the same first blocks shares them again.
 	before := s.Stats().SharedTokens
 	generate(t, s, Request{Key: "later", Prompt: append(slices.Clone(prompt), 9), MaxNewTokens: 2, Temperature: 1, Seed: 1})
@@ -157,7 +169,7 @@ func TestPrefixEntriesHoldPromptCaches(t *testing.T) {
 		t.Fatalf("later request shared %d positions, want %d", got, 2*kernels.KVBlock)
 	}
 	s.cache.clear()
-	if len(s.prompts) != 0 || p.refs != 0 {
-		t.Fatalf("after clear: %d live prompt caches, refs %d; want none", len(s.prompts), p.refs)
+	if len(s.prompts) != 0 || p.refs != 0 || s.cache.used != 0 {
+		t.Fatalf("after clear: %d live prompt caches, refs %d, %d bytes counted; want none", len(s.prompts), p.refs, s.cache.used)
 	}
 }
