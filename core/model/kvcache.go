@@ -42,6 +42,9 @@ type promptKV struct {
 	tokens []int32
 	refs   int
 	live   bool // filled, and in Sampler.prompts for others to share
+	// cached counts the prefix cache's entries among the refs: the cache
+	// counts the bytes once while it is above 0 (prefix.go).
+	cached int
 }
 
 // prefixLen is where the cache of a sequence with a prompt of P tokens

@@ -22,9 +22,6 @@ type prefixCache struct {
 	used    int64
 	clock   uint64
 	entries []*prefixEntry
-	// held counts the entries holding a share of each prompt cache: its
-	// bytes are counted once, while any entry holds it.
-	held map[*promptKV]int
 }
 
 // entryKV is where an entry's K and V are: the caches of the finished
@@ -64,7 +61,7 @@ type prefixEntry struct {
 }
 
 func newPrefixCache(release func(entryKV), budget, elem int64) *prefixCache {
-	return &prefixCache{release: release, budget: budget, elem: elem, held: map[*promptKV]int{}}
+	return &prefixCache{release: release, budget: budget, elem: elem}
 }
 
 // lookup returns the entry sharing the longest prefix with prompt and the
@@ -111,12 +108,7 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 	})
 	// Clone the logits: the caller's slice is part of a whole batch's.
 	c.entries = append(c.entries, &prefixEntry{tokens: slices.Clone(tokens), kv: kv, logits: slices.Clone(logits), lastUse: c.clock})
-	c.used += c.elem * int64(kv.own.Len())
-	if kv.pre != nil {
-		if c.held[kv.pre]++; c.held[kv.pre] == 1 {
-			c.used += c.elem * int64(kv.pre.kv.Len())
-		}
-	}
+	c.count(kv, 1)
 	for c.used > c.budget {
 		oldest := 0
 		for i, e := range c.entries {
@@ -129,17 +121,29 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 	}
 }
 
-// drop gives e's caches back and uncounts its bytes: its own cache's, and
-// its prompt cache's when no other entry holds that one.
 func (c *prefixCache) drop(e *prefixEntry) {
-	c.used -= c.elem * int64(e.kv.own.Len())
-	if p := e.kv.pre; p != nil {
-		if c.held[p]--; c.held[p] == 0 {
-			delete(c.held, p)
-			c.used -= c.elem * int64(p.kv.Len())
+	c.count(e.kv, -1)
+	c.release(e.kv)
+}
+
+// count adds (d = 1) or takes away (d = -1) an entry's caches in used: its
+// own cache, and its prompt cache when it is the first entry to hold that
+// one or the last to let it go, so a prompt cache that several entries
+// share is counted once.
+func (c *prefixCache) count(kv entryKV, d int) {
+	n := kv.own.Len()
+	if p := kv.pre; p != nil {
+		if d > 0 {
+			p.cached++
+		}
+		if p.cached == 1 {
+			n += p.kv.Len()
+		}
+		if d < 0 {
+			p.cached--
 		}
 	}
-	c.release(e.kv)
+	c.used += int64(d) * c.elem * int64(n)
 }
 
 // clear drops every entry (the weights changed).
