@@ -119,11 +119,14 @@ func same(what string, a, b int) {
 	}
 }
 
-// Alloc implements Backend.
-func (c *CPU[T]) Alloc(n int) Tensor { return Tensor{buf: make([]T, n), n: n} }
+// Alloc implements Backend. A tensor of 2 MB or more gets its whole 2 MB
+// pages of the Go heap advised for huge pages (heapHugePages).
+func (c *CPU[T]) Alloc(n int) Tensor { return Tensor{buf: heapHugePages(make([]T, n)), n: n} }
 
-// AllocBF16 implements Backend.
-func (c *CPU[T]) AllocBF16(n int) Tensor { return Tensor{buf: make([]uint16, n), n: n} }
+// AllocBF16 implements Backend, with Alloc's advice.
+func (c *CPU[T]) AllocBF16(n int) Tensor {
+	return Tensor{buf: heapHugePages(make([]uint16, n)), n: n}
+}
 
 // Free implements Backend; the garbage collector owns CPU memory.
 func (c *CPU[T]) Free(t Tensor) {}

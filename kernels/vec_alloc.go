@@ -12,6 +12,33 @@ import (
 // GB/s from memory backed by 2 MB pages. HugeBF16 and HugeFloat32 give such
 // memory for weights that are read far more often than they are allocated.
 
+// hugePage is the size of a transparent huge page on amd64 and most arm64
+// kernels.
+const hugePage = 2 << 20
+
+// heapHugePages asks the OS to back the whole 2 MB pages inside s (a Go
+// heap slice of at least 2 MB) with huge pages, and returns s. The memory
+// stays the garbage collector's and its values are untouched; what changes
+// is how the pages come back after the runtime returned them to the OS.
+// A run allocates its KV caches and training activations (a few MB each,
+// thousands a phase) through the backend's Alloc; the runtime hands freed
+// spans back to the OS and the next allocation faults them in again, 4 KB
+// at a time, and on a virtual machine each fault costs microseconds. On the
+// bench workload (whale bench rollouts, searchqa) that was 650-720 thousand
+// faults and 10 % of the process's CPU time; with this advice 230-250
+// thousand (docs/PERFORMANCE.md). Where the OS has no transparent huge
+// pages, or they are off, the advice is refused and nothing changes.
+func heapHugePages[E any](s []E) []E {
+	if len(s) == 0 {
+		return s
+	}
+	size := len(s) * int(unsafe.Sizeof(s[0]))
+	if size >= hugePage {
+		adviseHuge(unsafe.Pointer(unsafe.SliceData(s)), size)
+	}
+	return s
+}
+
 // hugeMaps remembers the mappings handed out, by address of their first
 // element, so FreeHuge can return them.
 var hugeMaps struct {

@@ -6,8 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const hugePage = 2 << 20
-
 // hugeAlloc maps size bytes (rounded up to whole 2 MB pages) and asks for
 // huge pages before anything touches them, so that the first faults map
 // 2 MB at a time. It returns nil when it cannot map.
@@ -31,6 +29,19 @@ func hugeAlloc(size int) unsafe.Pointer {
 	hugeMaps.m[uintptr(p)] = mem
 	hugeMaps.Unlock()
 	return p
+}
+
+// adviseHuge advises the whole 2 MB pages within size bytes at p for
+// transparent huge pages (madvise MADV_HUGEPAGE); an OS that refuses the
+// advice keeps small pages.
+func adviseHuge(p unsafe.Pointer, size int) {
+	addr := uintptr(p)
+	lo := (addr + hugePage - 1) &^ (hugePage - 1)
+	hi := (addr + uintptr(size)) &^ (hugePage - 1)
+	if hi <= lo {
+		return
+	}
+	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, lo-addr)), hi-lo), unix.MADV_HUGEPAGE)
 }
 
 func hugeFree(addr uintptr) {

@@ -8,3 +8,5 @@ import "unsafe"
 func hugeAlloc(size int) unsafe.Pointer { return nil }
 
 func hugeFree(addr uintptr) {}
+
+func adviseHuge(p unsafe.Pointer, size int) {}

@@ -12,8 +12,9 @@
 # prints per run the wall time, the process's CPU time (user + sys,
 # /usr/bin/time), episodes/s, episodes per CPU second, cores busy, the
 # process's peak RSS (/usr/bin/time, VmHWM at exit) and the run's own (the
-# JSON's, where the build reports it) and test mean@8 (equal mean@8 says
-# the builds did the same work); then per domain the medians and NEW over
+# JSON's, where the build reports it), test mean@8 (equal mean@8 says
+# the builds did the same work), and the system CPU time and minor page
+# faults within the CPU time; then per domain the medians and NEW over
 # OLD. Load from other jobs moves every figure, CPU time least (a busy
 # machine slows a run's wall clock far more than its CPU seconds):
 # compare only figures of one invocation.
@@ -93,19 +94,19 @@ for r in $(seq 1 "$rounds"); do
   for d in $doms; do
     for name in "$a" "$b"; do
       start=$(date +%s.%N)
-      out=$(/usr/bin/time -f '%U %S %M' -o "$work/time" "$work/whale-$name" bench rollouts --domain "$d" --json 2>"$work/err" | tail -n 1) || {
+      out=$(/usr/bin/time -f '%U %S %M %R' -o "$work/time" "$work/whale-$name" bench rollouts --domain "$d" --json 2>"$work/err" | tail -n 1) || {
         echo "$name on $d failed:" >&2
         tail -n 5 "$work/err" >&2
         exit 1
       }
       end=$(date +%s.%N)
-      read -r user sys rss <"$work/time"
+      read -r user sys rss faults <"$work/time"
       eps=$(field "$out" episodes_per_s)
       episodes=$(field "$out" episodes)
       run=$(field "$out" peak_rss_bytes)
       mean=$(field "$out" test_mean_at_8)
-      awk -v r="$r" -v d="$d" -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v eps="$eps" -v k="$episodes" -v run="${run:-0}" -v mean="$mean" \
-        'BEGIN { w = e - s; c = u + y; printf "round %d  %-9s %-14s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB (run %5d MiB)  test mean@8 %s\n", r, d, n, w, c, eps, k / c, c / w, m / 1024, run / 1048576, mean }' |
+      awk -v r="$r" -v d="$d" -v n="$name" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v eps="$eps" -v k="$episodes" -v run="${run:-0}" -v mean="$mean" -v f="$faults" \
+        'BEGIN { w = e - s; c = u + y; printf "round %d  %-9s %-14s wall %7.1f s  CPU %7.1f s  episodes/s %6.2f  episodes/CPU-s %6.2f  cores %4.2f  peak RSS %5d MiB (run %5d MiB)  test mean@8 %s  sys %.1f s  page faults %dk\n", r, d, n, w, c, eps, k / c, c / w, m / 1024, run / 1048576, mean, y, f / 1000 }' |
         tee -a "$work/rows"
     done
   done
