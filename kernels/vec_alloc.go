@@ -24,8 +24,8 @@ const hugePage = 2 << 20
 // thousands a phase) through the backend's Alloc; the runtime hands freed
 // spans back to the OS and the next allocation faults them in again, 4 KB
 // at a time, and on a virtual machine each fault costs microseconds. On the
-// bench workload (whale bench rollouts, searchqa) that was 650-720 thousand
-// faults and 10 % of the process's CPU time; with this advice 230-250
+// bench workload (whale bench rollouts, searchqa) that was 620-720 thousand
+// faults and 10 % of the process's CPU time; with this advice 234-294
 // thousand (docs/PERFORMANCE.md). Where the OS has no transparent huge
 // pages, or they are off, the advice is refused and nothing changes.
 func heapHugePages[E any](s []E) []E {

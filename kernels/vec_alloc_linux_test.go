@@ -53,7 +53,7 @@ func TestAllocAdvisesHugePages(t *testing.T) {
 	}
 	be := NewCPU()
 	for _, bf := range []bool{false, true} {
-		n := 3 * hugePage / 4 // 3 pages' bytes in float32, 1.5 in bf16: at least one whole page
+		n := 3 * hugePage / 4 // 6 MB in float32, and 2n elements in bf16: at least two whole pages either way
 		var x Tensor
 		var p unsafe.Pointer
 		if bf {

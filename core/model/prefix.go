@@ -121,6 +121,7 @@ func (c *prefixCache) insert(tokens []int32, logits []float32, need int64, take 
 	}
 }
 
+// drop uncounts e's caches and gives them back.
 func (c *prefixCache) drop(e *prefixEntry) {
 	c.count(e.kv, -1)
 	c.release(e.kv)
