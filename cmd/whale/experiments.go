@@ -424,6 +424,9 @@ func reportFromRecord(p experiments.Plan, env experiments.Env) (string, []report
 		return "", nil, err
 	}
 	if lacking == total {
+		if _, serr := os.Stat(env.Record.Path()); errors.Is(serr, fs.ErrNotExist) {
+			return "", nil, fmt.Errorf("--report-only: there is no record at %s (is it the bench's --out or --record?)", env.Record.Path())
+		}
 		return "", nil, fmt.Errorf("--report-only: the record %s holds none of this plan's %d runs yet (is it the bench's --out or --record, with its flags?)", env.Record.Path(), total)
 	}
 	note := fmt.Sprintf("Partial report, written with --report-only from the record %s while the bench is under way: %d of the plan's %d distinct runs are finished; the others are listed as missing, and every mean and interval is over the seeds finished so far.",

@@ -44,9 +44,18 @@ func TestABenchShardedOverThreeProcessesWritesTheSameReport(t *testing.T) {
 	bench := []string{"bench", "conditions", "--domain", "math", "--preset", "tiny", "--seeds", "2", "--budget", "16",
 		"--conditions", "weight-only,harness-only,vote-only", "--workers", "1", "--model", modelPath}
 	shared := filepath.Join(dir, "shared")
-	// A report from the record before any run has finished says so.
+	// A report from a record that is not there says so, and from a record
+	// before any of the plan's runs has finished says that.
 	partialDB := filepath.Join(dir, "partial.db")
 	if _, err := runWhale(t, append(append([]string(nil), bench...), "--report-only", "--out", shared, "--db", partialDB)...); err == nil ||
+		!strings.Contains(err.Error(), "there is no record at "+filepath.Join(shared, "runs.jsonl")) {
+		t.Fatalf("--report-only without a record: %v", err)
+	}
+	emptyRecord := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(emptyRecord, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runWhale(t, append(append([]string(nil), bench...), "--report-only", "--out", shared, "--record", emptyRecord, "--db", partialDB)...); err == nil ||
 		!strings.Contains(err.Error(), "holds none of this plan's 6 runs") {
 		t.Fatalf("--report-only over an empty record: %v", err)
 	}
