@@ -424,7 +424,7 @@ func reportFromRecord(p experiments.Plan, env experiments.Env) (string, []report
 		return "", nil, err
 	}
 	if lacking == total {
-		if _, serr := os.Stat(env.Record.Path()); errors.Is(serr, fs.ErrNotExist) {
+		if !env.Record.Found() {
 			return "", nil, fmt.Errorf("--report-only: there is no record at %s (is it the bench's --out or --record?)", env.Record.Path())
 		}
 		return "", nil, fmt.Errorf("--report-only: the record %s holds none of this plan's %d runs yet (is it the bench's --out or --record, with its flags?)", env.Record.Path(), total)

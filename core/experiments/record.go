@@ -32,8 +32,9 @@ type Record struct {
 	path  string
 	mu    sync.Mutex
 	rows  map[string]RecordRow
-	reads int // jobs answered from the record
-	stale int // recorded runs of an older RunsVersion, run again
+	found bool // the file existed when opened, or has been written since
+	reads int  // jobs answered from the record
+	stale int  // recorded runs of an older RunsVersion, run again
 }
 
 // RunsVersion is the version of what a condition's runs compute under a
@@ -125,23 +126,23 @@ func (row RecordRow) origin() string {
 // (written on the first Put). Every line must be a finished run's row with
 // a configuration, each run id once; an error names the file and line.
 func OpenRecord(path string) (*Record, error) {
-	rows, err := readRecord(path)
+	rows, found, err := readRecord(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Record{path: path, rows: rows}, nil
+	return &Record{path: path, rows: rows, found: found}, nil
 }
 
 // readRecord reads the rows of the record at path (none for a missing
-// file); see OpenRecord.
-func readRecord(path string) (map[string]RecordRow, error) {
-	rows := map[string]RecordRow{}
+// file, with found false); see OpenRecord.
+func readRecord(path string) (rows map[string]RecordRow, found bool, err error) {
+	rows = map[string]RecordRow{}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rows, nil
+		return rows, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("experiments: record: %w", err)
+		return nil, false, fmt.Errorf("experiments: record: %w", err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 16<<20)
@@ -154,20 +155,20 @@ func readRecord(path string) (map[string]RecordRow, error) {
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&row); err != nil {
-			return nil, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
+			return nil, true, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
 		}
 		if err := row.check(); err != nil {
-			return nil, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
+			return nil, true, fmt.Errorf("experiments: record %s:%d: %w", path, line, err)
 		}
 		if _, dup := rows[row.Run.RunID]; dup {
-			return nil, fmt.Errorf("experiments: record %s:%d: run %s is recorded twice", path, line, row.Run.RunID)
+			return nil, true, fmt.Errorf("experiments: record %s:%d: run %s is recorded twice", path, line, row.Run.RunID)
 		}
 		rows[row.Run.RunID] = row
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("experiments: record %s: %w", path, err)
+		return nil, true, fmt.Errorf("experiments: record %s: %w", path, err)
 	}
-	return rows, nil
+	return rows, true, nil
 }
 
 // check refuses a row the report could not use.
@@ -187,6 +188,14 @@ func (row RecordRow) check() error {
 
 // Path is the record's file.
 func (rec *Record) Path() string { return rec.path }
+
+// Found reports whether the record's file existed when it was opened or
+// has been written since (a missing file opens as an empty record).
+func (rec *Record) Found() bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.found
+}
 
 // Reads is how many jobs the record has answered.
 func (rec *Record) Reads() int {
@@ -293,7 +302,7 @@ func (rec *Record) Put(row RecordRow) error {
 		return fmt.Errorf("experiments: record %s: %w", rec.path, err)
 	}
 	defer unlock()
-	disk, err := readRecord(rec.path)
+	disk, _, err := readRecord(rec.path)
 	if err != nil {
 		return err
 	}
@@ -321,6 +330,7 @@ func (rec *Record) Put(row RecordRow) error {
 		os.Remove(tmp)
 		return fmt.Errorf("experiments: record: %w", err)
 	}
+	rec.found = true
 	return nil
 }
 
