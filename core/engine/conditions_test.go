@@ -431,11 +431,18 @@ func TestRSFTKLRunsAgainstThePhaseStart(t *testing.T) {
 }
 
 // spentItsBudget reports whether a run's budgeted calls are within one
-// val pass of its budget, at the costliest price of a harness it scored:
-// a harness search begins no score the budget cannot pay for at its
-// estimate, and a score costs more than that estimate by at most that.
+// val pass of its budget, at the costliest price of a harness it scored
+// (or, where its archive kept no price, the dearest calls per rollout a
+// harness phase paid): a harness search begins no score the budget cannot
+// pay for at its estimate, and a score costs more than that estimate by
+// at most that.
 func spentItsBudget(e *Engine, calls int) bool {
 	pass := max(len(e.val), costliestPass(e))
+	for _, p := range e.State().Phases {
+		if p.Kind == PhaseHarness && p.Rollouts > 0 {
+			pass = max(pass, (len(e.val)*p.Calls+p.Rollouts-1)/p.Rollouts)
+		}
+	}
 	return calls > e.Cfg.Budget-pass && calls <= e.Cfg.Budget+pass
 }
 

@@ -9,6 +9,7 @@ package weights
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"whale/core/model"
@@ -86,21 +87,54 @@ func countKept(samples []Sample, threshold float64) Stats {
 // sequences turns a sample's calls into training sequences: prompt then
 // completion, with the loss weight w on completion tokens only (the
 // prompt — system, user and tool text — is never trained on).
+//
+// A call whose prompt and completion are, token for token, the start of a
+// later call's prompt (a multi-turn episode's earlier turn, whose context
+// the next turn extends) trains inside that later call's sequence: its
+// completion's positions carry the weight there. Attention is causal, so
+// every such position sees the same tokens before it as in a sequence of
+// its own, and the loss and gradients are the same sum; the earlier
+// turn's prompt is not run through the model a second time (about half of
+// a math step's tokens with the calculator's two turns).
 func sequences(s Sample, w float32) []model.Sequence {
-	out := make([]model.Sequence, 0, len(s.Calls))
-	for _, c := range s.Calls {
+	var rev []model.Sequence // built from the last call back
+	for i := len(s.Calls) - 1; i >= 0; i-- {
+		c := s.Calls[i]
 		if len(c.Completion) == 0 {
 			continue
 		}
-		toks := make([]int32, 0, len(c.Prompt)+len(c.Completion))
+		n := len(c.Prompt) + len(c.Completion)
+		if j := extending(rev, c); j >= 0 {
+			for t := len(c.Prompt); t < n; t++ {
+				rev[j].Mask[t] += w // += keeps a repeated call's term
+			}
+			continue
+		}
+		toks := make([]int32, 0, n)
 		toks = append(append(toks, c.Prompt...), c.Completion...)
-		mask := make([]float32, len(toks))
-		for t := len(c.Prompt); t < len(toks); t++ {
+		mask := make([]float32, n)
+		for t := len(c.Prompt); t < n; t++ {
 			mask[t] = w
 		}
-		out = append(out, model.Sequence{Tokens: toks, Mask: mask})
+		rev = append(rev, model.Sequence{Tokens: toks, Mask: mask})
+	}
+	out := make([]model.Sequence, len(rev))
+	for i, q := range rev {
+		out[len(rev)-1-i] = q
 	}
 	return out
+}
+
+// extending returns the index of the sequence in seqs that starts with c's
+// prompt and completion and is longer, or -1.
+func extending(seqs []model.Sequence, c Call) int {
+	n := len(c.Prompt) + len(c.Completion)
+	for j, q := range seqs {
+		if len(q.Tokens) > n && slices.Equal(q.Tokens[:len(c.Prompt)], c.Prompt) && slices.Equal(q.Tokens[len(c.Prompt):n], c.Completion) {
+			return j
+		}
+	}
+	return -1
 }
 
 func completionTokens(s Sample) int {
