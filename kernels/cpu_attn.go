@@ -82,6 +82,21 @@ func attnHeads(grp, nb int) int {
 // attnHeads), computes the scores with one GEMM, the causal softmax in
 // place and the output with another.
 func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
+	c.attention(out, lse, q, k, v, nil, B, T_, H, KVH, hd)
+}
+
+// AttentionBranches implements BranchAttention.
+func (c *CPU[T]) AttentionBranches(out, lse, q, k, v Tensor, br Branches, B, T_, H, KVH, hd int) {
+	br.check(B, T_)
+	c.attention(out, lse, q, k, v, &br, B, T_, H, KVH, hd)
+}
+
+// attention is Attention over rows laid out as br (nil: one sequence a
+// row). A position's scores are gathered to the keys it sees for the
+// softmax and put back with zeros for the others, so the probabilities
+// of the keys it sees, and everything after them, are those of its own
+// sequence laid out alone.
+func (c *CPU[T]) attention(out, lse, q, k, v Tensor, br *Branches, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	o, ls, qs, kk, vs := c.s(out), c.s(lse), c.s(q), c.s(k), c.s(v)
 	N := B * T_
@@ -115,7 +130,9 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 						for r := 0; r < nb; r++ {
 							i := i0 + r
 							row := w.s[(j*nb+r)*n : (j*nb+r)*n+n]
-							ls[(b*H+h0+j)*T_+i] = T(c.softmax(row[:i+1], scale))
+							lo, hi := br.gap(b, i, T_)
+							ls[(b*H+h0+j)*T_+i] = T(c.softmax(row[:closeGap(row, lo, hi, i)], scale))
+							openGap(row, lo, hi, i)
 							clear(row[i+1:])
 						}
 					}
@@ -138,6 +155,19 @@ func (c *CPU[T]) Attention(out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
 // them in a fixed order: block by block, and within a block head by head
 // (the dk and dv products stay one per head).
 func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B, T_, H, KVH, hd int) {
+	c.attentionBackward(dq, dk, dv, dout, out, lse, q, k, v, nil, B, T_, H, KVH, hd)
+}
+
+// AttentionBranchesBackward implements BranchAttention.
+func (c *CPU[T]) AttentionBranchesBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, br Branches, B, T_, H, KVH, hd int) {
+	br.check(B, T_)
+	c.attentionBackward(dq, dk, dv, dout, out, lse, q, k, v, &br, B, T_, H, KVH, hd)
+}
+
+// attentionBackward is AttentionBackward over rows laid out as br (nil:
+// one sequence a row), gathering and putting back a position's scores
+// as attention does.
+func (c *CPU[T]) attentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, br *Branches, B, T_, H, KVH, hd int) {
 	checkHeads(H, KVH, hd)
 	dqs, dks, dvs, dos, os, ls := c.s(dq), c.s(dk), c.s(dv), c.s(dout), c.s(out), c.s(lse)
 	qs, kk, vs := c.s(q), c.s(k), c.s(v)
@@ -187,7 +217,12 @@ func (c *CPU[T]) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v Tensor, B
 							i, x := i0+r, j*nb+r
 							l := ls[(b*H+h0+j)*T_+i]
 							srow, drow := s[x*n:x*n+n], dp[x*n:x*n+n]
-							c.attnDS(srow[:i+1], drow[:i+1], scale, l, w.d[x]) // P, dS
+							lo, hi := br.gap(b, i, T_)
+							m := closeGap(srow, lo, hi, i)
+							closeGap(drow, lo, hi, i)
+							c.attnDS(srow[:m], drow[:m], scale, l, w.d[x]) // P, dS
+							openGap(srow, lo, hi, i)
+							openGap(drow, lo, hi, i)
 							clear(srow[i+1:])
 							clear(drow[i+1:])
 						}

@@ -45,17 +45,19 @@ func trajectoryHash(t *testing.T, e *Engine, ids map[string]string) string {
 // its tokenizer's chat template, as main computed them before runs were
 // made through the Workspace (commit 1764270, with New, Resume and Fork
 // under the ids RUN and FORK): making runs in one place must not change a
-// bit of what they do. The run and fork hashes changed once since, on
-// purpose: a multi-turn sample's earlier turn trains inside the next
-// turn's sequence (core/weights.sequences), the same sum of terms in
-// another float32 order. The amd64 assembly kernels (AVX2 and AVX-512 agree
+// bit of what they do. The run and fork hashes changed twice since, on
+// purpose, each the same sum of training terms in another float32 order:
+// a multi-turn sample's earlier turn trains inside the next turn's
+// sequence (core/weights.sequences), and a prompt's samples share one row
+// of a training step (model.packTrain, with the sequences sorted by
+// core/weights.microBatches). The amd64 assembly kernels (AVX2 and AVX-512 agree
 // here) and the pure-Go ones round differently.
 var mainTrajectories = map[bool]struct{ run, fork, local string }{
-	true: {run: "8e6367177264278f217e1976230480ccad46dda615738e64d057cd44b9d28e24",
-		fork:  "a744902db16b5a7659ad09c800a5a516ed248f2bc985b0efeeec048250c67f90",
+	true: {run: "3c6089fcfaed8291efc1e0b65193bc209735e022e6332b7cbe2ae7cce08f5e70",
+		fork:  "1f99024178cc0fca052c4eee853362ae980bb7bbf266eb3484c2767ff0e8bca5",
 		local: "cb90d7452a0934835396211842df763d405b0abb34c5cf7dfd8a49c81041f263"},
-	false: {run: "efb243bac9f25b24c604c3a340cf02ddb8ba4cc646112903f77130ccefd03e02",
-		fork:  "ce543232a9e1e3f9fc1d0f17d5b2305b451d68ba1ee9bc21842b8fff0c975d2a",
+	false: {run: "d6479ec9aa487ce5484f97baf9b343ec9d6873688446e78b0fb1a296eb71cfa9",
+		fork:  "b3be6a13444afdd4e0b33bca69dd284ca3c2f72818bac18ae8a7ffab6d5f8491",
 		local: "cb90d7452a0934835396211842df763d405b0abb34c5cf7dfd8a49c81041f263"},
 }
 

@@ -164,7 +164,7 @@ func (m *Model) attnOut(a *layerActs, w *layerWeights, r layerRead, out kernels.
 }
 
 // attnBackward: dres (B,T,C) = ∂L/∂x2 on entry, ∂L/∂x on return.
-func (m *Model) attnBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, B, T int, dres kernels.Tensor) {
+func (m *Model) attnBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratch, x kernels.Tensor, pos []int32, br *kernels.Branches, B, T int, dres kernels.Tensor) {
 	d, be, N := m.d, m.be, B*T
 	m.inputGrad(s.datt, dres, w.wo, bfOf(wb).wo, N, d.C, d.Hq, false)
 	weightGrad(be, g.wo, dres, a.att, d.C, N, d.Hq)
@@ -172,7 +172,11 @@ func (m *Model) attnBackward(a *layerActs, w, wb, g *layerWeights, s *gradScratc
 	be.Fill(s.dqr, 0)
 	be.Fill(s.dkr, 0)
 	be.Fill(s.dv, 0)
-	be.AttentionBackward(s.dqr, s.dkr, s.dv, s.datt, a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
+	if br != nil {
+		be.(kernels.BranchAttention).AttentionBranchesBackward(s.dqr, s.dkr, s.dv, s.datt, a.att, a.lse, a.qr, a.kr, a.v, *br, B, T, d.H, d.KVH, d.hd)
+	} else {
+		be.AttentionBackward(s.dqr, s.dkr, s.dv, s.datt, a.att, a.lse, a.qr, a.kr, a.v, B, T, d.H, d.KVH, d.hd)
+	}
 	m.attnProjectBackward(a, w, wb, g, s, x, pos, N, dres)
 }
 

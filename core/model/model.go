@@ -181,6 +181,9 @@ type acts struct {
 	losses kernels.Tensor // (N)
 	dres   kernels.Tensor // (N,C) residual-stream gradient
 	s      gradScratch
+	// br lays out the batch's rows when they hold prompts shared by
+	// several sequences (packTrain); nil: a sequence a row.
+	br *kernels.Branches
 }
 
 // layoutActs carves the activations for (B, T) keeping keep layers' own,
@@ -413,7 +416,7 @@ func (m *Model) backward(a *acts, tokens, pos []int32, B, T int) {
 			m.recomputeLayer(a, &la, l, pos)
 		}
 		m.mlpBackward(&la, &m.w.layers[l], m.frozenLayer(l), &m.gw.layers[l], s, N, a.dres)
-		m.attnBackward(&la, &m.w.layers[l], m.frozenLayer(l), &m.gw.layers[l], s, a.res[l], pos, B, T, a.dres)
+		m.attnBackward(&la, &m.w.layers[l], m.frozenLayer(l), &m.gw.layers[l], s, a.res[l], pos, a.br, B, T, a.dres)
 	}
 	if !m.gw.embed.IsZero() {
 		be.EmbeddingBackward(m.gw.embed, a.dres, tokens, d.C)
@@ -446,6 +449,7 @@ type packed struct {
 	pos             []int32
 	weight          []float32 // mask · scale per row
 	rowLoss         []float64 // per-row weighted loss, set by lossGrad
+	br              *kernels.Branches // shared prompts (packTrain); nil: a sequence a row
 }
 
 // maskSum returns Σ Mask[1:] over seqs after validating them.
@@ -511,6 +515,7 @@ func (m *Model) lossGrad(p *packed, grad bool, budget int64) float64 {
 		ownH = m.ownHFor(p.B, p.T, keep, budget)
 	}
 	a := m.ensureActs(p.B, p.T, keep, grad, ownH)
+	a.br = p.br
 	N, V := p.B*p.T, m.d.V
 	m.trunk(a, p.tokens, p.pos, p.B, p.T)
 	if grad {

@@ -32,7 +32,8 @@ type layerPass struct {
 
 // trainPass returns the pass of training over (B, T) with activations a:
 // the weights as the model holds them (a bfloat16 base's where it has
-// one), attention causal within each sequence.
+// one), attention causal within each sequence (and a shared prompt's
+// branches apart: a.br).
 func (m *Model) trainPass(a *acts, pos []int32, B, T int) *layerPass {
 	p := &layerPass{N: B * T, pos: pos, train: a}
 	if m.frozen != nil {
@@ -40,6 +41,10 @@ func (m *Model) trainPass(a *acts, pos []int32, B, T int) *layerPass {
 	}
 	d := m.d
 	p.attend = func(_ int, la *layerActs) {
+		if a.br != nil {
+			m.be.(kernels.BranchAttention).AttentionBranches(la.att, la.lse, la.qr, la.kr, la.v, *a.br, B, T, d.H, d.KVH, d.hd)
+			return
+		}
 		m.be.Attention(la.att, la.lse, la.qr, la.kr, la.v, B, T, d.H, d.KVH, d.hd)
 	}
 	return p

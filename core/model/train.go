@@ -163,7 +163,7 @@ func (t *Trainer) backwardAll(micro [][]Sequence, norm float64) (loss float64) {
 	m.be.Fill(m.grad, 0)
 	for _, mb := range micro {
 		if len(mb) > 0 {
-			loss += m.lossGrad(m.pack(mb, 1/norm), true, t.cfg.ActivationBytes)
+			loss += m.lossGrad(m.packTrain(mb, 1/norm), true, t.cfg.ActivationBytes)
 		}
 	}
 	return loss

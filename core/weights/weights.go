@@ -146,9 +146,16 @@ func completionTokens(s Sample) int {
 }
 
 // microBatches splits seqs into micro-batches of at most maxTokens tokens
-// (a sequence longer than that goes alone), keeping order, so activation
-// memory stays bounded whatever the batch.
+// (a sequence longer than that goes alone), so activation memory stays
+// bounded whatever the batch. It sorts the sequences by their tokens
+// first, so that sequences beginning with the same prompt (a task's
+// samples, and the passed-over samples of its votes) sit side by side in
+// one micro-batch, where the model runs their prompt once
+// (model.Trainer's shared rows). The step is a sum over the sequences, so
+// their order changes it only by float32 rounding.
 func microBatches(seqs []model.Sequence, maxTokens int) [][]model.Sequence {
+	seqs = slices.Clone(seqs)
+	slices.SortStableFunc(seqs, func(a, b model.Sequence) int { return slices.Compare(a.Tokens, b.Tokens) })
 	var out [][]model.Sequence
 	var cur []model.Sequence
 	longest := 0

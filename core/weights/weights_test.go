@@ -225,6 +225,27 @@ func TestMicroBatchesBoundPaddedTokens(t *testing.T) {
 	}
 }
 
+// Sequences that begin with the same prompt come out side by side, in
+// one micro-batch, whatever their order in the step.
+func TestMicroBatchesPutAPromptsSamplesTogether(t *testing.T) {
+	seq := func(toks ...int32) model.Sequence { return model.Sequence{Tokens: toks, Mask: make([]float32, len(toks))} }
+	in := []model.Sequence{seq(1, 2, 3, 9), seq(4, 5, 6, 7), seq(1, 2, 3, 8, 8), seq(4, 5, 1), seq(1, 2, 3, 7)}
+	mbs := microBatches(in, 100)
+	if len(mbs) != 1 || len(mbs[0]) != 5 {
+		t.Fatalf("micro-batches %v, want one of five", mbs)
+	}
+	var firsts []int32
+	for _, s := range mbs[0] {
+		firsts = append(firsts, s.Tokens[0])
+	}
+	if !slices.Equal(firsts, []int32{1, 1, 1, 4, 4}) {
+		t.Fatalf("sequences by first token %v, want a prompt's samples side by side", firsts)
+	}
+	if in[1].Tokens[0] != 4 {
+		t.Fatal("microBatches reordered its caller's slice")
+	}
+}
+
 // TestGRPOOldFromModelIgnoresTheSamplersLogProbs: with OldFromModel the
 // old policy is the model's own forward pass, so the sampler's
 // log-probabilities, however wrong, change nothing: the update equals the
