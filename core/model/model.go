@@ -447,8 +447,8 @@ type packed struct {
 	B, T            int
 	tokens, targets []int32
 	pos             []int32
-	weight          []float32 // mask · scale per row
-	rowLoss         []float64 // per-row weighted loss, set by lossGrad
+	weight          []float32         // mask · scale per row
+	rowLoss         []float64         // per-row weighted loss, set by lossGrad
 	br              *kernels.Branches // shared prompts (packTrain); nil: a sequence a row
 }
 

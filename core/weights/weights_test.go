@@ -228,7 +228,9 @@ func TestMicroBatchesBoundPaddedTokens(t *testing.T) {
 // Sequences that begin with the same prompt come out side by side, in
 // one micro-batch, whatever their order in the step.
 func TestMicroBatchesPutAPromptsSamplesTogether(t *testing.T) {
-	seq := func(toks ...int32) model.Sequence { return model.Sequence{Tokens: toks, Mask: make([]float32, len(toks))} }
+	seq := func(toks ...int32) model.Sequence {
+		return model.Sequence{Tokens: toks, Mask: make([]float32, len(toks))}
+	}
 	in := []model.Sequence{seq(1, 2, 3, 9), seq(4, 5, 6, 7), seq(1, 2, 3, 8, 8), seq(4, 5, 1), seq(1, 2, 3, 7)}
 	mbs := microBatches(in, 100)
 	if len(mbs) != 1 || len(mbs[0]) != 5 {
