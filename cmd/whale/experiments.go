@@ -271,6 +271,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	var e float64
 	var i, curveK, trainCalls, searchCalls, voteK int
 	var curveDense bool
+	var testTasks int
 	var tb tensorBoardFlag
 	var cf configFileFlag
 	c := &cobra.Command{
@@ -319,6 +320,25 @@ func newBenchConditionsCmd() *cobra.Command {
 				}
 			}
 			p.E, p.I, p.CurveK, p.VoteK, p.CurveDense = e, i, curveK, voteK, curveDense
+			if testTasks < 0 {
+				return usageError{fmt.Errorf("--test-tasks %d: want a positive count (0: the preset's)", testTasks)}
+			}
+			p.TestTasks = testTasks
+			if testTasks > 0 && !reportOnly {
+				for _, d := range p.Domains {
+					dom, err := env.Domain(d)
+					if err != nil {
+						return err
+					}
+					ts, err := dom.Tasks(data.SplitTest)
+					if err != nil {
+						return err
+					}
+					if testTasks > len(ts) {
+						return usageError{fmt.Errorf("--test-tasks %d: the test split of %s holds %d tasks", testTasks, d, len(ts))}
+					}
+				}
+			}
 			if shard != "" {
 				sh, err := experiments.ParseShard(shard)
 				if err != nil {
@@ -407,6 +427,7 @@ func newBenchConditionsCmd() *cobra.Command {
 	c.Flags().IntVar(&i, "I", 0, "WHALE-fixed: harness iterations per cycle, the incoming harness's evaluation counted (0: the preset's; small 6)")
 	tb.register(c.Flags())
 	cf.register(c.Flags(), "the bench's flags")
+	c.Flags().IntVar(&testTasks, "test-tasks", 0, "test tasks of every run (0: the preset's, small 256): fewer make the bench cheaper and its intervals wider")
 	c.Flags().BoolVar(&curveDense, "curve-dense", false, "measure the curves' test at every phase boundary (default: at the start, boundaries 1, 2, 4, 8, … and the last)")
 	c.Flags().IntVar(&curveK, "curve-k", 1, "samples per test task at each phase boundary, for the learning curves and the per-cycle attribution (the best checkpoint's test score is always at the preset's k, 8)")
 	return c

@@ -155,6 +155,8 @@ func TestShardMisuse(t *testing.T) {
 		{"bench", "conditions", "--domain", "math", "--shard", "0/3", "--record", "-", "--db", filepath.Join(t.TempDir(), "w.db")},
 		{"bench", "conditions", "--domain", "math", "--report-only", "--record", "-"},
 		{"bench", "conditions", "--domain", "math", "--report-only", "--shard", "0/3"},
+		{"bench", "conditions", "--domain", "math", "--test-tasks", "-1", "--record", "-", "--db", filepath.Join(t.TempDir(), "w.db")},
+		{"bench", "conditions", "--domain", "math", "--test-tasks", "513", "--record", "-", "--db", filepath.Join(t.TempDir(), "w.db")},
 	} {
 		if _, err := runWhale(t, args...); !isUsage(err) {
 			t.Errorf("%v: %v, want a usage error", args, err)

@@ -63,6 +63,9 @@ type Plan struct {
 	// start, boundaries 1, 2, 4, 8, … and the last), which the curves
 	// and the report's columns need, at a fraction of the cost.
 	CurveDense bool
+	// TestTasks is every run's test tasks (0: the preset's, small 256):
+	// fewer make a bench cheaper and its intervals wider.
+	TestTasks int
 	// FastSlowE sizes fast-slow's weight steps per cycle ("a few").
 	FastSlowE float64
 	// DataSeed seeds the domains' splits (the base model's).
@@ -236,6 +239,9 @@ func (p Plan) config(cond, domain string, seed uint64, acc string) (engine.Confi
 	}
 	cfg.Seed, cfg.DataSeed, cfg.MaxRounds, cfg.CurveTest, cfg.CurveK = seed, p.DataSeed, 0, true, p.CurveK
 	cfg.CurveSparse = !p.CurveDense
+	if p.TestTasks > 0 {
+		cfg.TestTasks = p.TestTasks
+	}
 	switch acc {
 	case "":
 		cfg.Budget, cfg.TrainCalls, cfg.SearchCalls = p.Budget, 0, 0
