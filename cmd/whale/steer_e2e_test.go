@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,7 +181,15 @@ func TestBenchViewersAreReadOnlyUnlessTheySteer(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
 	// At the step the pause held it: 0 on an idle machine, later when
 	// the run's first step finished before the pause reached it.
-	waitFor("force (round 1 weights) applied at step ")
+	forcedAt := -1
+	applied := regexp.MustCompile(`force \(round 1 weights\) applied at step (\d+)`)
+	teatest.WaitFor(t, out, func(b []byte) bool {
+		if m := applied.FindSubmatch(b); m != nil {
+			forcedAt, _ = strconv.Atoi(string(m[1]))
+			return true
+		}
+		return false
+	}, teatest.WithDuration(60*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 	tm.Send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")})
 	waitFor("resume applied at")
 	if err := tm.Quit(); err != nil {
@@ -214,8 +224,8 @@ func TestBenchViewersAreReadOnlyUnlessTheySteer(t *testing.T) {
 	if err := json.Unmarshal(sr.Cursor, &state); err != nil {
 		t.Fatal(err)
 	}
-	if p := state.Phases[0]; !p.Forced || p.Kind != engine.PhaseWeights || p.Round != 1 || p.Steps != 0 {
-		t.Fatalf("first phase of the steered run %+v: want the round 1 weight phase forced before its first step", p)
+	if p := state.Phases[0]; !p.Forced || p.Kind != engine.PhaseWeights || p.Round != 1 || p.Steps != forcedAt {
+		t.Fatalf("first phase of the steered run %+v: want the round 1 weight phase forced at step %d, where the workbench said the force applied", p, forcedAt)
 	}
 	if len(state.Phases) < 2 || state.Phases[1].Kind != engine.PhaseHarness || state.Phases[1].Steps == 0 {
 		t.Fatalf("phases %+v: the harness phase after the forced one should have run", state.Phases)
