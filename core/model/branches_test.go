@@ -57,16 +57,8 @@ func TestSharedPromptsTrainTheSameGradients(t *testing.T) {
 		cfg.NumHiddenLayers = 3
 		cfg.MaxPositionEmbeddings = 160 // room for a branch longer than an attention block
 		for _, lora := range []bool{false, true} {
-			m, err := New(cfg, kernels.NewCPU(), 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			randomize(m, 4)
+			m := randomModel(t, cfg, lora)
 			if lora {
-				if err := m.EnableLoRA(allTargets(), 5); err != nil {
-					t.Fatal(err)
-				}
-				randomizeAdapters(t, m, 6)
 				name += "+lora"
 			}
 			seqs := sharedBatch(cfg.VocabSize)
@@ -119,6 +111,25 @@ func TestSharedPromptsNeedTheBackend(t *testing.T) {
 	if p := m.packTrain(seqs, 1); p.br != nil || p.B != len(seqs) {
 		t.Fatalf("%d rows (branches %v) on a backend without branch attention", p.B, p.br != nil)
 	}
+}
+
+// randomModel is a model of cfg with random weights (and random LoRA
+// adapters on all seven projections when lora is set), for tests that
+// compare two ways of computing its gradients.
+func randomModel(t *testing.T, cfg Config, lora bool) *Model {
+	t.Helper()
+	m, err := New(cfg, kernels.NewCPU(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, 4)
+	if lora {
+		if err := m.EnableLoRA(allTargets(), 5); err != nil {
+			t.Fatal(err)
+		}
+		randomizeAdapters(t, m, 6)
+	}
+	return m
 }
 
 // plainBackend hides the CPU backend's optional interfaces.

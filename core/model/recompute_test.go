@@ -35,16 +35,8 @@ func TestRecomputedLayersGiveTheSameGradients(t *testing.T) {
 	for name, cfg := range gradVariants(t) {
 		cfg.NumHiddenLayers = 4
 		for _, lora := range []bool{false, true} {
-			m, err := New(cfg, kernels.NewCPU(), 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			randomize(m, 4)
+			m := randomModel(t, cfg, lora)
 			if lora {
-				if err := m.EnableLoRA(allTargets(), 5); err != nil {
-					t.Fatal(err)
-				}
-				randomizeAdapters(t, m, 6)
 				name += "+lora"
 			}
 			seqs := testBatch(cfg.VocabSize, 8)
