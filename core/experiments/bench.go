@@ -468,6 +468,16 @@ func runIndices(ctx context.Context, env Env, jobs []Job, idx []int, out []repor
 	}
 	var mu sync.Mutex
 	locked := func(line string) { mu.Lock(); defer mu.Unlock(); say(line) }
+	// Lines number runs, not jobs ([n/total] over the plan's distinct run
+	// ids, in plan order), as the dashboard numbers its rows: a run that
+	// stands in two accountings has one number.
+	runNo, runs := map[string]int{}, 0
+	for _, j := range jobs {
+		if _, ok := runNo[j.ID]; !ok {
+			runs++
+			runNo[j.ID] = runs
+		}
+	}
 	owner := map[string]int{}
 	var unique []int
 	for _, i := range idx {
@@ -486,7 +496,7 @@ func runIndices(ctx context.Context, env Env, jobs []Job, idx []int, out []repor
 				if errs[i] = ctx.Err(); errs[i] != nil {
 					continue // stopping: never start a run only to cancel it
 				}
-				out[i], errs[i] = runJob(ctx, env, jobs[i], fmt.Sprintf("[%d/%d]", i+1, len(jobs)), locked)
+				out[i], errs[i] = runJob(ctx, env, jobs[i], fmt.Sprintf("[%d/%d]", runNo[jobs[i].ID], runs), locked)
 				if errs[i] != nil {
 					cancel()
 				}

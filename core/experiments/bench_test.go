@@ -249,12 +249,20 @@ func TestABenchRunsBothAccountingsAndTheVoteOnlyControl(t *testing.T) {
 		t.Fatalf("%d jobs over %d runs, want 8 over 6", len(jobs), len(ids))
 	}
 	env := testEnv(t, filepath.Join(t.TempDir(), "b.db"))
+	var lines []string
+	env.Progress = func(l string) { lines = append(lines, l) }
 	runs, err := Run(context.Background(), env, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(runs) != 8 {
 		t.Fatalf("%d rows, want 8", len(runs))
+	}
+	// Progress numbers runs as the dashboard numbers its rows: 6 of them.
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "[") || !strings.Contains(l, "/6] ") {
+			t.Fatalf("progress line %q: want runs numbered out of 6", l)
+		}
 	}
 	get := func(cond, acc string) report.Run {
 		for _, r := range runs {
