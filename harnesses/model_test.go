@@ -210,3 +210,58 @@ func firstDifference(got, want []harnesses.Trajectory) string {
 	}
 	return fmt.Sprintf("%d rollouts streamed, %d in rounds", len(got), len(want))
 }
+
+// Passes decode several single-sample runs together without changing a
+// draw: the base model sampling at temperature 1 through h0 of math
+// (multi-turn with its calculator), with two passes in one call, gives
+// each rollout the trajectory (keys, tokens, log-probabilities, rewards)
+// of the run of K = 1 under its pass's key prefix, task by task and the
+// passes in order; on a streaming sampler and round by round.
+func TestPassesDrawWhatEachPassDrawsAlone(t *testing.T) {
+	m := baseModel(t)
+	d, err := domains.Open("math", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := h0With(t, d, nil)
+	tasks, err := d.Tasks(data.SplitVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks = tasks[:3]
+	prefixes := []string{"score/w/0/", "score/w/1/"}
+	opts := harnesses.RunOptions{Seed: 5, Temperature: 1, MaxNewTokens: 40}
+	var alone [][]harnesses.Trajectory
+	for _, p := range prefixes {
+		o := opts
+		o.KeyPrefix = p
+		ts, err := harnesses.Run(context.Background(), h, d, tasks, local(t, m, model.SamplerOptions{}), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone = append(alone, ts)
+	}
+	if reflect.DeepEqual(alone[0], alone[1]) {
+		t.Fatal("the two passes drew the same trajectories: the test cannot tell them apart")
+	}
+	for _, c := range []struct {
+		name string
+		pol  policy.Policy
+	}{{"streamed", local(t, m, model.SamplerOptions{})}, {"rounds", rounds{local(t, m, model.SamplerOptions{})}}} {
+		o := opts
+		o.Passes = prefixes
+		got, err := harnesses.Run(context.Background(), h, d, tasks, c.pol, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(tasks)*len(prefixes) {
+			t.Fatalf("%s: %d trajectories, want %d", c.name, len(got), len(tasks)*len(prefixes))
+		}
+		for i, tr := range got {
+			want := alone[i%len(prefixes)][i/len(prefixes)]
+			if !reflect.DeepEqual(tr, want) {
+				t.Fatalf("%s: task %d pass %d differs from the pass run alone: %s", c.name, i/len(prefixes), i%len(prefixes), firstDifference([]harnesses.Trajectory{tr}, []harnesses.Trajectory{want}))
+			}
+		}
+	}
+}

@@ -43,7 +43,7 @@ func (rt *runner) prepare(r *rollout) {
 			return
 		}
 	}
-	key := fmt.Sprintf("%s%s#%d/%d", rt.opts.KeyPrefix, r.task.ID, r.sample, len(r.traj.Calls))
+	key := fmt.Sprintf("%s%s#%d/%d", r.keyPrefix, r.task.ID, r.sample, len(r.traj.Calls))
 	r.pending, r.ask = &Call{Key: key}, msgs
 }
 

@@ -37,6 +37,13 @@ type RunOptions struct {
 	// KeyPrefix is prepended to request keys (e.g. "val/") so that keys
 	// stay unique across splits and phases.
 	KeyPrefix string
+	// Passes, if set, runs one rollout of every task per entry, keyed as
+	// the one sample of a run with K = 1 and that entry as KeyPrefix:
+	// several such runs decode together (a task's passes share its
+	// prompt), each rollout drawing what it would draw alone. The
+	// trajectories come task by task, the passes in order; K and
+	// KeyPrefix are then unused.
+	Passes []string
 	// OnRequest, if set, sees every request before it is sent, with the
 	// episode behind it.
 	OnRequest func(RequestInfo)
@@ -87,11 +94,14 @@ func observerOf(pol policy.Policy) RequestObserver {
 type rollout struct {
 	task   data.Task
 	sample int
-	ep     data.Episode
-	obs    data.Observation
-	obsVal starlark.Value
-	state  *starlark.Dict
-	traj   *Trajectory
+	// keyPrefix starts the rollout's request keys (RunOptions.KeyPrefix,
+	// or its pass's).
+	keyPrefix string
+	ep        data.Episode
+	obs       data.Observation
+	obsVal    starlark.Value
+	state     *starlark.Dict
+	traj      *Trajectory
 	// needObs is set when the observation changed and must be shown.
 	needObs  bool
 	feedback string
@@ -135,18 +145,32 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 		opts.MaxNewTokens = 256
 	}
 	system := h.systemPrompt()
-	rs := make([]*rollout, 0, len(tasks)*opts.K)
+	type key struct {
+		prefix string
+		sample int
+	}
+	var draws []key // a task's rollouts
+	if len(opts.Passes) > 0 {
+		for _, p := range opts.Passes {
+			draws = append(draws, key{p, 0})
+		}
+	} else {
+		for s := 0; s < opts.K; s++ {
+			draws = append(draws, key{opts.KeyPrefix, s})
+		}
+	}
+	rs := make([]*rollout, 0, len(tasks)*len(draws))
 	keys := map[string]bool{}
 	for _, t := range tasks {
-		for s := 0; s < opts.K; s++ {
-			k := fmt.Sprintf("%s#%d", t.ID, s)
+		for _, d := range draws {
+			k := fmt.Sprintf("%s%s#%d", d.prefix, t.ID, d.sample)
 			if keys[k] {
-				return nil, fmt.Errorf("harnesses: run: task id %q appears twice; request keys must be unique", t.ID)
+				return nil, fmt.Errorf("harnesses: run: request key %q appears twice (a task id given twice, or a pass twice); request keys must be unique", k)
 			}
 			keys[k] = true
 			ep := dom.NewEpisode(t)
-			r := &rollout{task: t, sample: s, ep: ep, state: starlark.NewDict(8), needObs: true, system: system,
-				traj: &Trajectory{TaskID: t.ID, Sample: s, Domain: dom.Name(), Harness: h.Hash}}
+			r := &rollout{task: t, sample: d.sample, keyPrefix: d.prefix, ep: ep, state: starlark.NewDict(8), needObs: true, system: system,
+				traj: &Trajectory{TaskID: t.ID, Sample: d.sample, Domain: dom.Name(), Harness: h.Hash}}
 			r.setObs(ep.Observe())
 			r.traj.Messages = append(r.traj.Messages, Message{Role: "system", Content: system})
 			rs = append(rs, r)
