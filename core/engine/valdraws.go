@@ -45,7 +45,7 @@ func (e *Engine) evalValPaired(ctx context.Context) (eval.Report, error) {
 	// The passes decode together (a task's passes share its prompt: about
 	// 0.6 of the time of one call per pass), each drawing what it would
 	// alone (harnesses.RunOptions.Passes).
-	opts := e.runOpts(scoreKeyPrefix(e.st.Weights, 0), 1)
+	opts := e.runOpts(scoreKeyPrefix(e.st.Weights, 0), 1) // the prefix names the work for progress; Passes key the draws
 	for j := 0; j < e.Cfg.ValK; j++ {
 		opts.Passes = append(opts.Passes, scoreKeyPrefix(e.st.Weights, j))
 	}

@@ -19,24 +19,20 @@ type shareGroup struct {
 // tokens with the group's first, and the positions the group then saves
 // (each member but one skips the shared ones) are no fewer than before
 // it joined, what the group shares shortened to what it shares with the
-// newcomer.
+// newcomer. A group of one shares its whole sequence with itself.
 func shareGroups(seqs []Sequence) []shareGroup {
 	var gs []shareGroup
 	for i, q := range seqs {
 		if n := len(gs); n > 0 {
 			g := &gs[n-1]
-			c := commonPrefix(seqs[g.members[0]].Tokens, q.Tokens)
-			m := len(g.members)
-			if c > minShared && (m == 1 || m*(min(c, g.common)-1) >= (m-1)*(g.common-1)) {
-				if m == 1 {
-					g.common = c
-				}
-				g.common = min(g.common, c)
+			c := min(g.common, commonPrefix(seqs[g.members[0]].Tokens, q.Tokens))
+			if m := len(g.members); c > minShared && m*(c-1) >= (m-1)*(g.common-1) {
+				g.common = c
 				g.members = append(g.members, i)
 				continue
 			}
 		}
-		gs = append(gs, shareGroup{members: []int{i}})
+		gs = append(gs, shareGroup{members: []int{i}, common: len(q.Tokens)})
 	}
 	return gs
 }
@@ -52,13 +48,12 @@ func shareGroups(seqs []Sequence) []shareGroup {
 // prompt runs through the forward and backward passes once. It is used
 // when its rows hold fewer positions, padding included, than pack's.
 func (m *Model) packTrain(seqs []Sequence, scale float64) *packed {
-	plain := m.pack(seqs, scale)
 	if _, ok := m.be.(kernels.BranchAttention); !ok {
-		return plain
+		return m.pack(seqs, scale)
 	}
 	gs := shareGroups(seqs)
 	if len(gs) == len(seqs) {
-		return plain
+		return m.pack(seqs, scale)
 	}
 	shared := func(g shareGroup) int { return g.common - 1 } // positions whose inputs and targets all share
 	T := 1
@@ -74,8 +69,8 @@ func (m *Model) packTrain(seqs []Sequence, scale float64) *packed {
 		T = max(T, n)
 	}
 	B := len(gs)
-	if B*T >= plain.B*plain.T {
-		return plain
+	if B*T >= len(seqs)*rowLen(seqs) {
+		return m.pack(seqs, scale)
 	}
 	N := B * T
 	p := &packed{B: B, T: T, tokens: make([]int32, N), targets: make([]int32, N), pos: make([]int32, N), weight: make([]float32, N),

@@ -484,11 +484,7 @@ func (m *Model) checkSeqs(seqs []Sequence, signed bool) (float64, error) {
 }
 
 func (m *Model) pack(seqs []Sequence, scale float64) *packed {
-	p := &packed{B: len(seqs)}
-	for _, q := range seqs {
-		p.T = max(p.T, len(q.Tokens)-1)
-	}
-	p.T = max(p.T, 1)
+	p := &packed{B: len(seqs), T: rowLen(seqs)}
 	N := p.B * p.T
 	p.tokens, p.targets, p.pos, p.weight = make([]int32, N), make([]int32, N), make([]int32, N), make([]float32, N)
 	for b, q := range seqs {
@@ -502,6 +498,16 @@ func (m *Model) pack(seqs []Sequence, scale float64) *packed {
 		}
 	}
 	return p
+}
+
+// rowLen is pack's row length for seqs: the longest sequence's inputs
+// (at least 1).
+func rowLen(seqs []Sequence) int {
+	T := 1
+	for _, q := range seqs {
+		T = max(T, len(q.Tokens)-1)
+	}
+	return T
 }
 
 // lossGrad runs the forward pass and the loss on a packed batch and, when
