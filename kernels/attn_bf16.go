@@ -96,7 +96,7 @@ func (c *CPU[T]) attentionKVBF16(o, qs []T, spans []KVSpan, H, KVH, hd int) {
 		maxN = max(maxN, n)
 		nu += sp.Rows * KVH
 	}
-	planUnits(&dc.plan, spans, pks, nu, KVH, grp, 0, false)
+	planUnits(&dc.plan, spans, pks, nil, nu, KVH, grp, 0, false)
 	units := dc.plan.units
 	// Positions a chunk: whole blocks of kvBlock.
 	cpos := max(kvBlock, bf16ChunkElems/hd&^(kvBlock-1))

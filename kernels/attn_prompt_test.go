@@ -90,7 +90,7 @@ func TestAttnUnitsTilePrompts(t *testing.T) {
 		seen := map[[3]int]int{}
 		tiles, groups := map[int]int{}, map[int]int{}
 		var p unitPlan
-		planUnits(&p, spans, pks, n, KVH, c.grp, c.tile, true)
+		planUnits(&p, spans, pks, nil, n, KVH, c.grp, c.tile, true)
 		units, order := p.units, p.order
 		for _, u := range units {
 			if u.group > 0 {

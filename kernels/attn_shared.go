@@ -38,6 +38,7 @@ const sharedMinRows = 12
 // value sums.
 type sharedState struct {
 	kt, q, s, ob, sums []float32
+	runs               []rootRun // rootRows's
 }
 
 // untiledRows is how many of a span's rows AttentionKV computes one at a

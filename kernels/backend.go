@@ -67,6 +67,14 @@ func PrefixGranule(be Backend) int {
 	return KVBlock
 }
 
+// RootSpans says whether be reads the roots of KVSpans (RK, RN): a caller
+// that records them for a backend that does not only keeps their caches
+// alive for nothing.
+func RootSpans(be Backend) bool {
+	r, ok := be.(interface{ RootSpans() bool })
+	return ok && r.RootSpans()
+}
+
 // KVKind says whether a KV cache holds keys or values: a backend may lay
 // the two out differently (the CPU backend does: keys in blocks of
 // positions for the scores, values position by position for the sums).
@@ -95,6 +103,16 @@ type KVSpan struct {
 	Cap, QRow, Rows, Pos0 int
 	PK, PV                Tensor
 	PCap, PN              int
+	// With RN > 0 (a multiple of PrefixGranule(backend), at most PN),
+	// positions 0..RN-1 of the prefix cache hold, bit for bit, what
+	// positions 0..RN-1 of the root cache RK, RV (capacity RCap ≥ RN)
+	// hold: a system prompt that the prompts of many tasks begin with,
+	// copied from one cache into each. A backend may read those positions
+	// from either, so the root never changes a result; the CPU backend
+	// scores the rows of all the spans of one root against it together
+	// (attn_root.go), where each prompt's copy would be read row by row.
+	RK, RV   Tensor
+	RCap, RN int
 }
 
 // AdamW holds the hyper-parameters of one AdamW update. Step is the 1-based

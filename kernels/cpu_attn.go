@@ -270,6 +270,10 @@ const cpuPrefixGranule = 32
 // KVSpan (kernels.PrefixGranule).
 func (c *CPU[T]) PrefixGranule() int { return cpuPrefixGranule }
 
+// RootSpans implements the method kernels.RootSpans asks for: the float32
+// backend gathers rows by root (attn_root.go) where it has the tiles.
+func (c *CPU[T]) RootSpans() bool { return c.root != nil && useAVX512 }
+
 // checkKVSpanPositions panics, naming span i, unless its rows fit its
 // cache after its prefix and the prefix is whole blocks of a cache that
 // holds it, ending before the rows; it returns the positions the span's
@@ -282,6 +286,9 @@ func checkKVSpanPositions(i int, sp KVSpan) int {
 	if sp.PN > 0 && (sp.PN > sp.PCap || sp.Pos0 < sp.PN || sp.PN%cpuPrefixGranule != 0) {
 		panic(fmt.Sprintf("kernels: AttentionKV span %d: prefix of %d positions in a cache of %d, rows from position %d", i, sp.PN, sp.PCap, sp.Pos0))
 	}
+	if sp.RN > 0 && (sp.RN > sp.PN || sp.RN > sp.RCap || sp.RN%cpuPrefixGranule != 0) {
+		panic(fmt.Sprintf("kernels: AttentionKV span %d: root of %d positions in a cache of %d, prefix of %d", i, sp.RN, sp.RCap, sp.PN))
+	}
 	return n
 }
 
@@ -292,6 +299,10 @@ func checkKVSpanLengths(sp KVSpan, k, v, pk, pv, q, o, KVH, hd, qw int) {
 	if sp.PN > 0 {
 		need("AttentionKV PK", pk, KVH*sp.PCap*hd)
 		need("AttentionKV PV", pv, KVH*sp.PCap*hd)
+	}
+	if sp.RN > 0 {
+		need("AttentionKV RK", sp.RK.Len(), KVH*sp.RCap*hd)
+		need("AttentionKV RV", sp.RV.Len(), KVH*sp.RCap*hd)
 	}
 	need("AttentionKV K", k, KVH*sp.Cap*hd)
 	need("AttentionKV V", v, KVH*sp.Cap*hd)
@@ -319,7 +330,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	nu := 0 // units: rows × KV heads
 	dc := c.getDecodeBuf(len(spans))
 	defer c.putDecodeBuf(dc)
-	ks, vs, pks, pvs := dc.ks, dc.vs, dc.pks, dc.pvs
+	ks, vs, pks, pvs, rks, rvs := dc.ks, dc.vs, dc.pks, dc.pvs, dc.rks, dc.rvs
 	maxN := 0
 	for i, sp := range spans {
 		ks[i], vs[i] = c.s(sp.K), c.s(sp.V)
@@ -328,6 +339,9 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 		if sp.PN > 0 {
 			pks[i], pvs[i] = c.s(sp.PK), c.s(sp.PV)
 			npk, npv = len(pks[i]), len(pvs[i])
+		}
+		if sp.RN > 0 {
+			rks[i], rvs[i] = c.s(sp.RK), c.s(sp.RV)
 		}
 		checkKVSpanLengths(sp, len(ks[i]), len(vs[i]), npk, npv, len(qs), len(o), KVH, hd, qw)
 		maxN = max(maxN, n)
@@ -341,8 +355,11 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.prompt != nil && promptTiles(hd) {
 		tile = promptTile
 	}
-	planUnits(&dc.plan, spans, pks, nu, KVH, grp, tile, c.shared != nil)
-	units, order := dc.plan.units, dc.plan.order
+	if c.root == nil {
+		rks = nil
+	}
+	planUnits(&dc.plan, spans, pks, rks, nu, KVH, grp, tile, c.shared != nil)
+	units, order, rorder := dc.plan.units, dc.plan.order, dc.plan.rorder
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))
 		defer c.decodeScratch.Put(sb)
@@ -356,6 +373,11 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 				if sh == nil {
 					sh = c.getSharedState()
 					defer c.sharedStates.Put(sh)
+				}
+				if un.root {
+					members := rorder[s : s+int(un.group)]
+					c.root(sh, o, qs, spans, members, tile, ks, vs, pks, pvs, rks[members[0]], rvs[members[0]], kh, grp, hd, qw, scale)
+					continue
 				}
 				members := order[s : s+int(un.group)]
 				c.shared(sh, o, qs, spans, members, tile, ks, vs, pks[members[0]], pvs[members[0]], kh, grp, hd, qw, scale)
@@ -461,7 +483,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 // decodeBuf is AttentionKV's per-call scratch: the spans' cache slices
 // and the units.
 type decodeBuf[T Float] struct {
-	ks, vs, pks, pvs [][]T
+	ks, vs, pks, pvs, rks, rvs [][]T
 	// The same for bfloat16 caches (attentionKVBF16).
 	ks16, vs16, pks16, pvs16 [][]uint16
 	plan                     unitPlan
@@ -478,7 +500,7 @@ func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
 		d = &decodeBuf[T]{}
 	}
 	grow := func(s [][]T) [][]T { return slices.Grow(s, n)[:n] }
-	d.ks, d.vs, d.pks, d.pvs = grow(d.ks), grow(d.vs), grow(d.pks), grow(d.pvs)
+	d.ks, d.vs, d.pks, d.pvs, d.rks, d.rvs = grow(d.ks), grow(d.vs), grow(d.pks), grow(d.pvs), grow(d.rks), grow(d.rvs)
 	grow16 := func(s [][]uint16) [][]uint16 { return slices.Grow(s, n)[:n] }
 	d.ks16, d.vs16, d.pks16, d.pvs16 = grow16(d.ks16), grow16(d.vs16), grow16(d.pks16), grow16(d.pvs16)
 	return d
@@ -487,10 +509,10 @@ func (c *CPU[T]) getDecodeBuf(n int) *decodeBuf[T] {
 // putDecodeBuf clears d's cache slices (a pooled buffer must not keep
 // caches alive) and puts it back.
 func (c *CPU[T]) putDecodeBuf(d *decodeBuf[T]) {
-	for _, s := range [][][]T{d.ks, d.vs, d.pks, d.pvs} {
+	for _, s := range [][][]T{d.ks, d.vs, d.pks, d.pvs, d.rks, d.rvs} {
 		clear(s)
 	}
-	d.ks, d.vs, d.pks, d.pvs = d.ks[:0], d.vs[:0], d.pks[:0], d.pvs[:0]
+	d.ks, d.vs, d.pks, d.pvs, d.rks, d.rvs = d.ks[:0], d.vs[:0], d.pks[:0], d.pvs[:0], d.rks[:0], d.rvs[:0]
 	for _, s := range [][][]uint16{d.ks16, d.vs16, d.pks16, d.pvs16} {
 		clear(s)
 	}
@@ -537,7 +559,12 @@ func (c *CPU[T]) getSharedState() *sharedState {
 // together (promptRows); with group > 0 the untiled rows of the spans
 // order[span:span+group] (unitPlan's order), which share a prefix cache,
 // computed together (sharedRows).
-type attnUnit struct{ span, row, head, tile, group int32 }
+type attnUnit struct {
+	span, row, head, tile, group int32
+	// root: the group's spans are rorder[span:span+group], which share a
+	// root cache (rootRows).
+	root bool
+}
 
 // sameCache says units a and b read the same keys and values: one
 // span's rows of one KV head.
@@ -550,6 +577,10 @@ func sameCache(a, b attnUnit) bool {
 type unitPlan struct {
 	units []attnUnit
 	order []int32 // the spans, gathered by prefix
+	// rorder holds the spans whose untiled rows go with their root's
+	// (planRoots), gathered by root; rooted marks them.
+	rorder []int32
+	rooted []bool
 	// Scratch: each span's gathering; per gathering its first span, its
 	// size and where its next span goes in order.
 	of, reps, sizes, next []int32
@@ -572,9 +603,15 @@ type unitPlan struct {
 // a head for those rows (attn_shared.go). The order and the tiles change
 // no result (units are independent, and a tile gives each row the bits of
 // its own unit), only which thread computes what when.
-func planUnits[E any](p *unitPlan, spans []KVSpan, pks [][]E, n, KVH, grp, tile int, shared bool) {
+func planUnits[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, n, KVH, grp, tile int, shared bool) {
+	p.units = slices.Grow(p.units[:0], n)
+	p.rooted = slices.Grow(p.rooted[:0], len(spans))[:len(spans)]
+	clear(p.rooted)
+	if shared && tile > 0 && rks != nil {
+		planRoots(p, spans, pks, rks, KVH, grp, tile)
+	}
 	samePrefix := func(i, j int) bool {
-		return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
+		return !p.rooted[i] && !p.rooted[j] && spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
 	}
 	// Each span joins the gathering of the first earlier span with its
 	// prefix (a batch holds a few prompts: the scan is short), then the
@@ -608,7 +645,6 @@ func planUnits[E any](p *unitPlan, spans []KVSpan, pks [][]E, n, KVH, grp, tile 
 		p.order[p.next[g]] = int32(i)
 		p.next[g]++
 	}
-	p.units = slices.Grow(p.units[:0], n)
 	f := int32(0) // the gathering's first place in order
 	for _, size := range p.sizes {
 		members := p.order[f : f+size]
@@ -627,7 +663,7 @@ func planUnits[E any](p *unitPlan, spans []KVSpan, pks [][]E, n, KVH, grp, tile 
 			for _, s := range members {
 				rows := spans[s].Rows
 				untiled := untiledRows(rows, tile)
-				if !group {
+				if !group && !p.rooted[s] {
 					for r := 0; r < untiled; r++ {
 						p.units = append(p.units, attnUnit{span: s, row: int32(r), head: int32(kh)})
 					}

@@ -130,6 +130,11 @@ func (s *Sampler) forward(items []work, prompt bool) {
 					kernels.CacheWriteJob{Cache: kc, Src: kr, Kind: kernels.Keys, Pos0: it.from - pn, Rows: n, Cap: oc},
 					kernels.CacheWriteJob{Cache: vc, Src: vr, Kind: kernels.Values, Pos0: it.from - pn, Rows: n, Cap: oc})
 				spans[i] = kernels.KVSpan{K: kc, V: vc, Cap: oc, QRow: r, Rows: n, Pos0: it.from, PK: pk, PV: pv, PCap: pn, PN: pn}
+				if pn > 0 && q.prompt.root != nil {
+					rt, rc := q.prompt.root, len(q.prompt.root.tokens)
+					spans[i].RK, spans[i].RV = m.kvLayer(rt.kv, rc, l, kernels.Keys), m.kvLayer(rt.kv, rc, l, kernels.Values)
+					spans[i].RCap, spans[i].RN = rc, q.prompt.rn
+				}
 			}
 			r += n
 		}

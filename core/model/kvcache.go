@@ -45,6 +45,37 @@ type promptKV struct {
 	// cached counts the prefix cache's entries among the refs: the cache
 	// counts the bytes once while it is above 0 (prefix.go).
 	cached int
+	// root, when set, is a cache whose first rn positions this one holds
+	// bit for bit, copied from it or from a cache that was: a system
+	// prompt that many tasks' prompts begin with, which the backend reads
+	// once for all their rows (kernels.KVSpan.RK). This cache holds one of
+	// root's refs.
+	root *promptKV
+	rn   int
+}
+
+// rootMin is the fewest positions a root is recorded for: below it the
+// tiles over the root's rows save less than gathering them costs.
+const rootMin = 64
+
+// inheritRoot records that dst's first n positions were copied, bit for
+// bit, from src: dst's root becomes src's root (the cache every copy of
+// those positions came from, so that all of them gather under one) or,
+// where src has none or one much shorter than n, src itself.
+func (s *Sampler) inheritRoot(dst, src *promptKV, n int) {
+	if !s.roots || dst == nil || src == nil || dst == src || dst.root != nil {
+		return
+	}
+	root, rn := src, min(n, len(src.tokens))
+	if src.root != nil && 2*src.rn >= rn {
+		root, rn = src.root, min(rn, src.rn)
+	}
+	g := kernels.PrefixGranule(s.m.be)
+	if rn = min(rn, len(dst.tokens)) / g * g; rn < rootMin {
+		return
+	}
+	dst.root, dst.rn = root, rn
+	root.refs++
 }
 
 // prefixLen is where the cache of a sequence with a prompt of P tokens
@@ -197,4 +228,5 @@ func (s *Sampler) releasePrompt(p *promptKV) {
 		}
 	}
 	s.pool.put(p.kv)
+	s.releasePrompt(p.root)
 }

@@ -78,6 +78,9 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 		ready := s.sharePrompt(q, p, creators, waveOf)
 		if e, n := s.cache.lookup(q.req.Prompt); e != nil && n > p.start {
 			entry := e.kv.parts()
+			if p.start == 0 {
+				s.inheritRoot(q.prompt, e.kv.pre, min(n, P-1, e.kv.pn))
+			}
 			if n == P && len(e.logits) > 0 && len(e.tokens) == P {
 				s.m.copyParts(q.parts(), entry, p.start, P)
 				q.n, q.canon, q.logits, p.start = P, P, e.logits, P
@@ -100,6 +103,9 @@ func (s *Sampler) planPrefill(seqs []*seqState) ([]prefillPlan, int) {
 			}
 		}
 		if p.src != nil {
+			if q.n == 0 {
+				s.inheritRoot(q.prompt, p.src.prompt, min(best, p.src.pn))
+			}
 			p.start = best
 			p.wave = waveOf[p.src] + 1
 		}

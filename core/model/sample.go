@@ -119,6 +119,10 @@ type Sampler struct {
 	packTried         bool
 	// warm says decoding holds a kernels.Warm section (warmParams).
 	warm bool
+	// roots says the backend reads a span's root (kernels.RootSpans):
+	// prompt caches then record which cache their first positions were
+	// copied from (promptKV.root).
+	roots bool
 	// open is set while a stream (Generate opens one) uses the scratch
 	// buffers and the prefix cache above.
 	open bool
@@ -183,6 +187,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	s := &Sampler{m: m, opts: opts, warm: paramCount(m.params) >= warmParams}
 	bk, ok := m.be.(kernels.BF16KV)
 	s.pool = newKVPool(m.be, poolBudget(0), opts.KVBF16 && ok && bk.BF16KVCaches())
+	s.roots = kernels.RootSpans(m.be) && !s.pool.bf16
 	s.cache = newPrefixCache(func(e entryKV) {
 		s.pool.put(e.own)
 		s.releasePrompt(e.pre)

@@ -1,0 +1,196 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestRootRowsMatchAlone: the rows of spans whose prompt caches begin with
+// a root's positions, computed together in AttentionKV (rootRows, on an
+// AVX-512 machine), have the bits of the same call without the roots, of
+// each row alone, and of the call with the tiles turned off. Four prompts
+// copy the first positions of root A, two of them 64 and two 96 (the
+// gathering takes the shorter), a fifth copies root B's alone (a gathering
+// too small for tiles), and one prompt has no root; the samples of a
+// prompt sit apart in the batch, at own lengths from 1 to 61, with a
+// prompt span of 30 rows among them; prefixes of 128 and 160 positions
+// past roots of up to 96; one to six query heads a KV head and hd 32, 64
+// and 96. With 90 samples of one root the gathering splits into chunks,
+// and runs of a prompt's samples side by side score that prompt in tiles.
+func TestRootRowsMatchAlone(t *testing.T) {
+	if !promptTiles(32) {
+		t.Log("no AVX-512 here: AttentionKV computes every row alone, which this still compares")
+	}
+	type spec struct{ prompt, own, rows int } // prompt: index into the prompts below
+	base := []spec{{0, 0, 1}, {1, 3, 1}, {2, 7, 1}, {3, 8, 1}, {0, 40, 3}, {1, 61, 1}, {2, 5, 30},
+		{4, 50, 1}, {5, 2, 1}, {0, 20, 1}, {1, 17, 1}, {3, 9, 1}, {2, 12, 1}, {5, 33, 1}}
+	many := append([]spec(nil), base...)
+	for i := range 90 {
+		many = append(many, spec{i % 4, 1 + i%13, 1})
+	}
+	// Samples of one prompt side by side: runs whose prompt after the
+	// root goes in tiles (14 rows, and 7 at two query heads a KV head).
+	for i := range 14 {
+		many = append(many, spec{3, 2 + 3*i, 1})
+	}
+	for i := range 7 {
+		many = append(many, spec{0, 40 - i, 1})
+	}
+	for _, sh := range [][3]int{{8, 4, 32}, {8, 2, 32}, {4, 4, 32}, {12, 2, 64}, {2, 2, 96}} {
+		H, KVH, hd := sh[0], sh[1], sh[2]
+		for _, pn := range []int{128, 160} {
+			for si, specs := range [][]spec{base, many} {
+				name := fmt.Sprintf("H%dKV%dhd%d/pn%d/specs%d", H, KVH, hd, pn, si)
+				be := NewCPU()
+				e := &opEnv{be: be, rng: rand.New(rand.NewPCG(uint64(pn), uint64(hd)))}
+				// Roots A and B, of capacity 100 (not a multiple of 8).
+				const rcap = 100
+				var rk, rv [2]Tensor
+				for r := range rk {
+					rk[r], rv[r] = be.Alloc(KVH*rcap*hd), be.Alloc(KVH*rcap*hd)
+					be.CacheWrite(rk[r], e.in(rcap*KVH*hd), Keys, 0, rcap, KVH, hd, rcap)
+					be.CacheWrite(rv[r], e.in(rcap*KVH*hd), Values, 0, rcap, KVH, hd, rcap)
+				}
+				// Prompts 0..3 on root A (64, 96, 64, 96 positions), 4 on B
+				// (32), 5 without a root.
+				roots := []struct{ root, rn int }{{0, 64}, {0, 96}, {0, 64}, {0, 96}, {1, 32}, {-1, 0}}
+				pk, pv := make([]Tensor, len(roots)), make([]Tensor, len(roots))
+				for p, ro := range roots {
+					pk[p], pv[p] = be.Alloc(KVH*(pn+1)*hd), be.Alloc(KVH*(pn+1)*hd)
+					be.CacheWrite(pk[p], e.in(pn*KVH*hd), Keys, 0, pn, KVH, hd, pn+1)
+					be.CacheWrite(pv[p], e.in(pn*KVH*hd), Values, 0, pn, KVH, hd, pn+1)
+					if ro.root >= 0 {
+						be.CacheCopy(pk[p], rk[ro.root], Keys, 0, 0, ro.rn, KVH, hd, pn+1, rcap)
+						be.CacheCopy(pv[p], rv[ro.root], Values, 0, 0, ro.rn, KVH, hd, pn+1, rcap)
+					}
+				}
+				var spans []KVSpan
+				rows := 0
+				for _, sp := range specs {
+					own := sp.own + sp.rows
+					cap := own + 3
+					k, v := be.Alloc(KVH*cap*hd), be.Alloc(KVH*cap*hd)
+					be.CacheWrite(k, e.in(own*KVH*hd), Keys, 0, own, KVH, hd, cap)
+					be.CacheWrite(v, e.in(own*KVH*hd), Values, 0, own, KVH, hd, cap)
+					s := KVSpan{K: k, V: v, Cap: cap, QRow: rows, Rows: sp.rows, Pos0: pn + sp.own,
+						PK: pk[sp.prompt], PV: pv[sp.prompt], PCap: pn + 1, PN: pn}
+					if ro := roots[sp.prompt]; ro.root >= 0 {
+						s.RK, s.RV, s.RCap, s.RN = rk[ro.root], rv[ro.root], rcap, ro.rn
+					}
+					spans = append(spans, s)
+					rows += sp.rows
+				}
+				q := e.in(rows * H * hd)
+				whole := be.Alloc(rows * H * hd)
+				be.AttentionKV(whole, q, spans, H, KVH, hd)
+				bare := make([]KVSpan, len(spans))
+				for i, sp := range spans {
+					sp.RK, sp.RV, sp.RCap, sp.RN = Tensor{}, Tensor{}, 0, 0
+					bare[i] = sp
+				}
+				noRoot := be.Alloc(rows * H * hd)
+				be.AttentionKV(noRoot, q, bare, H, KVH, hd)
+				alone := be.Alloc(rows * H * hd)
+				for _, sp := range spans {
+					for r := 0; r < sp.Rows; r++ {
+						row := sp
+						row.Rows, row.Pos0, row.QRow = 1, sp.Pos0+r, sp.QRow+r
+						be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
+					}
+				}
+				saved := useAVX512
+				useAVX512 = false
+				untiled := be.Alloc(rows * H * hd)
+				be.AttentionKV(untiled, q, spans, H, KVH, hd)
+				useAVX512 = saved
+				w, n, a, u := host64(be, whole), host64(be, noRoot), host64(be, alone), host64(be, untiled)
+				for i := range w {
+					b := math.Float64bits(w[i])
+					if b != math.Float64bits(n[i]) || b != math.Float64bits(a[i]) || b != math.Float64bits(u[i]) {
+						t.Fatalf("%s: row %d, element %d: %v in the whole call, %v without roots, %v alone, %v without tiles", name, i/(H*hd), i%(H*hd), w[i], n[i], a[i], u[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlanRootsGathersByRoot: every untiled row of a span with a root is
+// in exactly one root unit a KV head when its root's rows make a tile,
+// and in none otherwise; a root unit's spans share the root; a large
+// gathering splits into chunks, but not between the samples of one
+// prompt.
+func TestPlanRootsGathersByRoot(t *testing.T) {
+	const KVH, grp = 2, 2
+	be := NewCPU()
+	ra, rb := be.Alloc(64), be.Alloc(64)
+	var spans []KVSpan
+	var pkt Tensor
+	for i := range 200 {
+		if i%3 == 0 {
+			pkt = be.Alloc(64) // three samples a prompt
+		}
+		sp := KVSpan{Rows: 1 + 13*(i%7/6), PK: pkt, PN: 32}
+		switch {
+		case i%5 == 4:
+			sp.RK, sp.RN = rb, 32 // a gathering of its own
+		case i == 3:
+			sp.RN = 0 // no root
+		default:
+			sp.RK, sp.RN = ra, 32
+		}
+		if i == 199 {
+			sp.RK = be.Alloc(64) // a root of one span: too few rows
+		}
+		spans = append(spans, sp)
+	}
+	rks, pks := make([][]float32, len(spans)), make([][]float32, len(spans))
+	n := 0
+	for i, sp := range spans {
+		pks[i] = be.s(sp.PK)
+		if sp.RN > 0 {
+			rks[i] = be.s(sp.RK)
+		}
+		n += sp.Rows * KVH
+	}
+	var p unitPlan
+	planUnits(&p, spans, pks, rks, n, KVH, grp, promptTile, true)
+	seen := map[[2]int]int{}
+	chunks := 0
+	for _, u := range p.units {
+		if !u.root {
+			if u.group == 0 && u.tile == 0 && p.rooted[u.span] {
+				t.Fatalf("span %d is rooted but has a row unit", u.span)
+			}
+			continue
+		}
+		chunks++
+		members := p.rorder[u.span : u.span+u.group]
+		if next := int(u.span + u.group); next < len(p.rorder) && &pks[p.rorder[next]][0] == &pks[members[len(members)-1]][0] &&
+			&rks[p.rorder[next]][0] == &rks[members[0]][0] && u.head == 0 {
+			t.Fatalf("a chunk ends inside the samples of one prompt (span %d)", members[len(members)-1])
+		}
+		for _, m := range members {
+			if &rks[m][0] != &rks[members[0]][0] {
+				t.Fatalf("a root unit mixes roots: spans %d and %d", members[0], m)
+			}
+			seen[[2]int{int(m), int(u.head)}]++
+		}
+	}
+	for i, sp := range spans {
+		want := 0
+		if sp.RN > 0 && i != 199 && untiledRows(sp.Rows, promptTile) > 0 {
+			want = 1
+		}
+		for kh := range KVH {
+			if got := seen[[2]int{i, kh}]; got != want {
+				t.Fatalf("span %d head %d: in %d root units, want %d", i, kh, got, want)
+			}
+		}
+	}
+	if chunks <= 2*KVH {
+		t.Fatalf("%d root units for %d heads: the large gathering was not split", chunks, KVH)
+	}
+}
