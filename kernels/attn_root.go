@@ -68,6 +68,22 @@ func planRoots[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, KVH, grp, til
 			continue
 		}
 		members := p.rorder[from:]
+		// The samples of one prompt next to each other (a batch may
+		// interleave them: the k-th samples of many tasks), so that they
+		// make one run (rootRows) and one chunk. A batch holds at most a
+		// few dozen spans: the quadratic scan is short.
+		for i := 0; i < len(members); {
+			j := i + 1
+			for k := i + 1; k < len(members); k++ {
+				if samePrefix(members[i], members[k]) {
+					m := members[k]
+					copy(members[j+1:k+1], members[j:k])
+					members[j] = m
+					j++
+				}
+			}
+			i = j
+		}
 		for _, m := range members {
 			p.rooted[m] = true
 		}
@@ -165,12 +181,30 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 		kvTransposeBlocks(st.kt, ldk, pkt[rn*hd:], hd, (sp.PN-rn)/kvBlock)
 		scoreTiles(st, r.x, r.x+roundUp(r.rows, 4), sp.PN-rn, ldk, hd, ld, rn)
 	}
+	// ahead asks the caches for what member i's rows read from c (ks or
+	// vs) and, when it is the first of its prompt's run, from its prompt
+	// after the root (pc: pks or pvs), while the member before it
+	// computes: its own cache comes from L3 or memory.
+	ahead := func(i int, c, pc [][]float32) {
+		if i >= len(members) || !useAsm {
+			return
+		}
+		m := members[i]
+		sp := spans[m]
+		own := min(sp.Cap, roundUp(sp.Pos0+untiledRows(sp.Rows, tile)-sp.PN, kvBlock)) * hd
+		prefetchRows(c[m][kh*hd*sp.Cap:], own, 1, own)
+		if sp.PN > rn && (i == 0 || !samePrompt(members[i-1], m)) {
+			seg := (sp.PN - rn) * hd
+			prefetchRows(pc[m][kh*hd*sp.PCap+rn*hd:], seg, 1, seg)
+		}
+	}
 	// The rest of each row's scores, its prompt's (untiled runs) then its
 	// own, and the softmax, as the decode path does them.
 	negInf := float32(math.Inf(-1))
 	for _, run := range st.runs {
 		x, pre := run.x, !tiled(run)
-		for _, m := range members[run.from:run.to] {
+		for i, m := range members[run.from:run.to] {
+			ahead(run.from+i+1, ks, pks)
 			sp, cp, pn, pcp := spans[m], spans[m].Cap, spans[m].PN, spans[m].PCap
 			kt := ks[m][kh*hd*cp : (kh+1)*hd*cp]
 			pkt := pks[m][kh*hd*pcp : (kh+1)*hd*pcp]
@@ -211,7 +245,8 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 	// softmax's sum.
 	for _, run := range st.runs {
 		x, pre := run.x, !tiled(run)
-		for _, m := range members[run.from:run.to] {
+		for i, m := range members[run.from:run.to] {
+			ahead(run.from+i+1, vs, pvs)
 			sp, cp, pn, pcp := spans[m], spans[m].Cap, spans[m].PN, spans[m].PCap
 			vt := vs[m][kh*hd*cp : (kh+1)*hd*cp]
 			pvt := pvs[m][kh*hd*pcp : (kh+1)*hd*pcp]

@@ -121,18 +121,19 @@ func TestRootRowsMatchAlone(t *testing.T) {
 // in exactly one root unit a KV head when its root's rows make a tile,
 // and in none otherwise; a root unit's spans share the root; a large
 // gathering splits into chunks, but not between the samples of one
-// prompt.
+// prompt, which sit side by side however the batch interleaves them.
 func TestPlanRootsGathersByRoot(t *testing.T) {
 	const KVH, grp = 2, 2
 	be := NewCPU()
 	ra, rb := be.Alloc(64), be.Alloc(64)
 	var spans []KVSpan
-	var pkt Tensor
+	pkts := make([]Tensor, 40)
+	for i := range pkts {
+		pkts[i] = be.Alloc(64)
+	}
 	for i := range 200 {
-		if i%3 == 0 {
-			pkt = be.Alloc(64) // three samples a prompt
-		}
-		sp := KVSpan{Rows: 1 + 13*(i%7/6), PK: pkt, PN: 32}
+		// Five samples a prompt, interleaved in the batch.
+		sp := KVSpan{Rows: 1 + 13*(i%7/6), PK: pkts[i%40], PN: 32}
 		switch {
 		case i%5 == 4:
 			sp.RK, sp.RN = rb, 32 // a gathering of its own
@@ -157,6 +158,18 @@ func TestPlanRootsGathersByRoot(t *testing.T) {
 	}
 	var p unitPlan
 	planUnits(&p, spans, pks, rks, n, KVH, grp, promptTile, true)
+	// A root's spans of one prompt sit side by side in rorder.
+	for i := 1; i < len(p.rorder); i++ {
+		a, b := p.rorder[i-1], p.rorder[i]
+		if &pks[a][0] == &pks[b][0] {
+			continue
+		}
+		for _, c := range p.rorder[i+1:] {
+			if &pks[c][0] == &pks[a][0] && &rks[c][0] == &rks[a][0] {
+				t.Fatalf("span %d is apart from span %d of its prompt", c, a)
+			}
+		}
+	}
 	seen := map[[2]int]int{}
 	chunks := 0
 	for _, u := range p.units {
@@ -192,5 +205,50 @@ func TestPlanRootsGathersByRoot(t *testing.T) {
 	}
 	if chunks <= 2*KVH {
 		t.Fatalf("%d root units for %d heads: the large gathering was not split", chunks, KVH)
+	}
+}
+
+// BenchmarkCPUAttentionKVDecodeRoots is one layer of a decoding step of
+// the base model's heads as a harness meets it: 64 sequences, 2 samples
+// each of 32 tasks whose prompts (512 positions) begin with one system
+// prompt of 352 (the math h0's is 357 bytes), 40 positions past the
+// prompt. "copies" reads each task's copy of the system prompt (no
+// root), "root" names the root each prompt copied it from. Each layer of
+// four has its caches, read in turn, so that they come from L3 or
+// memory as in a step.
+func BenchmarkCPUAttentionKVDecodeRoots(b *testing.B) {
+	const tasks, samples, H, KVH, hd, pn, rn, extra, layers = 32, 2, 8, 4, 32, 512, 352, 40, 4
+	be := NewCPU()
+	e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
+	spans := make([][]KVSpan, layers)
+	for l := range spans {
+		rk, rv := filledCache(be, e, rn, KVH, hd)
+		for t := 0; t < tasks; t++ {
+			pk, pv := filledCache(be, e, pn, KVH, hd)
+			be.CacheCopy(pk, rk, Keys, 0, 0, rn, KVH, hd, pn, rn)
+			be.CacheCopy(pv, rv, Values, 0, 0, rn, KVH, hd, pn, rn)
+			for s := 0; s < samples; s++ {
+				k, v := filledCache(be, e, extra, KVH, hd)
+				spans[l] = append(spans[l], KVSpan{K: k, V: v, Cap: extra, QRow: len(spans[l]), Rows: 1, Pos0: pn + extra - 1,
+					PK: pk, PV: pv, PCap: pn, PN: pn, RK: rk, RV: rv, RCap: rn, RN: rn})
+			}
+		}
+	}
+	q, out := e.in(tasks*samples*H*hd), be.Alloc(tasks*samples*H*hd)
+	for _, root := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copies", true: "root"}[root], func(b *testing.B) {
+			layer := make([][]KVSpan, layers)
+			for l := range layer {
+				layer[l] = append([]KVSpan(nil), spans[l]...)
+				for i := range layer[l] {
+					if !root {
+						layer[l][i].RN = 0
+					}
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				be.AttentionKV(out, q, layer[i%layers], H, KVH, hd)
+			}
+		})
 	}
 }
