@@ -111,17 +111,27 @@ func planRoots[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, KVH, grp, til
 // of four, so that the run's rows are whole tiles of their own).
 type rootRun struct{ from, to, x, rows int }
 
+// rootSpanRows is rootRows for a root unit: the root the spans members
+// name (KVSpan.RK), over the fewest positions any of them names.
+func rootSpanRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]float32, rk, rv []float32, kh, grp, hd, qw int, scale float32) {
+	rn := spans[members[0]].RN
+	for _, m := range members {
+		rn = min(rn, spans[m].RN)
+	}
+	rootRows(st, o, qs, spans, members, tile, ks, vs, pks, pvs, rk, rv, spans[members[0]].RCap, rn, kh, grp, hd, qw, scale)
+}
+
 // rootRows computes AttentionKV's outputs for KV head kh and its grp query
-// heads of the untiled rows of the spans members, which share the root
-// cache rk, rv (all heads): the root's scores and value sums as tiles over
+// heads of the untiled rows of the spans members, whose first rn
+// positions (a multiple of 32) are those of the root cache rk, rv (all
+// heads, capacity rcp): the root's scores and value sums as tiles over
 // all the rows; a run of at least sharedMinRows rows that share a prompt
 // cache its prompt's positions after the root as tiles too (and the
 // value sums of the whole prompt from its cache, whose first positions
 // are the root's bits); the rest with the decode kernels. ks, vs, pks and
 // pvs are the call's spans' caches, o and qs its outputs and queries (qw
 // elements a row).
-func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]float32, rk, rv []float32, kh, grp, hd, qw int, scale float32) {
-	rn, rcp := spans[members[0]].RN, spans[members[0]].RCap
+func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]float32, rk, rv []float32, rcp, rn, kh, grp, hd, qw int, scale float32) {
 	samePrompt := func(a, b int32) bool {
 		return spans[a].PN == spans[b].PN && len(pks[a]) == len(pks[b]) && &pks[a][0] == &pks[b][0]
 	}
@@ -129,7 +139,6 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 	x, ld, seg := 0, 0, 0
 	for i, m := range members {
 		sp := spans[m]
-		rn = min(rn, sp.RN)
 		u := untiledRows(sp.Rows, tile)
 		ld = max(ld, sp.Pos0+u)
 		if i == 0 || !samePrompt(members[i-1], m) {

@@ -1,7 +1,5 @@
 package kernels
 
-import "math"
-
 // The samples of one prompt decode side by side (the engine's k = 8
 // evaluation, a vote's samples), each reading the prompt's positions from
 // one shared prefix cache and then its own. For the prefix the rows of all
@@ -82,106 +80,12 @@ func tileKern(left int) (func(kc int, a []float32, rsa, csa int, b []float32, bo
 
 // sharedRows computes AttentionKV's outputs for KV head kh and its grp
 // query heads of the untiled rows (untiledRows) of the spans members,
-// which share one prefix cache (pk, pv: all heads): the
-// prefix's scores and value sums as tiles over all the rows, each row's
-// own positions with the decode kernels. ks and vs are the spans' own
-// caches, o and qs the call's outputs and queries (qw elements a row).
-func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs [][]float32, pk, pv []float32, kh, grp, hd, qw int, scale float32) {
-	sp0 := spans[members[0]]
-	pn, pcp := sp0.PN, sp0.PCap
-	rows, ld := 0, pn
-	for _, m := range members {
-		sp := spans[m]
-		if u := untiledRows(sp.Rows, tile); u > 0 {
-			rows += u * grp
-			ld = max(ld, sp.Pos0+u)
-		}
-	}
-	ld = roundUp(ld, 32) // whole vectors of any row's positions, and the prefix's whole 32-column tiles
-	rows4 := roundUp(rows, 4)
-	// Rows of the transposed keys a cache line longer than the prefix:
-	// at a power-of-two stride (pn a multiple of 128, say) the stores
-	// of a block's dimensions would all fall in a few of L1's sets.
-	ldk := pn + 16
-	st.kt = grow(st.kt, hd*ldk)
-	st.q = grow(st.q, rows4*hd)
-	st.s = grow(st.s, rows4*ld)
-	st.ob = grow(st.ob, rows4*hd)
-	st.sums = grow(st.sums, rows)
-	kvTransposeBlocks(st.kt, ldk, pk[kh*hd*pcp:(kh+1)*hd*pcp], hd, pn/kvBlock)
-	x := 0
-	for _, m := range members {
-		sp := spans[m]
-		for r := range untiledRows(sp.Rows, tile) {
-			copy(st.q[x*hd:(x+grp)*hd], qs[(sp.QRow+r)*qw+kh*grp*hd:])
-			x += grp
-		}
-	}
-	clear(st.q[rows*hd : rows4*hd]) // padding rows: finite scores, outputs dropped
-	// The prefix's scores, twelve rows a tile, then four.
-	for t := 0; t < rows4; {
-		kern, tr := tileKern(rows4 - t)
-		for j := 0; j < pn; j += 32 {
-			kern(hd, st.q[t*hd:], hd, 1, st.kt[j:], 16, ldk, st.s[t*ld+j:], ld, false)
-		}
-		t += tr
-	}
-	// Each row's own scores and the softmax, as the decode path does them.
-	negInf := float32(math.Inf(-1))
-	x = 0
-	for _, m := range members {
-		sp, cp := spans[m], spans[m].Cap
-		kt := ks[m][kh*hd*cp : (kh+1)*hd*cp]
-		for r := range untiledRows(sp.Rows, tile) {
-			n := sp.Pos0 + r + 1
-			ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
-			for g := 0; g < grp; {
-				c := decodeChunk(grp - g)
-				attnScores(c, st.s[(x+g)*ld+pn:], ld, st.q[(x+g)*hd:], hd, kt, cp, n-pn)
-				g += c
-			}
-			for g := 0; g < grp; g++ {
-				row := st.s[(x+g)*ld : (x+g)*ld+ldn]
-				for p := n; p < ldn; p++ {
-					row[p] = negInf
-				}
-				st.sums[x+g] = softExp(row, scale)
-			}
-			x += grp
-		}
-	}
-	// The prefix's value sums, tiles as the scores.
-	pvt := pv[kh*hd*pcp : (kh+1)*hd*pcp]
-	for t := 0; t < rows4; {
-		kern, tr := tileKern(rows4 - t)
-		for j := 0; j < hd; j += 32 {
-			kern(pn, st.s[t*ld:], ld, 1, pvt[j:], 16, hd, st.ob[t*hd+j:], hd, false)
-		}
-		t += tr
-	}
-	// Each row's own values continue its chain; then the division by the
-	// softmax's sum.
-	x = 0
-	for _, m := range members {
-		sp, cp := spans[m], spans[m].Cap
-		vt := vs[m][kh*hd*cp : (kh+1)*hd*cp]
-		for r := range untiledRows(sp.Rows, tile) {
-			n := sp.Pos0 + r + 1
-			og := o[(sp.QRow+r)*qw+kh*grp*hd:][:grp*hd]
-			copy(og, st.ob[x*hd:(x+grp)*hd])
-			for g := 0; g < grp; {
-				c := decodeChunk(grp - g)
-				attnMix(c, og[g*hd:], st.s[(x+g)*ld+pn:], ld, vt, hd, n-pn)
-				g += c
-			}
-			for g := 0; g < grp; g++ {
-				inv := 1 / st.sums[x+g]
-				out := og[g*hd : g*hd+hd]
-				for j := range out {
-					out[j] *= inv
-				}
-			}
-			x += grp
-		}
-	}
+// which share one prefix cache (pk, pv: all heads): the prefix's scores
+// and value sums as tiles over all the rows, each row's own positions
+// with the decode kernels. ks, vs, pks and pvs are the spans' caches, o
+// and qs the call's outputs and queries (qw elements a row). A prefix
+// cache is its spans' root over its whole length: rootRows.
+func sharedRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]float32, pk, pv []float32, kh, grp, hd, qw int, scale float32) {
+	sp := spans[members[0]]
+	rootRows(st, o, qs, spans, members, tile, ks, vs, pks, pvs, pk, pv, sp.PCap, sp.PN, kh, grp, hd, qw, scale)
 }

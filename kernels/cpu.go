@@ -55,11 +55,11 @@ type CPU[T Float] struct {
 	// shared, set with prompt, computes the untiled rows of the spans
 	// members sharing a prefix cache against one KV head, the prefix as
 	// matrix products (attn_shared.go); sharedStates recycles its scratch.
-	shared       func(st *sharedState, o, qs []T, spans []KVSpan, members []int32, tile int, ks, vs [][]T, pk, pv []T, kh, grp, hd, qw int, scale T)
+	shared       func(st *sharedState, o, qs []T, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]T, pk, pv []T, kh, grp, hd, qw int, scale T)
 	sharedStates sync.Pool
 	// root, set with shared, computes the untiled rows of the spans
 	// members sharing a root cache (KVSpan.RK) against one KV head, the
-	// root's positions as matrix products (attn_root.go).
+	// root's positions as matrix products (attn_root.go: rootSpanRows).
 	root func(st *sharedState, o, qs []T, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]T, rk, rv []T, kh, grp, hd, qw int, scale T)
 	// attnBufs recycles training attention's scratch (getAttnBuf).
 	attnBufs sync.Pool
@@ -72,7 +72,7 @@ type CPU[T Float] struct {
 func NewCPU() *CPU[float32] {
 	return &CPU[float32]{name: "cpu/float32", gemm: Gemm, gemm1: gemmSerial, dot: Dot, axpy: Axpy, add: add,
 		expSub: expSub, sigmoid: sigmoid32, siluMul: siluMul, softmax: opSoftmax32, attnDS: attnDS,
-		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows, prompt: promptRows, shared: sharedRows, root: rootRows}
+		scores: attnScores, softExp: softExp, mix: attnMix, prefetch: prefetchRows, prompt: promptRows, shared: sharedRows, root: rootSpanRows}
 }
 
 // NewCPU64 returns the float64 CPU backend (reference loops).

@@ -380,7 +380,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 					continue
 				}
 				members := order[s : s+int(un.group)]
-				c.shared(sh, o, qs, spans, members, tile, ks, vs, pks[members[0]], pvs[members[0]], kh, grp, hd, qw, scale)
+				c.shared(sh, o, qs, spans, members, tile, ks, vs, pks, pvs, pks[members[0]], pvs[members[0]], kh, grp, hd, qw, scale)
 				continue
 			}
 			if un.tile > 0 {

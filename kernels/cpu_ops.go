@@ -210,10 +210,14 @@ func (c *CPU[T]) RMSNorm(out, rstd, x, w Tensor, rows, C int, eps float64) {
 		// Many rows a call (rmsNormRows32): the same bits as row by row.
 		x32, w32, r32 := any(xs).([]float32), any(ws).([]float32), any(rs).([]float32)
 		Parallel(rows, rowGrain(C), func(lo, hi int) {
+			var stack [rowsOnStack]float32
 			var s []float32
-			if r32 != nil {
+			switch {
+			case r32 != nil:
 				s = r32[lo:hi]
-			} else {
+			case hi-lo <= rowsOnStack:
+				s = stack[:hi-lo]
+			default:
 				s = make([]float32, hi-lo)
 			}
 			rmsNormRows32(o32[lo*C:hi*C], s, x32[lo*C:hi*C], w32, C, eps)

@@ -137,8 +137,19 @@ func addMulScaleRowsGo(p, dy, x, s []float32, C int) {
 
 // rmsNormRows32 normalises len(rs) rows of C (a multiple of 8) elements,
 // setting rs[r] to each row's 1/√(mean(x²)+eps): rmsNormRow32's bits.
+// rowsOnStack is how many rows' sums the row-batched norms keep in an
+// array on the stack: a decoding step's rows (at most 64) then allocate
+// nothing, where a slice of their number went to the heap every layer.
+const rowsOnStack = 64
+
 func rmsNormRows32(out, rs, x, w []float32, C int, eps float64) {
-	ss := make([]float64, len(rs))
+	var stack [rowsOnStack]float64
+	ss := stack[:0]
+	if len(rs) <= rowsOnStack {
+		ss = stack[:len(rs)]
+	} else {
+		ss = make([]float64, len(rs))
+	}
 	sumSqRows(ss, x, C)
 	for r, v := range ss {
 		rs[r] = float32(1 / math.Sqrt(v/float64(C)+eps))
@@ -149,9 +160,15 @@ func rmsNormRows32(out, rs, x, w []float32, C int, eps float64) {
 // rmsNormBackRows32 adds the input gradients of len(s) rows of C (a
 // multiple of 8) elements to d: rmsNormBackRow32's bits.
 func rmsNormBackRows32(d, dy, w, x, s []float32, C int) {
-	m := make([]float64, len(s))
+	var stack [rowsOnStack]float64
+	var stackT [rowsOnStack]float32
+	m, mt := stack[:0], stackT[:0]
+	if len(s) <= rowsOnStack {
+		m, mt = stack[:len(s)], stackT[:len(s)]
+	} else {
+		m, mt = make([]float64, len(s)), make([]float32, len(s))
+	}
 	dotWXRows(m, dy, w, x, s, C)
-	mt := make([]float32, len(s))
 	for r, v := range m {
 		mt[r] = float32(v / float64(C))
 	}
