@@ -207,38 +207,52 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 			prefetchRows(pc[m][kh*hd*sp.PCap+rn*hd:], seg, 1, seg)
 		}
 	}
-	// The rest of each row's scores, its prompt's (untiled runs) then its
-	// own, and the softmax, as the decode path does them.
-	negInf := float32(math.Inf(-1))
-	for _, run := range st.runs {
-		x, pre := run.x, !tiled(run)
-		for i, m := range members[run.from:run.to] {
-			ahead(run.from+i+1, ks, pks)
-			sp, cp, pn, pcp := spans[m], spans[m].Cap, spans[m].PN, spans[m].PCap
-			kt := ks[m][kh*hd*cp : (kh+1)*hd*cp]
-			pkt := pks[m][kh*hd*pcp : (kh+1)*hd*pcp]
-			for r := range untiledRows(sp.Rows, tile) {
-				n := sp.Pos0 + r + 1
-				ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
-				for g := 0; g < grp; {
-					c := decodeChunk(grp - g)
-					if pre && pn > rn {
-						attnScores(c, st.s[(x+g)*ld+rn:], ld, st.q[(x+g)*hd:], hd, pkt[rn*hd:], pcp-rn, pn-rn)
-					}
-					attnScores(c, st.s[(x+g)*ld+pn:], ld, st.q[(x+g)*hd:], hd, kt, cp, n-pn)
-					g += c
+	// eachRow calls f for each untiled row r of each member in turn: the
+	// member's caches of keys or values (c, pc: ks and pks, or vs and
+	// pvs) for the head, the row's first scratch row x and whether its
+	// run reads its prompt after the root row by row (pre). It prefetches
+	// the next member's caches first.
+	eachRow := func(c, pc [][]float32, f func(sp KVSpan, own, pre []float32, r, x int)) {
+		for _, run := range st.runs {
+			x, pre := run.x, !tiled(run)
+			for i := run.from; i < run.to; i++ {
+				ahead(i+1, c, pc)
+				m := members[i]
+				sp := spans[m]
+				own := c[m][kh*hd*sp.Cap : (kh+1)*hd*sp.Cap]
+				var prompt []float32
+				if pre && sp.PN > rn {
+					prompt = pc[m][kh*hd*sp.PCap+rn*hd : (kh+1)*hd*sp.PCap]
 				}
-				for g := 0; g < grp; g++ {
-					row := st.s[(x+g)*ld : (x+g)*ld+ldn]
-					for p := n; p < ldn; p++ {
-						row[p] = negInf
-					}
-					st.sums[x+g] = softExp(row, scale)
+				for r := range untiledRows(sp.Rows, tile) {
+					f(sp, own, prompt, r, x)
+					x += grp
 				}
-				x += grp
 			}
 		}
 	}
+	// The rest of each row's scores, its prompt's (untiled runs) then its
+	// own, and the softmax, as the decode path does them.
+	negInf := float32(math.Inf(-1))
+	eachRow(ks, pks, func(sp KVSpan, kt, pkt []float32, r, x int) {
+		n, pn := sp.Pos0+r+1, sp.PN
+		ldn := (n + kvBlock - 1) &^ (kvBlock - 1)
+		for g := 0; g < grp; {
+			c := decodeChunk(grp - g)
+			if pkt != nil {
+				attnScores(c, st.s[(x+g)*ld+rn:], ld, st.q[(x+g)*hd:], hd, pkt, sp.PCap-rn, pn-rn)
+			}
+			attnScores(c, st.s[(x+g)*ld+pn:], ld, st.q[(x+g)*hd:], hd, kt, sp.Cap, n-pn)
+			g += c
+		}
+		for g := 0; g < grp; g++ {
+			row := st.s[(x+g)*ld : (x+g)*ld+ldn]
+			for p := n; p < ldn; p++ {
+				row[p] = negInf
+			}
+			st.sums[x+g] = softExp(row, scale)
+		}
+	})
 	// The value sums over the root, tiles as the scores; a tiled run's
 	// over its whole prompt instead, from the prompt's cache.
 	valueTiles(st, 0, rows4, rn, rv[kh*hd*rcp:(kh+1)*hd*rcp], hd, ld)
@@ -252,36 +266,26 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 	// Each row continues its chain over its prompt's positions past the
 	// root (untiled runs) and then its own; then the division by the
 	// softmax's sum.
-	for _, run := range st.runs {
-		x, pre := run.x, !tiled(run)
-		for i, m := range members[run.from:run.to] {
-			ahead(run.from+i+1, vs, pvs)
-			sp, cp, pn, pcp := spans[m], spans[m].Cap, spans[m].PN, spans[m].PCap
-			vt := vs[m][kh*hd*cp : (kh+1)*hd*cp]
-			pvt := pvs[m][kh*hd*pcp : (kh+1)*hd*pcp]
-			for r := range untiledRows(sp.Rows, tile) {
-				n := sp.Pos0 + r + 1
-				og := o[(sp.QRow+r)*qw+kh*grp*hd:][:grp*hd]
-				copy(og, st.ob[x*hd:(x+grp)*hd])
-				for g := 0; g < grp; {
-					c := decodeChunk(grp - g)
-					if pre && pn > rn {
-						attnMix(c, og[g*hd:], st.s[(x+g)*ld+rn:], ld, pvt[rn*hd:], hd, pn-rn)
-					}
-					attnMix(c, og[g*hd:], st.s[(x+g)*ld+pn:], ld, vt, hd, n-pn)
-					g += c
-				}
-				for g := 0; g < grp; g++ {
-					inv := 1 / st.sums[x+g]
-					out := og[g*hd : g*hd+hd]
-					for j := range out {
-						out[j] *= inv
-					}
-				}
-				x += grp
+	eachRow(vs, pvs, func(sp KVSpan, vt, pvt []float32, r, x int) {
+		n, pn := sp.Pos0+r+1, sp.PN
+		og := o[(sp.QRow+r)*qw+kh*grp*hd:][:grp*hd]
+		copy(og, st.ob[x*hd:(x+grp)*hd])
+		for g := 0; g < grp; {
+			c := decodeChunk(grp - g)
+			if pvt != nil {
+				attnMix(c, og[g*hd:], st.s[(x+g)*ld+rn:], ld, pvt, hd, pn-rn)
+			}
+			attnMix(c, og[g*hd:], st.s[(x+g)*ld+pn:], ld, vt, hd, n-pn)
+			g += c
+		}
+		for g := 0; g < grp; g++ {
+			inv := 1 / st.sums[x+g]
+			out := og[g*hd : g*hd+hd]
+			for j := range out {
+				out[j] *= inv
 			}
 		}
-	}
+	})
 }
 
 // scoreTiles sets the scores of rows [from, to) of st (a multiple of four

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -82,36 +81,12 @@ func TestRootRowsMatchAlone(t *testing.T) {
 					spans = append(spans, s)
 					rows += sp.rows
 				}
-				q := e.in(rows * H * hd)
-				whole := be.Alloc(rows * H * hd)
-				be.AttentionKV(whole, q, spans, H, KVH, hd)
 				bare := make([]KVSpan, len(spans))
 				for i, sp := range spans {
 					sp.RK, sp.RV, sp.RCap, sp.RN = Tensor{}, Tensor{}, 0, 0
 					bare[i] = sp
 				}
-				noRoot := be.Alloc(rows * H * hd)
-				be.AttentionKV(noRoot, q, bare, H, KVH, hd)
-				alone := be.Alloc(rows * H * hd)
-				for _, sp := range spans {
-					for r := 0; r < sp.Rows; r++ {
-						row := sp
-						row.Rows, row.Pos0, row.QRow = 1, sp.Pos0+r, sp.QRow+r
-						be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
-					}
-				}
-				saved := useAVX512
-				useAVX512 = false
-				untiled := be.Alloc(rows * H * hd)
-				be.AttentionKV(untiled, q, spans, H, KVH, hd)
-				useAVX512 = saved
-				w, n, a, u := host64(be, whole), host64(be, noRoot), host64(be, alone), host64(be, untiled)
-				for i := range w {
-					b := math.Float64bits(w[i])
-					if b != math.Float64bits(n[i]) || b != math.Float64bits(a[i]) || b != math.Float64bits(u[i]) {
-						t.Fatalf("%s: row %d, element %d: %v in the whole call, %v without roots, %v alone, %v without tiles", name, i/(H*hd), i%(H*hd), w[i], n[i], a[i], u[i])
-					}
-				}
+				checkRowsAlone(t, name, be, e.in(rows*H*hd), spans, rows, H, KVH, hd, map[string][]KVSpan{"without roots": bare})
 			}
 		}
 	}

@@ -52,27 +52,44 @@ func TestSharedPrefixRowsMatchAlone(t *testing.T) {
 				spans = append(spans, s)
 				rows += sp.rows
 			}
-			q := e.in(rows * H * hd)
-			whole := be.Alloc(rows * H * hd)
-			be.AttentionKV(whole, q, spans, H, KVH, hd)
-			alone := be.Alloc(rows * H * hd)
-			for _, sp := range spans {
-				for r := 0; r < sp.Rows; r++ {
-					row := sp
-					row.Rows, row.Pos0, row.QRow = 1, sp.Pos0+r, sp.QRow+r
-					be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
-				}
-			}
-			saved := useAVX512
-			useAVX512 = false
-			untiled := be.Alloc(rows * H * hd)
-			be.AttentionKV(untiled, q, spans, H, KVH, hd)
-			useAVX512 = saved
-			w, a, u := host64(be, whole), host64(be, alone), host64(be, untiled)
-			for i := range w {
-				if math.Float64bits(w[i]) != math.Float64bits(a[i]) || math.Float64bits(w[i]) != math.Float64bits(u[i]) {
-					t.Fatalf("%s: row %d, element %d: %v in the whole call, %v alone, %v without tiles", name, i/(H*hd), i%(H*hd), w[i], a[i], u[i])
-				}
+			checkRowsAlone(t, name, be, e.in(rows*H*hd), spans, rows, H, KVH, hd, nil)
+		}
+	}
+}
+
+// checkRowsAlone runs AttentionKV over spans (rows query rows of q) and
+// fails unless every output has the bits of its row computed alone (a
+// span of one row), of the call with the tiles turned off, and of the
+// call over each list of spans in also.
+func checkRowsAlone(t *testing.T, name string, be *CPU[float32], q Tensor, spans []KVSpan, rows, H, KVH, hd int, also map[string][]KVSpan) {
+	t.Helper()
+	call := func(spans []KVSpan) []float64 {
+		out := be.Alloc(rows * H * hd)
+		be.AttentionKV(out, q, spans, H, KVH, hd)
+		return host64(be, out)
+	}
+	want := map[string][]float64{}
+	alone := be.Alloc(rows * H * hd)
+	for _, sp := range spans {
+		for r := 0; r < sp.Rows; r++ {
+			row := sp
+			row.Rows, row.Pos0, row.QRow = 1, sp.Pos0+r, sp.QRow+r
+			be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
+		}
+	}
+	want["alone"] = host64(be, alone)
+	saved := useAVX512
+	useAVX512 = false
+	want["without tiles"] = call(spans)
+	useAVX512 = saved
+	for what, sp := range also {
+		want[what] = call(sp)
+	}
+	whole := call(spans)
+	for what, w := range want {
+		for i := range whole {
+			if math.Float64bits(whole[i]) != math.Float64bits(w[i]) {
+				t.Fatalf("%s: row %d, element %d: %v in the whole call, %v %s", name, i/(H*hd), i%(H*hd), whole[i], w[i], what)
 			}
 		}
 	}
