@@ -177,19 +177,6 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 			}
 		}
 	}
-	// The root's scores, twelve rows a tile, then four.
-	kvTransposeBlocks(st.kt, ldk, rk[kh*hd*rcp:(kh+1)*hd*rcp], hd, rn/kvBlock)
-	scoreTiles(st, 0, rows4, rn, ldk, hd, ld, 0)
-	// A tiled run's prompt after the root.
-	for _, r := range st.runs {
-		if !tiled(r) {
-			continue
-		}
-		sp := spans[members[r.from]]
-		pkt := pks[members[r.from]][kh*hd*sp.PCap : (kh+1)*hd*sp.PCap]
-		kvTransposeBlocks(st.kt, ldk, pkt[rn*hd:], hd, (sp.PN-rn)/kvBlock)
-		scoreTiles(st, r.x, r.x+roundUp(r.rows, 4), sp.PN-rn, ldk, hd, ld, rn)
-	}
 	// ahead asks the caches for what member i's rows read from c (ks or
 	// vs) and, when it is the first of its prompt's run, from its prompt
 	// after the root (pc: pks or pvs), while the member before it
@@ -206,6 +193,21 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 			seg := (sp.PN - rn) * hd
 			prefetchRows(pc[m][kh*hd*sp.PCap+rn*hd:], seg, 1, seg)
 		}
+	}
+	// The root's scores, twelve rows a tile, then four, while the first
+	// member's keys come.
+	ahead(0, ks, pks)
+	kvTransposeBlocks(st.kt, ldk, rk[kh*hd*rcp:(kh+1)*hd*rcp], hd, rn/kvBlock)
+	scoreTiles(st, 0, rows4, rn, ldk, hd, ld, 0)
+	// A tiled run's prompt after the root.
+	for _, r := range st.runs {
+		if !tiled(r) {
+			continue
+		}
+		sp := spans[members[r.from]]
+		pkt := pks[members[r.from]][kh*hd*sp.PCap : (kh+1)*hd*sp.PCap]
+		kvTransposeBlocks(st.kt, ldk, pkt[rn*hd:], hd, (sp.PN-rn)/kvBlock)
+		scoreTiles(st, r.x, r.x+roundUp(r.rows, 4), sp.PN-rn, ldk, hd, ld, rn)
 	}
 	// eachRow calls f for each untiled row r of each member in turn: the
 	// member's caches of keys or values (c, pc: ks and pks, or vs and
@@ -253,8 +255,10 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 			st.sums[x+g] = softExp(row, scale)
 		}
 	})
-	// The value sums over the root, tiles as the scores; a tiled run's
-	// over its whole prompt instead, from the prompt's cache.
+	// The value sums over the root, tiles as the scores (while the first
+	// member's values come); a tiled run's over its whole prompt instead,
+	// from the prompt's cache.
+	ahead(0, vs, pvs)
 	valueTiles(st, 0, rows4, rn, rv[kh*hd*rcp:(kh+1)*hd*rcp], hd, ld)
 	for _, r := range st.runs {
 		if tiled(r) {
