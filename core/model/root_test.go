@@ -15,7 +15,7 @@ import (
 // roots: first turns (copied from an earlier prompt of the prefill) and
 // next turns (from the prefix cache's entries), at a head dimension where
 // the CPU backend gathers the roots' rows into tiles (on an AVX-512
-// machine).
+// machine); and no root outlives the caches that hold it.
 func TestRootsSampleTheSame(t *testing.T) {
 	cfg, err := Preset("tiny")
 	if err != nil {
@@ -65,6 +65,15 @@ func TestRootsSampleTheSame(t *testing.T) {
 					t.Errorf("a root of %d positions for a system prompt of %d", rn, len(system))
 				}
 			}
+		}
+		// Every share of a root is given back with the cache holding it:
+		// once the prefix cache lets its entries go, no prompt cache is
+		// left (a root a lost share kept alive would stay listed).
+		if err := s.ReleaseCaches(); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.prompts) != 0 {
+			t.Errorf("%d prompt caches still held after ReleaseCaches", len(s.prompts))
 		}
 		return got, rooted
 	}
