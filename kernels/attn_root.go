@@ -22,7 +22,8 @@ import "math"
 // rootChunkRows is about how many query rows (rows × query heads of a KV
 // head) one unit of a root takes: enough that the tiles amortise
 // transposing the root's keys, few enough that the unit's scores stay in
-// L2 and that a large batch splits between threads.
+// L2 and that a large batch splits between threads. A choice by that
+// reasoning, not a tuned figure.
 const rootChunkRows = 64
 
 // planRoots gathers into p.rorder the spans that have a root and rows
@@ -35,9 +36,6 @@ const rootChunkRows = 64
 func planRoots[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, KVH, grp, tile int) {
 	sameRoot := func(i, j int) bool {
 		return len(rks[i]) == len(rks[j]) && &rks[i][0] == &rks[j][0]
-	}
-	samePrefix := func(i, j int32) bool {
-		return len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
 	}
 	p.rorder = p.rorder[:0]
 	p.reps = p.reps[:0]
@@ -75,7 +73,7 @@ func planRoots[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, KVH, grp, til
 		for i := 0; i < len(members); {
 			j := i + 1
 			for k := i + 1; k < len(members); k++ {
-				if samePrefix(members[i], members[k]) {
+				if samePrefixCache(spans, pks, members[i], members[k]) {
 					m := members[k]
 					copy(members[j+1:k+1], members[j:k])
 					members[j] = m
@@ -87,14 +85,14 @@ func planRoots[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, KVH, grp, til
 		for _, m := range members {
 			p.rooted[m] = true
 		}
-		// Chunks of about rootChunkRows rows, none below sharedMinRows.
+		// Chunks of about rootChunkRows rows each.
 		chunks := max(1, rows/rootChunkRows)
 		for kh := 0; kh < KVH; kh++ {
 			at, done, c := 0, 0, 1
 			for k := range members {
 				done += untiledRows(spans[members[k]].Rows, tile) * grp
 				last := k == len(members)-1
-				if last || (done >= c*rows/chunks && c < chunks && !samePrefix(members[k], members[k+1])) {
+				if last || (done >= c*rows/chunks && c < chunks && !samePrefixCache(spans, pks, members[k], members[k+1])) {
 					p.units = append(p.units, attnUnit{span: int32(from + at), head: int32(kh), group: int32(k + 1 - at), root: true})
 					at = k + 1
 					c++
@@ -132,16 +130,13 @@ func rootSpanRows(st *sharedState, o, qs []float32, spans []KVSpan, members []in
 // pvs are the call's spans' caches, o and qs its outputs and queries (qw
 // elements a row).
 func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32, tile int, ks, vs, pks, pvs [][]float32, rk, rv []float32, rcp, rn, kh, grp, hd, qw int, scale float32) {
-	samePrompt := func(a, b int32) bool {
-		return spans[a].PN == spans[b].PN && len(pks[a]) == len(pks[b]) && &pks[a][0] == &pks[b][0]
-	}
 	st.runs = st.runs[:0]
 	x, ld, seg := 0, 0, 0
 	for i, m := range members {
 		sp := spans[m]
 		u := untiledRows(sp.Rows, tile)
 		ld = max(ld, sp.Pos0+u)
-		if i == 0 || !samePrompt(members[i-1], m) {
+		if i == 0 || !samePrefixCache(spans, pks, members[i-1], m) {
 			x = roundUp(x, 4)
 			st.runs = append(st.runs, rootRun{from: i, x: x})
 		}
@@ -189,7 +184,7 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 		sp := spans[m]
 		own := min(sp.Cap, roundUp(sp.Pos0+untiledRows(sp.Rows, tile)-sp.PN, kvBlock)) * hd
 		prefetchRows(c[m][kh*hd*sp.Cap:], own, 1, own)
-		if sp.PN > rn && (i == 0 || !samePrompt(members[i-1], m)) {
+		if sp.PN > rn && (i == 0 || !samePrefixCache(spans, pks, members[i-1], m)) {
 			seg := (sp.PN - rn) * hd
 			prefetchRows(pc[m][kh*hd*sp.PCap+rn*hd:], seg, 1, seg)
 		}
@@ -209,12 +204,12 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 		kvTransposeBlocks(st.kt, ldk, pkt[rn*hd:], hd, (sp.PN-rn)/kvBlock)
 		scoreTiles(st, r.x, r.x+roundUp(r.rows, 4), sp.PN-rn, ldk, hd, ld, rn)
 	}
-	// eachRow calls f for each untiled row r of each member in turn: the
-	// member's caches of keys or values (c, pc: ks and pks, or vs and
-	// pvs) for the head, the row's first scratch row x and whether its
-	// run reads its prompt after the root row by row (pre). It prefetches
-	// the next member's caches first.
-	eachRow := func(c, pc [][]float32, f func(sp KVSpan, own, pre []float32, r, x int)) {
+	// eachRow calls f for each untiled row r of each member in turn, with
+	// the head's own cache of keys or values (from c: ks or vs), its
+	// prompt's cache from the root's end (from pc: pks or pvs; nil when
+	// the run tiles it or the root is the whole prompt) and the row's
+	// first scratch row x. It prefetches the next member's caches first.
+	eachRow := func(c, pc [][]float32, f func(sp KVSpan, own, prompt []float32, r, x int)) {
 		for _, run := range st.runs {
 			x, pre := run.x, !tiled(run)
 			for i := run.from; i < run.to; i++ {
@@ -257,7 +252,8 @@ func rootRows(st *sharedState, o, qs []float32, spans []KVSpan, members []int32,
 	})
 	// The value sums over the root, tiles as the scores (while the first
 	// member's values come); a tiled run's over its whole prompt instead,
-	// from the prompt's cache.
+	// from the prompt's cache, in place of its root sums (the root's tiles
+	// run over all the rows at once, not run by run).
 	ahead(0, vs, pvs)
 	valueTiles(st, 0, rows4, rn, rv[kh*hd*rcp:(kh+1)*hd*rcp], hd, ld)
 	for _, r := range st.runs {

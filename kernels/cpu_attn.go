@@ -586,6 +586,12 @@ type unitPlan struct {
 	of, reps, sizes, next []int32
 }
 
+// samePrefixCache says spans i and j read their first PN positions from
+// one prefix cache (pks: the spans' prefix caches).
+func samePrefixCache[E any, I int | int32](spans []KVSpan, pks [][]E, i, j I) bool {
+	return spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
+}
+
 // planUnits orders AttentionKV's n units into p. The spans that read the
 // same prefix cache (the samples of one prompt, wherever they sit in the
 // batch) are gathered, in the order their prefixes first appear, into
@@ -611,7 +617,7 @@ func planUnits[E any](p *unitPlan, spans []KVSpan, pks, rks [][]E, n, KVH, grp, 
 		planRoots(p, spans, pks, rks, KVH, grp, tile)
 	}
 	samePrefix := func(i, j int) bool {
-		return !p.rooted[i] && !p.rooted[j] && spans[i].PN > 0 && spans[j].PN == spans[i].PN && len(pks[i]) == len(pks[j]) && &pks[i][0] == &pks[j][0]
+		return !p.rooted[i] && !p.rooted[j] && samePrefixCache(spans, pks, i, j)
 	}
 	// Each span joins the gathering of the first earlier span with its
 	// prefix (a batch holds a few prompts: the scan is short), then the

@@ -54,8 +54,10 @@ type promptKV struct {
 	rn   int
 }
 
-// rootMin is the fewest positions a root is recorded for: below it the
-// tiles over the root's rows save less than gathering them costs.
+// rootMin is the fewest positions a root is recorded for: two granules
+// of the CPU backend, so that a prompt's first few tokens shared by
+// chance (a chat template's opening) make no root. A choice, not a
+// measured bound.
 const rootMin = 64
 
 // inheritRoot records that dst's first n positions were copied, bit for
