@@ -233,8 +233,15 @@ func (b *Bench) ended(msg BenchRunEnded) {
 	// The row keeps the run's timeline, not its engine: the engine's
 	// model, samplers and caches (hundreds of MB) would otherwise stay
 	// reachable for the rest of the bench, one more with every run. Keys
-	// that would command it are refused from now on.
-	r.m.opt.Control = nil
+	// that would command it are refused from now on, and its progress
+	// (a method value bound to the engine) is polled once more, for its
+	// final ledger, and then no longer. Gold must be a func that holds no
+	// engine (engine.Engine.Gold's table).
+	if poll := r.m.opt.Progress; poll != nil {
+		p := poll()
+		r.m.prog = &p
+	}
+	r.m.opt.Control, r.m.opt.Progress = nil, nil
 	switch {
 	case msg.Err == nil:
 		r.state = jobDone

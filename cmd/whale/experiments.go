@@ -199,7 +199,7 @@ func runPlan(cmd *cobra.Command, p experiments.Plan, env experiments.Env, every 
 		}
 		prog.Send(tui.BenchRunStarted{ID: j.ID, Events: sub, Opt: tui.Options{RunID: j.ID, Domain: j.Domain, ModelDesc: j.Condition,
 			Schedule: eng.Cfg.ScheduleName(), Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Control: eng, History: hist,
-			Samples: storeSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store), Progress: eng.Progress, Gold: eng.Gold}})
+			Samples: storeSamples(env.Store, j.ID), HarnessSource: harnessSource(env.Store), Progress: eng.Progress, Gold: eng.Gold()}})
 		return func(err error) {
 			remove()
 			prog.Send(tui.BenchRunEnded{ID: j.ID, Err: err})

@@ -266,7 +266,7 @@ func workbench(cmd *cobra.Command, ws *engine.Workspace, srv *attach.Server, eng
 	m := tui.New(tui.Options{
 		RunID: eng.RunID, Domain: eng.Cfg.Domain, ModelDesc: modelDesc, Schedule: eng.Cfg.ScheduleName(),
 		Preset: eng.Cfg.Preset, Budget: eng.Cfg.TotalBudget(), Rounds: eng.Cfg.MaxRounds,
-		Events: sub, Control: eng, History: history, Samples: storeSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold,
+		Events: sub, Control: eng, History: history, Samples: storeSamples(db, eng.RunID), Progress: eng.Progress, Gold: eng.Gold(),
 		HarnessSource: harnessSource(db),
 		Fork:          func(id string) { forkID = id },
 		Keys:          keys,

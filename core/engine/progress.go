@@ -133,16 +133,23 @@ func workName(prefix string) string {
 	return "weight-step rollouts"
 }
 
-// Gold is the gold answer of one of the run's tasks, by id (the
+// Gold returns the gold answers of the run's tasks, by id (the
 // workbench's sample inspector); false for a task the run does not hold.
-// Safe from any goroutine: the run's task lists never change.
-func (e *Engine) Gold(taskID string) (string, bool) {
+// The func holds a table of the answers, not the engine: a bench's
+// dashboard keeps it for a finished run's row, and a func bound to the
+// engine would keep its model, samplers and caches (hundreds of MB)
+// reachable for the rest of the bench. Safe from any goroutine.
+func (e *Engine) Gold() func(taskID string) (string, bool) {
+	answers := map[string]string{}
 	for _, ts := range [][]data.Task{e.train, e.val, e.audit, e.test} {
 		for _, t := range ts {
-			if t.ID == taskID {
-				return t.Answer, true
+			if _, ok := answers[t.ID]; !ok {
+				answers[t.ID] = t.Answer
 			}
 		}
 	}
-	return "", false
+	return func(taskID string) (string, bool) {
+		a, ok := answers[taskID]
+		return a, ok
+	}
 }
