@@ -186,7 +186,6 @@ func TestBenchDropsAFinishedRunsEngine(t *testing.T) {
 	if alive.Value() != nil {
 		t.Fatal("a finished row still holds its engine")
 	}
-	b.Update(tickMsg(benchT0))
 	r.m.send(engine.Command{Kind: "pause"})
 	if !strings.Contains(r.m.err, "no run to control") {
 		t.Fatalf("a finished row's command: error %q", r.m.err)
