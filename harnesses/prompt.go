@@ -80,7 +80,8 @@ func toMessages(file string, v starlark.Value) ([]Message, error) {
 
 // requests builds the SAMPLES requests of r's pending call, showing each
 // to the observer and the OnRequest hook first.
-func (rt *runner) requests(r *rollout, obs RequestObserver) []policy.Request {
+func (rt *runner) requests(r *rollout) []policy.Request {
+	obs := rt.obs
 	n := max(1, rt.h.Samples)
 	reqs := make([]policy.Request, n)
 	for j := range reqs {
@@ -89,12 +90,16 @@ func (rt *runner) requests(r *rollout, obs RequestObserver) []policy.Request {
 			Temperature: rt.opts.Temperature, TopK: rt.opts.TopK, TopP: rt.opts.TopP, Seed: rt.opts.Seed}
 		if obs != nil || rt.opts.OnRequest != nil {
 			info := RequestInfo{Key: key, Task: r.task, Obs: r.obs, Require: r.require, Tools: rt.h.Tools}
+			// Lanes build requests on several goroutines: the hooks
+			// see one request at a time.
+			rt.hookMu.Lock()
 			if obs != nil {
 				obs.ObserveRequest(info)
 			}
 			if rt.opts.OnRequest != nil {
 				rt.opts.OnRequest(info)
 			}
+			rt.hookMu.Unlock()
 		}
 	}
 	return reqs

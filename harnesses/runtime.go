@@ -3,6 +3,7 @@ package harnesses
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"go.starlark.net/starlark"
 
@@ -44,8 +45,12 @@ type RunOptions struct {
 	// trajectories come task by task, the passes in order; K and
 	// KeyPrefix are then unused.
 	Passes []string
+	// Lanes, above 1, drives the rollouts over that many streams at once
+	// when the policy offers them (policy.Laned: the local model), one
+	// goroutine each, sharing BatchSize; the trajectories are the same.
+	Lanes int
 	// OnRequest, if set, sees every request before it is sent, with the
-	// episode behind it.
+	// episode behind it (one request at a time, from any goroutine).
 	OnRequest func(RequestInfo)
 	// Progress, if set, is called with the finished and total rollout
 	// counts: before every round (the last sees all finished), or, with a
@@ -176,10 +181,10 @@ func Run(ctx context.Context, h *Harness, dom data.Domain, tasks []data.Task, po
 			rs = append(rs, r)
 		}
 	}
-	rt := &runner{h: h, opts: opts}
+	rt := &runner{h: h, opts: opts, obs: observerOf(pol)}
 	var err error
 	if st, ok := pol.(policy.Streamer); ok {
-		err = rt.runStream(ctx, st, rs)
+		err = rt.runStream(ctx, st, rs, len(draws))
 	} else {
 		err = rt.runRounds(ctx, pol, rs)
 	}
@@ -238,6 +243,10 @@ func (rt *runner) runRounds(ctx context.Context, pol policy.Policy, rs []*rollou
 type runner struct {
 	h    *Harness
 	opts RunOptions
+	// obs is the policy's RequestObserver, or nil; hookMu serializes it
+	// and OnRequest across lanes.
+	obs    RequestObserver
+	hookMu sync.Mutex
 }
 
 func (r *rollout) setObs(o data.Observation) {
@@ -271,9 +280,8 @@ func (r *rollout) say(role, content string) {
 func (rt *runner) generate(ctx context.Context, pol policy.Policy, chunk []*rollout) error {
 	n := max(1, rt.h.Samples)
 	reqs := make([]policy.Request, 0, len(chunk)*n)
-	obs := observerOf(pol)
 	for _, r := range chunk {
-		reqs = append(reqs, rt.requests(r, obs)...)
+		reqs = append(reqs, rt.requests(r)...)
 	}
 	comps, err := pol.Generate(ctx, reqs)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"whale/core/policy"
@@ -30,6 +31,28 @@ type shuffled struct {
 	failNext   int
 	// badID, if set, makes Next hand back an id never submitted.
 	badID bool
+	// mu guards the counters above and pol when lanes run at once
+	// (OpenLanes).
+	mu sync.Mutex
+	// lanes is how many streams the last OpenLanes opened; split names a
+	// task whose requests went to more than one of them.
+	lanes  int
+	laneOf map[string]*shuffledStream
+	split  string
+}
+
+// OpenLanes makes shuffled a policy.Laned: n streams, each answering in
+// its own random order, driven from n goroutines.
+func (p *shuffled) OpenLanes(n int) ([]policy.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lanes, p.laneOf = n, map[string]*shuffledStream{}
+	out := make([]policy.Stream, n)
+	for i := range out {
+		p.opened++
+		out[i] = &shuffledStream{p: p, rng: rand.New(rand.NewPCG(p.seed, uint64(i+2)))}
+	}
+	return out, nil
 }
 
 func (p *shuffled) Generate(ctx context.Context, reqs []policy.Request) ([]policy.Completion, error) {
@@ -41,6 +64,8 @@ func (p *shuffled) Generate(ctx context.Context, reqs []policy.Request) ([]polic
 func (p *shuffled) Unwrap() policy.Policy { return p.pol }
 
 func (p *shuffled) OpenStream() (policy.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.opened++
 	return &shuffledStream{p: p, rng: rand.New(rand.NewPCG(p.seed, 1))}, nil
 }
@@ -53,12 +78,28 @@ type shuffledStream struct {
 	served int
 }
 
+// noteLane records that lane s was given request key, and names the
+// key's task in split if an earlier key of it went to another lane.
+func (p *shuffled) noteLane(key string, s *shuffledStream) {
+	task := key[:strings.LastIndex(key, "#")]
+	if p.laneOf[task] == nil {
+		p.laneOf[task] = s
+	} else if p.laneOf[task] != s {
+		p.split = task
+	}
+}
+
 func (s *shuffledStream) Submit(id int, r policy.Request) error {
 	if r.Key == s.p.failSubmit {
 		return errors.New("shuffled: request " + strconv.Itoa(id) + " (key " + strconv.Quote(r.Key) + "): refused")
 	}
 	s.ids, s.reqs = append(s.ids, id), append(s.reqs, r)
+	s.p.mu.Lock()
 	s.p.peak = max(s.p.peak, len(s.ids))
+	if s.p.laneOf != nil {
+		s.p.noteLane(r.Key, s)
+	}
+	s.p.mu.Unlock()
 	return nil
 }
 
@@ -75,7 +116,9 @@ func (s *shuffledStream) Next(ctx context.Context) (policy.Result, error) {
 	k := s.rng.IntN(len(s.ids))
 	id, r := s.ids[k], s.reqs[k]
 	s.ids, s.reqs = slices.Delete(s.ids, k, k+1), slices.Delete(s.reqs, k, k+1)
+	s.p.mu.Lock()
 	c, err := s.p.pol.Generate(ctx, []policy.Request{r})
+	s.p.mu.Unlock()
 	if err != nil {
 		return policy.Result{}, err
 	}
@@ -87,6 +130,8 @@ func (s *shuffledStream) Next(ctx context.Context) (policy.Result, error) {
 }
 
 func (s *shuffledStream) Close() error {
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
 	s.p.closed++
 	return nil
 }
@@ -195,5 +240,103 @@ func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
 	pol := &shuffled{pol: tokens(NewRandom())}
 	if _, err := Run(ctx, h, d, tasks, pol, o); !errors.Is(err, context.Canceled) || pol.closed != 1 {
 		t.Fatalf("cancelled run: error %v, stream closed %d times; want context.Canceled and closed", err, pol.closed)
+	}
+}
+
+// Lanes drive a run over several streams at once (policy.Laned), each on
+// its own goroutine answering in its own random order: the trajectories
+// are the rounds' on every real domain, with voting; each lane keeps its
+// share of BatchSize in flight; Progress and OnRequest see what one
+// stream's run shows them; every lane is closed.
+func TestLanesMatchRounds(t *testing.T) {
+	for _, name := range domains.Names() {
+		t.Run(name, func(t *testing.T) {
+			d, err := domains.Open(name, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := withSamples(t, d, 3)
+			tasks, _ := d.Tasks(data.SplitVal)
+			tasks = tasks[:12]
+			var keys []string
+			opts := RunOptions{Seed: 3, K: 2, MaxNewTokens: 48, OnRequest: func(i RequestInfo) { keys = append(keys, i.Key) }}
+			want, err := Run(context.Background(), h, d, tasks, tokens(NewMixed(d, 3)), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantKeys := slices.Sorted(slices.Values(keys))
+			for _, c := range []struct{ lanes, batch, perLane int }{{2, 0, 12 * 2 * 3 / 2}, {3, 7, 3}, {2, 12, 6}, {4, 64, 16}} {
+				keys = nil
+				var progress [][2]int
+				o := opts
+				o.BatchSize, o.Lanes = c.batch, c.lanes
+				o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
+				pol := &shuffled{pol: tokens(NewMixed(d, 3)), seed: uint64(c.batch)}
+				got, err := Run(context.Background(), h, d, tasks, pol, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%d lanes, BatchSize %d: trajectories differ from rounds", c.lanes, c.batch)
+				}
+				if pol.lanes != c.lanes || pol.opened != c.lanes || pol.closed != c.lanes {
+					t.Fatalf("%d lanes: OpenLanes got %d, streams opened %d and closed %d times", c.lanes, pol.lanes, pol.opened, pol.closed)
+				}
+				if pol.split != "" {
+					t.Fatalf("%d lanes: the draws of task %s went to more than one lane (they share a prompt)", c.lanes, pol.split)
+				}
+				if pol.peak > c.perLane {
+					t.Fatalf("%d lanes, BatchSize %d: a lane had %d requests in flight, its share is %d", c.lanes, c.batch, pol.peak, c.perLane)
+				}
+				if !slices.Equal(slices.Sorted(slices.Values(keys)), wantKeys) {
+					t.Fatalf("%d lanes: OnRequest saw %d keys, rounds %d", c.lanes, len(keys), len(wantKeys))
+				}
+				n := len(want)
+				if len(progress) != n+1 || progress[0] != [2]int{0, n} || progress[n] != [2]int{n, n} {
+					t.Fatalf("%d lanes: progress %v; want 0 then each of %d rollouts finishing", c.lanes, progress, n)
+				}
+			}
+		})
+	}
+}
+
+// A lane's failure ends the run with its error and stops the other lanes;
+// every lane is closed, and a cancelled run says so.
+func TestLanesStopOnALanesError(t *testing.T) {
+	d, err := domains.Open("math", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := loadBuiltin(t, d)
+	tasks, _ := d.Tasks(data.SplitVal)
+	tasks = tasks[:16]
+	opts := RunOptions{Seed: 1, MaxNewTokens: 32, KeyPrefix: "val/", K: 2, Lanes: 3, BatchSize: 12}
+	for _, c := range []struct {
+		name string
+		pol  *shuffled
+		want string
+	}{
+		{"submit", &shuffled{failSubmit: "val/" + tasks[9].ID + "#1/0"}, `(key "val/` + tasks[9].ID + `#1/0"): refused`},
+		{"next", &shuffled{failNext: 2}, "harnesses: run: policy: shuffled: decoder broke"},
+	} {
+		c.pol.pol = tokens(NewRandom())
+		_, err := Run(context.Background(), h, d, tasks, c.pol, opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v; want %q", c.name, err, c.want)
+		}
+		if c.pol.closed != 3 {
+			t.Errorf("%s: %d of 3 lanes closed", c.name, c.pol.closed)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opts
+	o.OnRequest = func(i RequestInfo) {
+		if strings.Contains(i.Key, tasks[5].ID) {
+			cancel()
+		}
+	}
+	pol := &shuffled{pol: tokens(NewRandom())}
+	if _, err := Run(ctx, h, d, tasks, pol, o); !errors.Is(err, context.Canceled) || pol.closed != 3 {
+		t.Fatalf("cancelled run: error %v, %d of 3 lanes closed; want context.Canceled and all closed", err, pol.closed)
 	}
 }

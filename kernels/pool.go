@@ -22,8 +22,31 @@ func SetThreads(n int) {
 	threads.Store(int32(n))
 }
 
-// Threads returns the number of goroutines kernels use.
-func Threads() int { return int(threads.Load()) }
+// Threads returns the number of goroutines a kernel call uses: the count
+// SetThreads set, shared out among the lanes open at once (Lanes).
+func Threads() int { return max(1, int(threads.Load())/int(1+extraLanes.Load())) }
+
+// extraLanes counts the lanes open beyond the first: every Lanes(w) adds
+// w−1 while it is open.
+var extraLanes atomic.Int32
+
+// Lanes says that w callers will run kernels at once, each on its own
+// goroutine (an engine's evaluation over several samplers: core/chat's
+// Local.OpenLanes), and returns the function that says they are done. While
+// it is open, each call gets its share of the threads (Threads() is the
+// SetThreads count divided by the lanes open), so w lanes on w threads each
+// run their products alone instead of handing chunks to one pool of
+// helpers that all of them wait on. A kernel's result never depends on its
+// thread count, so this changes only who computes what. The returned
+// function must be called once (later calls do nothing).
+func Lanes(w int) (release func()) {
+	if w <= 1 {
+		return func() {}
+	}
+	extraLanes.Add(int32(w - 1))
+	var once sync.Once
+	return func() { once.Do(func() { extraLanes.Add(-int32(w - 1)) }) }
+}
 
 // Parallel splits [0, n) into at most Threads() contiguous chunks, each a
 // multiple of grain (but the last), and runs fn on each, waiting for all.

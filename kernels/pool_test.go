@@ -183,3 +183,35 @@ func BenchmarkCoreRoundTrip(b *testing.B) {
 	}
 	flag.Store(stop)
 }
+
+func TestLanesShareTheThreads(t *testing.T) {
+	defer SetThreads(Threads())
+	SetThreads(6)
+	two := Lanes(2)
+	if got := Threads(); got != 3 {
+		t.Fatalf("6 threads, 2 lanes open: Threads() = %d, want 3", got)
+	}
+	three := Lanes(3)
+	if got := Threads(); got != 1 {
+		t.Fatalf("6 threads, 2 and 3 lanes open: Threads() = %d, want 1 (6 / 4 callers)", got)
+	}
+	two()
+	two() // a second call changes nothing
+	if got := Threads(); got != 2 {
+		t.Fatalf("6 threads, 3 lanes open: Threads() = %d, want 2", got)
+	}
+	three()
+	if got := Threads(); got != 6 {
+		t.Fatalf("every lane closed: Threads() = %d, want 6", got)
+	}
+	Lanes(1)() // one lane is the caller alone
+	if got := Threads(); got != 6 {
+		t.Fatalf("after Lanes(1): Threads() = %d, want 6", got)
+	}
+	SetThreads(2)
+	four := Lanes(4)
+	defer four()
+	if got := Threads(); got != 1 {
+		t.Fatalf("2 threads, 4 lanes: Threads() = %d, want 1", got)
+	}
+}

@@ -7,12 +7,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"whale/core/model"
 	"whale/core/model/modeltest"
 	"whale/core/policy"
 	"whale/core/tokenizer"
+	"whale/kernels"
 )
 
 // tinyModel is a random-weight model over the byte tokenizer's vocabulary
@@ -161,5 +163,103 @@ func TestNewLocalRefusesAForeignTokenizer(t *testing.T) {
 	}
 	if _, err := NewLocal(tinyModel(t), q, model.SamplerOptions{}); err == nil || !strings.Contains(err.Error(), "not this model's tokenizer") {
 		t.Fatalf("a 151k-token tokenizer on a 264-token model: %v", err)
+	}
+}
+
+// Lanes (OpenLanes) driven from goroutines at once give every request
+// what Generate gives it, with the kernels' threads shared out while they
+// are open and given back when the last closes; the lanes follow the
+// model's weights when they change, never outnumber the sampler's width,
+// and ReleaseCaches empties every lane's caches.
+func TestLocalLanesMatchGenerate(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(4)
+	m := tinyModel(t)
+	var reqs []policy.Request
+	for round := range 3 {
+		for _, r := range chats() {
+			r.Key = fmt.Sprintf("%s/%d", r.Key, round)
+			reqs = append(reqs, r)
+		}
+	}
+	l, err := NewLocal(m, tokenizer.Bytes{}, model.SamplerOptions{MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(n int) []policy.Completion {
+		t.Helper()
+		sts, err := l.OpenLanes(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sts) != min(n, 4) {
+			t.Fatalf("OpenLanes(%d) over a width of 4 opened %d lanes", n, len(sts))
+		}
+		if _, err := l.OpenStream(); err == nil {
+			t.Fatal("a stream opened while the lanes were open")
+		}
+		if want := max(1, 4/len(sts)); kernels.Threads() != want {
+			t.Fatalf("%d lanes open on 4 threads: each gets %d, want %d", len(sts), kernels.Threads(), want)
+		}
+		got := make([]policy.Completion, len(reqs))
+		var wg sync.WaitGroup
+		errs := make([]error, len(sts))
+		for lane, st := range sts {
+			wg.Go(func() {
+				defer st.Close()
+				for i := lane; i < len(reqs); i += len(sts) {
+					if errs[lane] = st.Submit(i, reqs[i]); errs[lane] != nil {
+						return
+					}
+				}
+				for {
+					res, err := st.Next(context.Background())
+					if errors.Is(err, policy.ErrStreamIdle) {
+						return
+					}
+					if err != nil {
+						errs[lane] = err
+						return
+					}
+					got[res.ID] = res.Completion
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if kernels.Threads() != 4 {
+			t.Fatalf("every lane closed: %d threads, want 4 again", kernels.Threads())
+		}
+		return got
+	}
+	for _, n := range []int{3, 2, 9} {
+		want, err := newLocal(t, m).Generate(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := run(n); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d lanes: completions differ from Generate's", n)
+		}
+		// New weights: the lanes must sample from them next time.
+		w, _ := m.ReadParam("model.layers.0.input_layernorm.weight")
+		for i := range w {
+			w[i] *= 1.5
+		}
+		if err := m.WriteParam("model.layers.0.input_layernorm.weight", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l.lanes) != 3 || l.lanes[2].Stats().CachedPrefixes == 0 {
+		t.Fatalf("%d lanes kept; the last one's prefix cache holds %d entries, want some", len(l.lanes), l.lanes[2].Stats().CachedPrefixes)
+	}
+	if err := l.ReleaseCaches(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range append([]*model.Sampler{l.s}, l.lanes...) {
+		if st := s.Stats(); st.CachedPrefixes != 0 || st.PoolBytes != 0 {
+			t.Fatalf("sampler %d after ReleaseCaches: %d prefixes, %d pool bytes", i, st.CachedPrefixes, st.PoolBytes)
+		}
 	}
 }

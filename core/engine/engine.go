@@ -123,6 +123,9 @@ type Engine struct {
 	// values instead. A completion depends only on its request, so the
 	// bound changes no trajectory.
 	inFlight int
+	// laned says the local model is small enough to decode in lanes
+	// (lanes in width.go).
+	laned bool
 	// The null-policy audit's policy, tasks and h0 score (null.go),
 	// set on first use.
 	nullPol   policy.Policy
@@ -429,6 +432,8 @@ func newEngine(cfg Config, env Env, m *model.Model, runID string) (*Engine, erro
 	}
 	if _, ok := e.pol.(*chat.Local); ok {
 		e.inFlight = SampleWidth
+		_, cpu := m.Backend().(kernels.PackedNT) // the CPU float32 backend
+		e.laned = cpu && m.Config.NumParams() < laneParams
 	}
 	if pool, ok := e.pol.(*remote.Pool); ok && cfg.PolicyServer.Adapters != "" {
 		if e.fleet, err = newFleet(pool, e.tmpl, m, runID, *cfg.PolicyServer, func() (string, int) { return e.st.Weights, e.st.Step }); err != nil {
@@ -695,7 +700,7 @@ func (e *Engine) load(src string) (*harnesses.Harness, error) {
 
 func (e *Engine) runOpts(prefix string, k int) harnesses.RunOptions {
 	return harnesses.RunOptions{Seed: e.Cfg.Seed, K: k, Temperature: e.Cfg.Temperature, MaxNewTokens: e.Cfg.MaxNewTokens, KeyPrefix: prefix,
-		BatchSize: e.inFlight, Progress: e.progressOf(prefix)}
+		BatchSize: e.inFlight, Lanes: e.lanes(), Progress: e.progressOf(prefix)}
 }
 
 func modelCalls(ts []harnesses.Trajectory) int {

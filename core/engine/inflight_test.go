@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"whale/internal/longtests"
+	"whale/kernels"
 )
 
 // TestInFlightBoundLeavesTheRunBitIdentical: the bound on a harness run's
@@ -59,5 +60,51 @@ func TestOnlyTheLocalModelIsBoundInFlight(t *testing.T) {
 	}
 	if got := e.runOpts("val/", 1).BatchSize; got != 0 {
 		t.Fatalf("a scripted policy's runs keep %d requests in flight, want 0 (all)", got)
+	}
+}
+
+// TestLanesLeaveTheRunBitIdentical: decoding a small local model in lanes
+// (Engine.lanes: a stream a kernel thread, on goroutines of their own)
+// changes which thread decodes a sequence and when, never what is
+// sampled: a run in three lanes and one in a single stream end with the
+// same weights, scores and stored samples, and the kernels have all their
+// threads again once a run is over.
+func TestLanesLeaveTheRunBitIdentical(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(3)
+	cfg := tinyConfig(t)
+	cfg.Threshold = 0 // train on every sample: later draws depend on earlier ones
+	var sums [2]Summary
+	var hashes [2][32]byte
+	for i, laned := range []bool{true, false} {
+		db := openDB(t)
+		env := testEnv(t, db)
+		env.Policy = nil
+		e, err := New(cfg, env, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.laned || e.lanes() != 3 {
+			t.Fatalf("the tiny model on 3 threads decodes in %d lanes (laned %v), want 3", e.lanes(), e.laned)
+		}
+		e.laned = laned
+		if sums[i], err = e.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if kernels.Threads() != 3 {
+			t.Fatalf("after the run the kernels have %d threads, want 3", kernels.Threads())
+		}
+		hashes[i] = samplesHash(t, db, "run")
+	}
+	a, b := sums[0], sums[1]
+	if a.FinalWeights == a.Phases[0].Weights {
+		t.Fatal("the weights never changed: the test would not see a changed trajectory")
+	}
+	if a.FinalWeights != b.FinalWeights || a.BestCkpt != b.BestCkpt || a.TestMean8 != b.TestMean8 || a.BestValMean != b.BestValMean {
+		t.Fatalf("the lanes changed the run: weights %s / %s, best %s / %s, test %v / %v, val %v / %v",
+			ShortHash(a.FinalWeights), ShortHash(b.FinalWeights), a.BestCkpt, b.BestCkpt, a.TestMean8, b.TestMean8, a.BestValMean, b.BestValMean)
+	}
+	if hashes[0] != hashes[1] {
+		t.Fatal("the lanes changed the stored samples")
 	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "whale/kernels"
+
 // SampleWidth is how many sequences a run's local model decodes at once
 // (model.SamplerOptions.MaxBatch) in training, harness scoring and
 // evaluation alike. A weight step has P × G rollouts (small: 32), so the
@@ -16,3 +18,33 @@ package engine
 // decoding is exact, so the width changes how fast a run goes, never
 // what it samples.
 const SampleWidth = 64
+
+// minLaneWidth is the fewest sequences a lane decodes at once (lanes):
+// narrower, a step's products are too short to pay for themselves (the
+// widths measured above: 16 sequences cost 1.13× the CPU of 64).
+const minLaneWidth = 16
+
+// laneParams is the model size below which a run's local model decodes in
+// lanes, on the CPU float32 backend (the one that packs weights, which its
+// lanes share; a GPU backend keeps one stream). Measured on the embedded
+// 4.5M-parameter model: its forward
+// passes are tens of microseconds of products between host work (token
+// drawing, the harnesses' code, the prefix cache's copies) that runs on
+// one thread, so threads that share each product sit idle for much of a
+// step; a lane a thread keeps every core on its own batch
+// (docs/PERFORMANCE.md, "Issue 41: lanes"). Larger models keep one stream
+// whose products split well over the threads, and one set of KV caches
+// (not measured above the embedded model).
+const laneParams = 32 << 20
+
+// lanes is how many streams a harness run of the local model decodes at
+// once (harnesses.RunOptions.Lanes, chat.Local.OpenLanes): one a kernel
+// thread, each at least minLaneWidth wide, together SampleWidth wide. The
+// lanes change which thread decodes a sequence and when, never what it
+// samples (TestLanesLeaveTheRunBitIdentical).
+func (e *Engine) lanes() int {
+	if !e.laned {
+		return 1
+	}
+	return max(1, min(kernels.Threads(), SampleWidth/minLaneWidth))
+}

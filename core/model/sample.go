@@ -126,6 +126,9 @@ type Sampler struct {
 	// open is set while a stream (Generate opens one) uses the scratch
 	// buffers and the prefix cache above.
 	open bool
+	// of is the sampler whose copies of the weights a lane reads (Lane),
+	// nil for a sampler that keeps its own.
+	of *Sampler
 }
 
 // SamplerStats counts a Sampler's work since it was made.
@@ -197,6 +200,21 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	return s
 }
 
+// Lane returns a sampler over s's model that reads s's copies of the
+// weights (packed or bfloat16: no second copy) and keeps caches, scratch
+// and counters of its own, with s's options. A caller that decodes on several goroutines at once gives each its
+// own lane (core/chat's Local.OpenLanes): samplers are not safe for
+// concurrent use, and a lane's stream may run beside s's. A lane brings
+// s's copies up to date when its stream opens, so open every stream of a
+// set from one goroutine before any of them runs. Nothing sampled depends
+// on which sampler serves a request.
+// (OpenStreamWidth gives each its share of a batch's width.)
+func (s *Sampler) Lane() *Sampler {
+	l := NewSampler(s.m, s.opts)
+	l.of = s
+	return l
+}
+
 // seqState is one sequence being generated.
 type seqState struct {
 	id  int // the caller's id (Stream.Submit; the index in Generate)
@@ -241,13 +259,19 @@ func (s *Sampler) ReleaseCaches() error {
 	return nil
 }
 
-// refresh drops caches made from older weights and rebuilds the bf16 copy.
+// refresh drops caches made from older weights and rebuilds the bf16 copy
+// (a lane takes its sampler's).
 func (s *Sampler) refresh() {
 	if s.version == s.m.Version() {
 		return
 	}
 	s.cache.clear()
 	s.version = s.m.Version()
+	if s.of != nil {
+		s.of.refresh()
+		s.pk, s.bw = s.of.pk, s.of.bw
+		return
+	}
 	if s.packed == s.m.baseVersion {
 		return
 	}

@@ -126,6 +126,21 @@ type Streamer interface {
 	OpenStream() (Stream, error)
 }
 
+// Laned is implemented by streaming policies that can decode several
+// streams at once, each driven by its own goroutine (the local model on a
+// CPU with cores to spare: one sampler a core serves a tiny model's batch
+// faster than all cores on one sampler, whose steps leave the other cores
+// idle between products). What a request yields must not depend on which
+// stream served it.
+type Laned interface {
+	Streamer
+	// OpenLanes opens at most n streams (at least one) that may be used
+	// at the same time, one goroutine each, and that share the width one
+	// OpenStream stream would have. While any of them is open, a further
+	// OpenStream, OpenLanes or Generate call may fail.
+	OpenLanes(n int) ([]Stream, error)
+}
+
 // Stream is an open continuous batch; see Streamer. Like a Policy it is
 // for one caller at a time.
 type Stream interface {
