@@ -30,6 +30,13 @@ func Threads() int { return max(1, int(threads.Load())/int(1+extraLanes.Load()))
 // w−1 while it is open.
 var extraLanes atomic.Int32
 
+// helperCount is how many helpers the pool keeps for Parallel calls: the
+// threads beyond the callers (Threads()−1 with no lanes open; with w lanes
+// on 2w threads, w helpers that any lane's chunks may take).
+func helperCount() int {
+	return max(Threads()-1, int(threads.Load())-int(1+extraLanes.Load()))
+}
+
 // Lanes says that w callers will run kernels at once, each on its own
 // goroutine (an engine's evaluation over several samplers: core/chat's
 // Local.OpenLanes), and returns the function that says they are done. While
@@ -92,7 +99,7 @@ func parallelChunks(n, grain, perThread int, fn func(lo, hi int)) {
 	step := per * grain
 	j := &job{fn: fn, n: n, step: step, chunks: int32((n + step - 1) / step)}
 	j.wg.Add(int(j.chunks))
-	helpers.offer(j, Threads()-1)
+	helpers.offer(j, helperCount())
 	j.run()
 	helpers.withdraw(j)
 	j.join()

@@ -187,9 +187,15 @@ func BenchmarkCoreRoundTrip(b *testing.B) {
 func TestLanesShareTheThreads(t *testing.T) {
 	defer SetThreads(Threads())
 	SetThreads(6)
+	if got := helperCount(); got != 5 {
+		t.Fatalf("6 threads, no lanes: %d helpers, want 5", got)
+	}
 	two := Lanes(2)
 	if got := Threads(); got != 3 {
 		t.Fatalf("6 threads, 2 lanes open: Threads() = %d, want 3", got)
+	}
+	if got := helperCount(); got != 4 {
+		t.Fatalf("6 threads, 2 lanes open: %d helpers, want 4 (2 a lane, beside its caller)", got)
 	}
 	three := Lanes(3)
 	if got := Threads(); got != 1 {

@@ -336,7 +336,9 @@ func (fl *evalFlags) setup(cmd *cobra.Command) (*evalSetup, error) {
 	case fl.server.set():
 		st.pol, err = fl.server.policy(fl.seed)
 	case fl.pol == "model":
-		st.pol, err = mb.Policy(model.SamplerOptions{Exact: fl.exact, MaxBatch: cmp.Or(fl.maxBatch, engine.SampleWidth)})
+		width := cmp.Or(fl.maxBatch, engine.SampleWidth)
+		st.pol, err = mb.Policy(model.SamplerOptions{Exact: fl.exact, MaxBatch: width})
+		st.opts.Lanes = engine.Lanes(mb.Model, width) // as a run's evaluations decode
 	default:
 		st.pol, err = scriptedPolicy(fl.pol, d)
 	}

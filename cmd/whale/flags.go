@@ -28,7 +28,7 @@ func jsonFlag(f *pflag.FlagSet, p *bool, help string) {
 
 // threadsFlag registers --threads on the measuring commands.
 func threadsFlag(f *pflag.FlagSet, p *int) {
-	f.IntVar(p, "threads", 0, "kernel threads (default: GOMAXPROCS)")
+	f.IntVar(p, "threads", 0, "kernel threads (default: GOMAXPROCS); a small model's rollouts decode in lanes, one sampler a thread")
 }
 
 // domainFlag registers --domain on the commands that take one domain by

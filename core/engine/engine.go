@@ -123,8 +123,8 @@ type Engine struct {
 	// values instead. A completion depends only on its request, so the
 	// bound changes no trajectory.
 	inFlight int
-	// laned says the local model is small enough to decode in lanes
-	// (lanes in width.go).
+	// laned says the policy is the local model, which may decode in
+	// lanes (Lanes in width.go).
 	laned bool
 	// The null-policy audit's policy, tasks and h0 score (null.go),
 	// set on first use.
@@ -432,8 +432,7 @@ func newEngine(cfg Config, env Env, m *model.Model, runID string) (*Engine, erro
 	}
 	if _, ok := e.pol.(*chat.Local); ok {
 		e.inFlight = SampleWidth
-		_, cpu := m.Backend().(kernels.PackedNT) // the CPU float32 backend
-		e.laned = cpu && m.Config.NumParams() < laneParams
+		e.laned = true
 	}
 	if pool, ok := e.pol.(*remote.Pool); ok && cfg.PolicyServer.Adapters != "" {
 		if e.fleet, err = newFleet(pool, e.tmpl, m, runID, *cfg.PolicyServer, func() (string, int) { return e.st.Weights, e.st.Step }); err != nil {

@@ -1,6 +1,9 @@
 package engine
 
-import "whale/kernels"
+import (
+	"whale/core/model"
+	"whale/kernels"
+)
 
 // SampleWidth is how many sequences a run's local model decodes at once
 // (model.SamplerOptions.MaxBatch) in training, harness scoring and
@@ -37,14 +40,24 @@ const minLaneWidth = 16
 // (not measured above the embedded model).
 const laneParams = 32 << 20
 
-// lanes is how many streams a harness run of the local model decodes at
-// once (harnesses.RunOptions.Lanes, chat.Local.OpenLanes): one a kernel
-// thread, each at least minLaneWidth wide, together SampleWidth wide. The
-// lanes change which thread decodes a sequence and when, never what it
-// samples (TestLanesLeaveTheRunBitIdentical).
+// Lanes is how many streams a harness run decodes at once when m, the
+// local model, samples it at width sequences in all
+// (harnesses.RunOptions.Lanes, chat.Local.OpenLanes): on the CPU float32
+// backend and below laneParams, one a kernel thread, each at least
+// minLaneWidth wide; otherwise 1. The lanes change which thread decodes a
+// sequence and when, never what it samples
+// (TestLanesLeaveTheRunBitIdentical).
+func Lanes(m *model.Model, width int) int {
+	if _, cpu := m.Backend().(kernels.PackedNT); !cpu || m.Config.NumParams() >= laneParams {
+		return 1
+	}
+	return max(1, min(kernels.Threads(), width/minLaneWidth))
+}
+
+// lanes is Lanes for the run's policy: 1 unless it is the local model.
 func (e *Engine) lanes() int {
 	if !e.laned {
 		return 1
 	}
-	return max(1, min(kernels.Threads(), SampleWidth/minLaneWidth))
+	return Lanes(e.model, e.inFlight)
 }
