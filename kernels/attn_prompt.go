@@ -29,10 +29,24 @@ import "math"
 // computes together (kern12x32's rows).
 const promptTile = 12
 
+// attnTiles says whether AttentionKV computes a prompt's rows in tiles:
+// where the strided tile runs in assembly, the AVX-512 kernels or their
+// AVX2 form (gemm_strided_amd64.s), whose chains are the decode kernels'.
+// prefixTiles says whether it also computes the rows that share a prefix
+// cache (attn_shared.go) and the spans that share a root (attn_root.go)
+// as tiles: on AVX-512 only, since on an AVX2 machine (Zen 3) transposing
+// the prefix for each step cost more than the tiles saved (docs/
+// PERFORMANCE.md, "lanes", measured with 8 samples a prompt). Tests and
+// benchmarks turn them off to compare.
+var (
+	attnTiles   = useAsm
+	prefixTiles = useAVX512
+)
+
 // promptTiles says whether AttentionKV computes a prompt's rows in tiles
-// for head dimension hd: the float32 backend on an AVX-512 machine with
-// hd a multiple of kern12x32's 32 columns.
-func promptTiles(hd int) bool { return useAVX512 && hd%32 == 0 }
+// for head dimension hd: the float32 backend with attnTiles and hd a
+// multiple of kern12x32's 32 columns.
+func promptTiles(hd int) bool { return attnTiles && hd%32 == 0 }
 
 // promptState is one worker's scratch for prompt tiles: the keys of one
 // (span, KV head) transposed to dimension-major rows of ld positions (the

@@ -43,11 +43,11 @@ func TestPromptTilesMatchRowByRow(t *testing.T) {
 				row.Rows, row.Pos0, row.QRow = 1, c.pos0+r, r
 				be.AttentionKV(alone, q, []KVSpan{row}, H, KVH, hd)
 			}
-			saved := useAVX512
-			useAVX512 = false
+			saved := attnTiles
+			attnTiles = false
 			untiled := be.Alloc(c.rows * H * hd)
 			be.AttentionKV(untiled, q, []KVSpan{span}, H, KVH, hd)
-			useAVX512 = saved
+			attnTiles = saved
 			w, a, u := host64(be, whole), host64(be, alone), host64(be, untiled)
 			for i := range w {
 				if math.Float64bits(w[i]) != math.Float64bits(a[i]) || math.Float64bits(w[i]) != math.Float64bits(u[i]) {

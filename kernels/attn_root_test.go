@@ -20,8 +20,9 @@ import (
 // and runs of a prompt's samples side by side score that prompt in tiles.
 func TestRootRowsMatchAlone(t *testing.T) {
 	if !promptTiles(32) {
-		t.Log("no AVX-512 here: AttentionKV computes every row alone, which this still compares")
+		t.Log("no assembly tiles here: AttentionKV computes every row alone, which this still compares")
 	}
+	defer withPrefixTiles()()
 	type spec struct{ prompt, own, rows int } // prompt: index into the prompts below
 	base := []spec{{0, 0, 1}, {1, 3, 1}, {2, 7, 1}, {3, 8, 1}, {0, 40, 3}, {1, 61, 1}, {2, 5, 30},
 		{4, 50, 1}, {5, 2, 1}, {0, 20, 1}, {1, 17, 1}, {3, 9, 1}, {2, 12, 1}, {5, 33, 1}}

@@ -20,8 +20,9 @@ import (
 // two and four query heads a KV head and hd 32, 64 and 96.
 func TestSharedPrefixRowsMatchAlone(t *testing.T) {
 	if !promptTiles(32) {
-		t.Log("no AVX-512 here: AttentionKV computes every row alone, which this still compares")
+		t.Log("no assembly tiles here: AttentionKV computes every row alone, which this still compares")
 	}
+	defer withPrefixTiles()()
 	type spec struct{ prompt, own, rows int } // prompt -1: no prefix
 	specs := []spec{{0, 0, 1}, {0, 3, 1}, {0, 7, 1}, {0, 8, 1}, {0, 40, 3}, {0, 61, 1}, {0, 5, 30},
 		{-1, 50, 1}, {1, 2, 1}, {0, 20, 1}, {1, 17, 1}, {2, 9, 1}, {0, 12, 1}}
@@ -78,10 +79,10 @@ func checkRowsAlone(t *testing.T, name string, be *CPU[float32], q Tensor, spans
 		}
 	}
 	want["alone"] = host64(be, alone)
-	saved := useAVX512
-	useAVX512 = false
+	saved := attnTiles
+	attnTiles = false
 	want["without tiles"] = call(spans)
-	useAVX512 = saved
+	attnTiles = saved
 	for what, sp := range also {
 		want[what] = call(sp)
 	}
@@ -93,6 +94,16 @@ func checkRowsAlone(t *testing.T, name string, be *CPU[float32], q Tensor, spans
 			}
 		}
 	}
+}
+
+// withPrefixTiles turns the prefix and root tiles on wherever the prompt
+// tiles are (on an AVX2 machine too, where AttentionKV leaves them off for
+// speed), so that their kernels are checked there, and returns what
+// restores the setting.
+func withPrefixTiles() (restore func()) {
+	saved := prefixTiles
+	prefixTiles = attnTiles
+	return func() { prefixTiles = saved }
 }
 
 // TestKVTransposeBlocks: dimension d of position p lands at d·ld+p, for

@@ -272,7 +272,7 @@ func (c *CPU[T]) PrefixGranule() int { return cpuPrefixGranule }
 
 // RootSpans implements the method kernels.RootSpans asks for: the float32
 // backend gathers rows by root (attn_root.go) where it has the tiles.
-func (c *CPU[T]) RootSpans() bool { return c.root != nil && useAVX512 }
+func (c *CPU[T]) RootSpans() bool { return c.root != nil && prefixTiles }
 
 // checkKVSpanPositions panics, naming span i, unless its rows fit its
 // cache after its prefix and the prefix is whole blocks of a cache that
@@ -358,7 +358,7 @@ func (c *CPU[T]) AttentionKV(out, q Tensor, spans []KVSpan, H, KVH, hd int) {
 	if c.root == nil {
 		rks = nil
 	}
-	planUnits(&dc.plan, spans, pks, rks, nu, KVH, grp, tile, c.shared != nil)
+	planUnits(&dc.plan, spans, pks, rks, nu, KVH, grp, tile, c.shared != nil && prefixTiles)
 	units, order, rorder := dc.plan.units, dc.plan.order, dc.plan.rorder
 	Parallel(len(units), 1+(1<<16)/(1+4*maxN*hd*grp), func(lo, hi int) {
 		sb := c.getDecodeScratch(grp * (maxN + kvBlock))

@@ -197,7 +197,7 @@ func BenchmarkRoPE(b *testing.B) {
 
 // BenchmarkCPUAttentionKVPrompt times AttentionKV over one prompt of 500
 // rows with the base model's heads (a searchqa prompt computed from
-// scratch), its rows in tiles (promptRows, where the machine has AVX-512)
+// scratch), its rows in tiles (promptRows, where the kernels run in assembly)
 // and one at a time.
 func BenchmarkCPUAttentionKVPrompt(b *testing.B) {
 	const rows, H, KVH, hd = 500, 8, 4, 32
@@ -212,9 +212,9 @@ func BenchmarkCPUAttentionKVPrompt(b *testing.B) {
 	flops := float64(4 * H * hd * rows * (rows + 1) / 2) // scores and value sums over the causal positions
 	for _, tiles := range []bool{true, false} {
 		b.Run(fmt.Sprintf("tiles=%v", tiles), func(b *testing.B) {
-			saved := useAVX512
-			defer func() { useAVX512 = saved }()
-			useAVX512 = saved && tiles
+			saved := attnTiles
+			defer func() { attnTiles = saved }()
+			attnTiles = saved && tiles
 			for i := 0; i < b.N; i++ {
 				be.AttentionKV(out, q, spans, H, KVH, hd)
 			}
@@ -236,6 +236,8 @@ func BenchmarkCPUAttentionKVDecodeGroups(b *testing.B) {
 				be := NewCPU()
 				if !shared {
 					be.shared = nil
+				} else {
+					defer withPrefixTiles()()
 				}
 				e := &opEnv{be: be, rng: rand.New(rand.NewPCG(1, 1))}
 				var spans []KVSpan

@@ -7,86 +7,106 @@ import (
 	"testing"
 )
 
-// testKern512 runs the AVX-512 micro-kernel (panels 2: 12×32, 1: 12×16) on
-// A with strides rsa, csa and B panels boff apart with step ldb, against
-// its Go twin: the two must agree bit for bit, and the assembly must write
-// nothing outside the tile (guard values around and between C's rows).
-func testKern512(t *testing.T, r *rand.Rand, panels, kc, rsa, csa, ldb, boff, ldc int, add bool) {
+// testKernStrided runs the strided tile (rows 12, panels 2: kern12x32;
+// 12, 1: kern12x16; 4, 2: kern4x32) on A with strides rsa, csa and B
+// panels boff apart with step ldb, in every implementation this CPU has
+// (the AVX2 tiles, the AVX-512 kernels), against the Go twin: each must
+// agree with it bit for bit and write nothing outside the tile (guard
+// values around and between C's rows).
+func testKernStrided(t *testing.T, r *rand.Rand, rows, panels, kc, rsa, csa, ldb, boff, ldc int, add bool) {
 	t.Helper()
 	guard := math.Float32frombits(guardBits)
-	a, aw := guardedInput(r, 11*rsa+(kc-1)*csa+1)
+	a, aw := guardedInput(r, (rows-1)*rsa+(kc-1)*csa+1)
 	b, bw := guardedInput(r, (panels-1)*boff+(kc-1)*ldb+gemmNR)
 	w := panels * gemmNR
-	cAsm, cw := padded(11*ldc+w, guard)
-	for i := 0; i < 12; i++ {
-		randFill(r, cAsm[i*ldc:i*ldc+w])
+	c0, _ := padded((rows-1)*ldc+w, guard)
+	for i := 0; i < rows; i++ {
+		randFill(r, c0[i*ldc:i*ldc+w])
 	}
-	cGo := append([]float32(nil), cAsm...)
-	saved := useAVX512
-	defer func() { useAVX512 = saved }()
-	what := fmt.Sprintf("12x%d kc=%d rsa=%d csa=%d ldb=%d boff=%d ldc=%d add=%v", w, kc, rsa, csa, ldb, boff, ldc, add)
-	useAVX512 = false
-	if panels == 2 {
-		kern12x32(kc, a, rsa, csa, b, boff, ldb, cGo, ldc, add)
-	} else {
-		kern12x16(kc, a, rsa, csa, b, ldb, cGo, ldc, add)
-	}
-	useAVX512 = true
-	if panels == 2 {
-		kern12x32(kc, a, rsa, csa, b, boff, ldb, cAsm, ldc, add)
-	} else {
-		kern12x16(kc, a, rsa, csa, b, ldb, cAsm, ldc, add)
-	}
-	checkGuards(t, cw, 11*ldc+w, what+" c")
-	checkGuards(t, aw, 11*rsa+(kc-1)*csa+1, what+" a")
-	checkGuards(t, bw, (panels-1)*boff+(kc-1)*ldb+gemmNR, what+" b")
-	for i := range cAsm {
-		inTile := i%ldc < w
-		if !inTile && math.Float32bits(cAsm[i]) != guardBits {
-			t.Fatalf("%s: element %d between the rows overwritten", what, i)
+	call := func(c []float32) {
+		switch {
+		case rows == 4:
+			kern4x32(kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
+		case panels == 2:
+			kern12x32(kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
+		default:
+			kern12x16(kc, a, rsa, csa, b, ldb, c, ldc, add)
 		}
-		if math.Float32bits(cAsm[i]) != math.Float32bits(cGo[i]) {
-			t.Fatalf("%s: c[%d,%d] = %v (asm), %v (Go twin)", what, i/ldc, i%ldc, cAsm[i], cGo[i])
+	}
+	saved, saved512 := useAsm, useAVX512
+	defer func() { useAsm, useAVX512 = saved, saved512 }()
+	useAsm, useAVX512 = false, false
+	cGo := append([]float32(nil), c0...)
+	call(cGo)
+	impls := []struct {
+		name         string
+		have, avx512 bool
+	}{{"AVX2", hasAVX2FMA(), false}, {"AVX-512", hasAVX512(), true}}
+	for _, im := range impls {
+		if !im.have {
+			continue
+		}
+		useAsm, useAVX512 = true, im.avx512
+		cw := make([]float32, len(c0)+2*guardPad)
+		for i := range cw {
+			cw[i] = guard
+		}
+		copy(cw[guardPad:], c0)
+		cAsm := cw[guardPad : guardPad+len(c0)]
+		what := fmt.Sprintf("%s %dx%d kc=%d rsa=%d csa=%d ldb=%d boff=%d ldc=%d add=%v", im.name, rows, w, kc, rsa, csa, ldb, boff, ldc, add)
+		call(cAsm)
+		checkGuards(t, cw, len(c0), what+" c")
+		checkGuards(t, aw, (rows-1)*rsa+(kc-1)*csa+1, what+" a")
+		checkGuards(t, bw, (panels-1)*boff+(kc-1)*ldb+gemmNR, what+" b")
+		for i := range cAsm {
+			inTile := i%ldc < w
+			if !inTile && math.Float32bits(cAsm[i]) != guardBits {
+				t.Fatalf("%s: element %d between the rows overwritten", what, i)
+			}
+			if math.Float32bits(cAsm[i]) != math.Float32bits(cGo[i]) {
+				t.Fatalf("%s: c[%d,%d] = %v (asm), %v (Go twin)", what, i/ldc, i%ldc, cAsm[i], cGo[i])
+			}
 		}
 	}
 }
 
-func TestKern512MatchesTwin(t *testing.T) {
-	if !hasAVX512() {
-		t.Skip("no AVX-512 on this CPU")
+func TestStridedTilesMatchTwin(t *testing.T) {
+	if !hasAVX2FMA() {
+		t.Skip("no AVX2 and FMA on this CPU")
 	}
 	r := rand.New(rand.NewPCG(5, 12))
 	for kc := 1; kc <= 130; kc += 1 + kc/8 {
 		for _, add := range []bool{false, true} {
 			// Row-major A in place, B packed.
-			testKern512(t, r, 2, kc, kc+3, 1, gemmNR, gemmNR*kc, 37, add)
+			testKernStrided(t, r, 12, 2, kc, kc+3, 1, gemmNR, gemmNR*kc, 37, add)
+			testKernStrided(t, r, 4, 2, kc, kc+3, 1, gemmNR, gemmNR*kc, 35, add)
 			// A in a 12-row panel, B read in place from a wider matrix.
-			testKern512(t, r, 2, kc, 1, mr512, 70, gemmNR, 32, add)
-			testKern512(t, r, 1, kc, kc, 1, gemmNR, 0, 16, add)
-			testKern512(t, r, 1, kc, 1, mr512, 33, 0, 40, add)
+			testKernStrided(t, r, 12, 2, kc, 1, mr512, 70, gemmNR, 32, add)
+			testKernStrided(t, r, 4, 2, kc, 1, mr512, 70, gemmNR, 33, add)
+			testKernStrided(t, r, 12, 1, kc, kc, 1, gemmNR, 0, 16, add)
+			testKernStrided(t, r, 12, 1, kc, 1, mr512, 33, 0, 40, add)
 		}
 	}
 }
 
-func FuzzKern512(f *testing.F) {
-	f.Add(uint64(1), uint8(5), uint8(3), uint8(0), uint8(7), true, true)
-	f.Add(uint64(2), uint8(129), uint8(0), uint8(1), uint8(0), false, false)
-	f.Fuzz(func(t *testing.T, seed uint64, kc, rpad, bpad, cpad uint8, pair, add bool) {
-		if !hasAVX512() {
-			t.Skip("no AVX-512 on this CPU")
+func FuzzStridedTiles(f *testing.F) {
+	f.Add(uint64(1), uint8(5), uint8(3), uint8(0), uint8(7), uint8(2), true)
+	f.Add(uint64(2), uint8(129), uint8(0), uint8(1), uint8(0), uint8(1), false)
+	f.Add(uint64(3), uint8(17), uint8(2), uint8(5), uint8(3), uint8(0), true)
+	f.Fuzz(func(t *testing.T, seed uint64, kc, rpad, bpad, cpad, shape uint8, add bool) {
+		if !hasAVX2FMA() {
+			t.Skip("no AVX2 and FMA on this CPU")
 		}
 		r := rand.New(rand.NewPCG(seed, 6))
 		k := 1 + int(kc)%130
-		panels := 1
-		if pair {
-			panels = 2
-		}
+		sh := [3][2]int{{12, 1}, {12, 2}, {4, 2}}[shape%3]
+		rows, panels := sh[0], sh[1]
 		ldb := gemmNR + int(bpad)%40
 		ldc := panels*gemmNR + int(cpad)%20
 		if seed%2 == 0 {
-			testKern512(t, r, panels, k, k+int(rpad)%9, 1, ldb, gemmNR+int(bpad)%9, ldc, add)
+			testKernStrided(t, r, rows, panels, k, k+int(rpad)%9, 1, ldb, gemmNR+int(bpad)%9, ldc, add)
 		} else {
-			testKern512(t, r, panels, k, 1, mr512+int(rpad)%5, ldb, ldb*k+int(bpad)%9, ldc, add)
+			testKernStrided(t, r, rows, panels, k, 1, mr512+int(rpad)%5, ldb, ldb*k+int(bpad)%9, ldc, add)
 		}
 	})
 }

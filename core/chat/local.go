@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"whale/core/model"
 	"whale/core/policy"
 	"whale/core/tokenizer"
-	"whale/kernels"
 )
 
 // Local is the local model as a chat policy: a model.Sampler behind the
@@ -21,11 +19,6 @@ import (
 type Local struct {
 	s *model.Sampler
 	t *Template
-	// width is the most sequences s decodes at once (its MaxBatch).
-	width int
-	// lanes are the samplers OpenLanes adds to s (Sampler.Lane), kept
-	// with their caches for the next call.
-	lanes []*model.Sampler
 }
 
 var _ policy.Laned = (*Local)(nil)
@@ -54,71 +47,29 @@ func NewLocalWith(m *model.Model, t *Template, opts model.SamplerOptions) (*Loca
 			return nil, fmt.Errorf("chat: stop token id %d is outside the model's vocabulary of %d", id, v)
 		}
 	}
-	width := opts.MaxBatch
-	if width <= 0 {
-		width = 64 // the sampler's default
-	}
-	return &Local{s: model.NewSampler(m, opts), t: t, width: width}, nil
+	return &Local{s: model.NewSampler(m, opts), t: t}, nil
 }
 
-// Sampler is the sampler behind the policy (for its Stats); OpenLanes's
-// other lanes have their own.
+// Sampler is the sampler behind the policy (for its Stats).
 func (l *Local) Sampler() *model.Sampler { return l.s }
 
-// ReleaseCaches frees the kept KV caches of the sampler and of every lane
+// ReleaseCaches frees the sampler's kept KV caches, its lanes' too
 // (Sampler.ReleaseCaches).
-func (l *Local) ReleaseCaches() error {
-	for _, s := range append([]*model.Sampler{l.s}, l.lanes...) {
-		if err := s.ReleaseCaches(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (l *Local) ReleaseCaches() error { return l.s.ReleaseCaches() }
 
-// OpenLanes implements policy.Laned: n streams (at most the sampler's
-// width, so that each decodes at least one sequence), over the sampler
-// and n−1 lanes of it (model.Sampler.Lane: its copies of the weights,
-// caches of their own), each decoding at most its share of the width, so
-// that the lanes together hold the KV caches one stream would. While they
-// are open the kernels' threads are shared out among them
-// (kernels.Lanes): each lane's products run on its own goroutine's share.
-// A completion depends on its request alone, so the lanes yield what one
-// stream would.
+// OpenLanes implements policy.Laned over the sampler's lanes
+// (model.Sampler.OpenLanes: n streams at most the sampler's width, each
+// decoding its share of it, the kernels' threads shared out among them
+// while they are open). A completion depends on its request alone, so the
+// lanes yield what one stream would.
 func (l *Local) OpenLanes(n int) ([]policy.Stream, error) {
-	n = max(1, min(n, l.width))
-	if n == 1 {
-		st, err := l.openStream()
-		if err != nil {
-			return nil, err
-		}
-		return []policy.Stream{st}, nil
+	sts, err := l.s.OpenLanes(n)
+	if err != nil {
+		return nil, err
 	}
-	for len(l.lanes) < n-1 {
-		l.lanes = append(l.lanes, l.s.Lane())
-	}
-	width := (l.width + n - 1) / n
-	release := kernels.Lanes(n)
-	left := n
-	var mu sync.Mutex
-	done := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if left--; left == 0 {
-			release()
-		}
-	}
-	out := make([]policy.Stream, 0, n)
-	for i, s := range append([]*model.Sampler{l.s}, l.lanes[:n-1]...) {
-		st, err := s.OpenStreamWidth(width)
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			release()
-			return nil, fmt.Errorf("chat: lane %d of %d: %w", i+1, n, err)
-		}
-		out = append(out, &localStream{l: l, st: st, prompts: map[int]Prompt{}, onClose: done})
+	out := make([]policy.Stream, len(sts))
+	for i, st := range sts {
+		out[i] = &localStream{l: l, st: st, prompts: map[int]Prompt{}}
 	}
 	return out, nil
 }
@@ -176,9 +127,6 @@ type localStream struct {
 	// sample, handed back before anything the sampler finishes.
 	ready []policy.Result
 	err   error // what spent the stream
-	// onClose, when set, is called at the first Close (OpenLanes counts
-	// its lanes down with it).
-	onClose func()
 }
 
 // Submit implements policy.Stream.
@@ -229,10 +177,6 @@ func (s *localStream) Next(ctx context.Context) (policy.Result, error) {
 
 // Close implements policy.Stream.
 func (s *localStream) Close() error {
-	if s.onClose != nil {
-		s.onClose()
-		s.onClose = nil
-	}
 	s.ready, s.prompts = nil, nil
 	if s.err == nil {
 		s.err = errors.New("chat: stream is closed")

@@ -169,8 +169,8 @@ func TestNewLocalRefusesAForeignTokenizer(t *testing.T) {
 // Lanes (OpenLanes) driven from goroutines at once give every request
 // what Generate gives it, with the kernels' threads shared out while they
 // are open and given back when the last closes; the lanes follow the
-// model's weights when they change, never outnumber the sampler's width,
-// and ReleaseCaches empties every lane's caches.
+// model's weights when they change and never outnumber the sampler's
+// width (core/model's TestLanesKeepTheirCaches has the rest).
 func TestLocalLanesMatchGenerate(t *testing.T) {
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(4)
@@ -251,15 +251,7 @@ func TestLocalLanesMatchGenerate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(l.lanes) != 3 || l.lanes[2].Stats().CachedPrefixes == 0 {
-		t.Fatalf("%d lanes kept; the last one's prefix cache holds %d entries, want some", len(l.lanes), l.lanes[2].Stats().CachedPrefixes)
-	}
 	if err := l.ReleaseCaches(); err != nil {
 		t.Fatal(err)
-	}
-	for i, s := range append([]*model.Sampler{l.s}, l.lanes...) {
-		if st := s.Stats(); st.CachedPrefixes != 0 || st.PoolBytes != 0 {
-			t.Fatalf("sampler %d after ReleaseCaches: %d prefixes, %d pool bytes", i, st.CachedPrefixes, st.PoolBytes)
-		}
 	}
 }

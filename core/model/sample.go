@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 
 	"whale/core/policy"
 	"whale/kernels"
@@ -126,9 +127,11 @@ type Sampler struct {
 	// open is set while a stream (Generate opens one) uses the scratch
 	// buffers and the prefix cache above.
 	open bool
-	// of is the sampler whose copies of the weights a lane reads (Lane),
-	// nil for a sampler that keeps its own.
-	of *Sampler
+	// of is the sampler whose copies of the weights a lane reads
+	// (OpenLanes), nil for a sampler that keeps its own; lanes are the
+	// lanes this one keeps.
+	of    *Sampler
+	lanes []*Sampler
 }
 
 // SamplerStats counts a Sampler's work since it was made.
@@ -200,19 +203,60 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 	return s
 }
 
-// Lane returns a sampler over s's model that reads s's copies of the
-// weights (packed or bfloat16: no second copy) and keeps caches, scratch
-// and counters of its own, with s's options. A caller that decodes on several goroutines at once gives each its
-// own lane (core/chat's Local.OpenLanes): samplers are not safe for
-// concurrent use, and a lane's stream may run beside s's. A lane brings
-// s's copies up to date when its stream opens, so open every stream of a
-// set from one goroutine before any of them runs. Nothing sampled depends
-// on which sampler serves a request.
-// (OpenStreamWidth gives each its share of a batch's width.)
-func (s *Sampler) Lane() *Sampler {
-	l := NewSampler(s.m, s.opts)
-	l.of = s
-	return l
+// OpenLanes opens n streams (at most the sampler's MaxBatch, at least
+// one) that may run at the same time, one goroutine each: this sampler's
+// and n−1 lanes' (samplers over the same model that read this one's
+// copies of the weights, packed or bfloat16, with caches, scratch and
+// counters of their own, kept for the next call). Each decodes at most its
+// share of MaxBatch, so together they hold the KV caches one stream
+// would. While any is open the kernels' threads are shared out among them
+// (kernels.Lanes): each lane's products run on its own share. A completion
+// depends on its request alone, so nothing sampled depends on which lane
+// serves a request. Stats are this sampler's alone.
+func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
+	width := s.opts.MaxBatch
+	if width <= 0 {
+		width = 64
+	}
+	n = max(1, min(n, width))
+	if n == 1 {
+		st, err := s.OpenStream()
+		if err != nil {
+			return nil, err
+		}
+		return []*Stream{st}, nil
+	}
+	for len(s.lanes) < n-1 {
+		l := NewSampler(s.m, s.opts)
+		l.of = s
+		s.lanes = append(s.lanes, l)
+	}
+	release := kernels.Lanes(n)
+	var mu sync.Mutex
+	left := n
+	done := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if left--; left == 0 {
+			release()
+		}
+	}
+	out := make([]*Stream, 0, n)
+	// This sampler first: a lane takes its copies of the weights as its
+	// stream opens, from one goroutine, before any runs.
+	for i, l := range append([]*Sampler{s}, s.lanes[:n-1]...) {
+		st, err := l.OpenStreamWidth((width + n - 1) / n)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			release()
+			return nil, fmt.Errorf("model: lane %d of %d: %w", i+1, n, err)
+		}
+		st.onClose = done
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // seqState is one sequence being generated.
@@ -245,17 +289,22 @@ type seqState struct {
 	entropy float64
 }
 
-// ReleaseCaches frees the KV caches the sampler keeps between streams: the
-// prefix cache's entries and the pool of freed caches. A caller about to
+// ReleaseCaches frees the KV caches the sampler and its lanes (OpenLanes)
+// keep between streams: the prefix cache's entries and the pool of freed
+// caches. A caller about to
 // train the model calls it (the entries would be stale after the step
 // anyway) so that their memory and the training activations' are not held
 // at once. It is an error while a stream is open.
 func (s *Sampler) ReleaseCaches() error {
-	if s.open {
-		return errors.New("model: release caches: a stream is open")
+	for _, l := range append([]*Sampler{s}, s.lanes...) {
+		if l.open {
+			return errors.New("model: release caches: a stream is open")
+		}
 	}
-	s.cache.clear()
-	s.pool.drain()
+	for _, l := range append([]*Sampler{s}, s.lanes...) {
+		l.cache.clear()
+		l.pool.drain()
+	}
 	return nil
 }
 

@@ -38,6 +38,9 @@ type Stream struct {
 	ready    []*seqState // finished, not yet handed back
 	err      error       // the error that spent the stream
 	closed   bool
+	// onClose, when set, is called at the first Close (OpenLanes counts
+	// its lanes down with it).
+	onClose func()
 }
 
 // OpenStream starts a stream, as policy.Streamer's does. The stream holds
@@ -158,6 +161,9 @@ func (st *Stream) Close() error {
 	st.pending, st.live, st.ready = nil, nil, nil
 	st.closed = true
 	st.s.open = false
+	if st.onClose != nil {
+		st.onClose()
+	}
 	return nil
 }
 

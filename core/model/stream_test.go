@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"whale/core/policy"
@@ -224,5 +225,80 @@ func TestStreamRefusesWeightsChangedWhileOpen(t *testing.T) {
 	}
 	if _, err := st.Next(context.Background()); err == nil || !strings.Contains(err.Error(), "weights changed") {
 		t.Fatalf("Next after a weight change: %v", err)
+	}
+}
+
+// OpenLanes over three lanes: the lanes decode at the same time from
+// their own goroutines and sample what each request samples alone, on the
+// sampler's packed weights (they make no copy of their own); they keep
+// their caches between calls, follow new weights, decode at most their
+// share of the width, and ReleaseCaches empties every lane's caches.
+func TestLanesKeepTheirCaches(t *testing.T) {
+	m := sampleModel(t)
+	reqs := mixedRequests(m.d.V)
+	s := NewSampler(m, SamplerOptions{MaxBatch: 6})
+	for round := range 2 {
+		want := aloneCompletions(t, m, reqs)
+		sts, err := s.OpenLanes(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sts) != 3 || sts[1].maxBatch != 2 {
+			t.Fatalf("OpenLanes(3) over a width of 6: %d lanes of width %d, want 3 of 2", len(sts), sts[1].maxBatch)
+		}
+		got := make([]Completion, len(reqs))
+		var wg sync.WaitGroup
+		for lane, st := range sts {
+			wg.Go(func() {
+				defer st.Close()
+				for i := lane; i < len(reqs); i += len(sts) {
+					if err := st.Submit(i, reqs[i]); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				for {
+					res, err := st.Next(context.Background())
+					if errors.Is(err, policy.ErrStreamIdle) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[res.ID] = res.Completion
+				}
+			})
+		}
+		wg.Wait()
+		for i := range reqs {
+			if !slices.Equal(got[i].Tokens, want[i].Tokens) || !slices.Equal(got[i].LogProbs, want[i].LogProbs) {
+				t.Fatalf("round %d, request %d: the lanes sampled %v, alone %v", round, i, got[i].Tokens, want[i].Tokens)
+			}
+		}
+		for i, l := range s.lanes {
+			if l.pk != s.pk || l.pk == nil {
+				t.Fatalf("lane %d reads its own copy of the weights", i+1)
+			}
+		}
+		// New weights: the lanes must sample from them in the next round.
+		w, _ := m.ReadParam("model.layers.0.input_layernorm.weight")
+		for i := range w {
+			w[i] *= 1.5
+		}
+		if err := m.WriteParam("model.layers.0.input_layernorm.weight", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.lanes[1].Stats(); len(s.lanes) != 2 || st.CachedPrefixes+int(st.PoolBytes) == 0 {
+		t.Fatalf("%d lanes kept; the last one keeps %d prefixes and %d pool bytes, want some", len(s.lanes), st.CachedPrefixes, st.PoolBytes)
+	}
+	if err := s.ReleaseCaches(); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range append([]*Sampler{s}, s.lanes...) {
+		if st := l.Stats(); st.CachedPrefixes != 0 || st.PoolBytes != 0 {
+			t.Fatalf("sampler %d after ReleaseCaches: %d prefixes, %d pool bytes", i, st.CachedPrefixes, st.PoolBytes)
+		}
 	}
 }
