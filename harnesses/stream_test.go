@@ -3,6 +3,7 @@ package harnesses
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -152,8 +153,12 @@ func withSamples(t *testing.T, d data.Domain, samples int) *Harness {
 
 // A streaming policy that hands completions back in random order gives
 // the same trajectories as rounds, on every real domain, with voting, for
-// any bound on the requests in flight; the bound holds, Progress sees
-// every rollout finish and OnRequest sees the same requests.
+// any bound on the requests in flight, in one stream or in lanes
+// (policy.Laned: several streams at once, one goroutine each, each
+// answering in its own random order); the bound holds (each lane's share
+// of it), a task's draws stay in one lane, every stream is closed,
+// Progress sees every rollout finish and OnRequest sees the same
+// requests.
 func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
 	for _, name := range domains.Names() {
 		t.Run(name, func(t *testing.T) {
@@ -171,30 +176,35 @@ func TestStreamingRunMatchesRoundsWithCompletionsOutOfOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantKeys := slices.Sorted(slices.Values(keys))
-			for _, batch := range []int{0, 7, 1} {
+			// limit: the most requests one stream may hold (12 tasks × 2
+			// draws × 3 samples in all).
+			for _, c := range []struct{ lanes, batch, limit int }{{1, 0, 72}, {1, 7, 6}, {1, 1, 3}, {2, 0, 36}, {3, 7, 3}, {2, 12, 6}, {4, 64, 16}} {
 				keys = nil
 				var progress [][2]int
 				o := opts
-				o.BatchSize = batch
+				o.BatchSize, o.Lanes = c.batch, c.lanes
 				o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
-				pol := &shuffled{pol: tokens(NewMixed(d, 3)), seed: uint64(batch)}
+				pol := &shuffled{pol: tokens(NewMixed(d, 3)), seed: uint64(c.batch)}
 				got, err := Run(context.Background(), h, d, tasks, pol, o)
+				what := fmt.Sprintf("%d lanes, BatchSize %d", c.lanes, c.batch)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("BatchSize %d: streamed trajectories differ from rounds", batch)
+					t.Fatalf("%s: streamed trajectories differ from rounds", what)
 				}
-				limit := map[int]int{0: len(want) * 3, 7: 6, 1: 3}[batch]
-				if pol.peak > limit || pol.opened != 1 || pol.closed != 1 {
-					t.Fatalf("BatchSize %d: %d requests in flight (limit %d), stream opened %d and closed %d times", batch, pol.peak, limit, pol.opened, pol.closed)
+				if pol.peak > c.limit || pol.opened != c.lanes || pol.closed != c.lanes || (c.lanes > 1 && pol.lanes != c.lanes) {
+					t.Fatalf("%s: a stream held %d requests (limit %d); %d streams opened, %d closed, OpenLanes got %d", what, pol.peak, c.limit, pol.opened, pol.closed, pol.lanes)
+				}
+				if pol.split != "" {
+					t.Fatalf("%s: the draws of task %s went to more than one lane (they share a prompt)", what, pol.split)
 				}
 				if !slices.Equal(slices.Sorted(slices.Values(keys)), wantKeys) {
-					t.Fatalf("BatchSize %d: OnRequest saw %d keys, rounds %d", batch, len(keys), len(wantKeys))
+					t.Fatalf("%s: OnRequest saw %d keys, rounds %d", what, len(keys), len(wantKeys))
 				}
 				n := len(want)
 				if len(progress) != n+1 || progress[0] != [2]int{0, n} || progress[n] != [2]int{n, n} {
-					t.Fatalf("BatchSize %d: progress %v; want 0 then each of %d rollouts finishing", batch, progress, n)
+					t.Fatalf("%s: progress %v; want 0 then each of %d rollouts finishing", what, progress, n)
 				}
 			}
 		})
@@ -240,63 +250,6 @@ func TestStreamingRunStopsOnPolicyErrors(t *testing.T) {
 	pol := &shuffled{pol: tokens(NewRandom())}
 	if _, err := Run(ctx, h, d, tasks, pol, o); !errors.Is(err, context.Canceled) || pol.closed != 1 {
 		t.Fatalf("cancelled run: error %v, stream closed %d times; want context.Canceled and closed", err, pol.closed)
-	}
-}
-
-// Lanes drive a run over several streams at once (policy.Laned), each on
-// its own goroutine answering in its own random order: the trajectories
-// are the rounds' on every real domain, with voting; each lane keeps its
-// share of BatchSize in flight; Progress and OnRequest see what one
-// stream's run shows them; every lane is closed.
-func TestLanesMatchRounds(t *testing.T) {
-	for _, name := range domains.Names() {
-		t.Run(name, func(t *testing.T) {
-			d, err := domains.Open(name, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := withSamples(t, d, 3)
-			tasks, _ := d.Tasks(data.SplitVal)
-			tasks = tasks[:12]
-			var keys []string
-			opts := RunOptions{Seed: 3, K: 2, MaxNewTokens: 48, OnRequest: func(i RequestInfo) { keys = append(keys, i.Key) }}
-			want, err := Run(context.Background(), h, d, tasks, tokens(NewMixed(d, 3)), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantKeys := slices.Sorted(slices.Values(keys))
-			for _, c := range []struct{ lanes, batch, perLane int }{{2, 0, 12 * 2 * 3 / 2}, {3, 7, 3}, {2, 12, 6}, {4, 64, 16}} {
-				keys = nil
-				var progress [][2]int
-				o := opts
-				o.BatchSize, o.Lanes = c.batch, c.lanes
-				o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
-				pol := &shuffled{pol: tokens(NewMixed(d, 3)), seed: uint64(c.batch)}
-				got, err := Run(context.Background(), h, d, tasks, pol, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%d lanes, BatchSize %d: trajectories differ from rounds", c.lanes, c.batch)
-				}
-				if pol.lanes != c.lanes || pol.opened != c.lanes || pol.closed != c.lanes {
-					t.Fatalf("%d lanes: OpenLanes got %d, streams opened %d and closed %d times", c.lanes, pol.lanes, pol.opened, pol.closed)
-				}
-				if pol.split != "" {
-					t.Fatalf("%d lanes: the draws of task %s went to more than one lane (they share a prompt)", c.lanes, pol.split)
-				}
-				if pol.peak > c.perLane {
-					t.Fatalf("%d lanes, BatchSize %d: a lane had %d requests in flight, its share is %d", c.lanes, c.batch, pol.peak, c.perLane)
-				}
-				if !slices.Equal(slices.Sorted(slices.Values(keys)), wantKeys) {
-					t.Fatalf("%d lanes: OnRequest saw %d keys, rounds %d", c.lanes, len(keys), len(wantKeys))
-				}
-				n := len(want)
-				if len(progress) != n+1 || progress[0] != [2]int{0, n} || progress[n] != [2]int{n, n} {
-					t.Fatalf("%d lanes: progress %v; want 0 then each of %d rollouts finishing", c.lanes, progress, n)
-				}
-			}
-		})
 	}
 }
 

@@ -14,13 +14,27 @@ import (
 // rollout's end with the same weights, scores and stored samples.
 func TestInFlightBoundLeavesTheRunBitIdentical(t *testing.T) {
 	longtests.Skip(t, "two tiny runs with the model sampling for itself")
+	sameTwoRuns(t, "the bound", func(e *Engine, i int) {
+		if e.inFlight != SampleWidth {
+			t.Fatalf("the local model's runs keep %d requests in flight, want SampleWidth (%d)", e.inFlight, SampleWidth)
+		}
+		e.inFlight = []int{3, 0}[i]
+	})
+}
+
+// sameTwoRuns makes two tiny runs with the model sampling for itself, each
+// on a store of its own after set(e, i) adjusts its engine, and fails
+// unless they end with the same weights, best checkpoint, scores and
+// stored samples (what is named what changed them).
+func sameTwoRuns(t *testing.T, what string, set func(e *Engine, i int)) {
+	t.Helper()
 	cfg := tinyConfig(t)
 	// A random model earns no reward: train on every sample so that its
 	// weights move and later draws depend on earlier ones.
 	cfg.Threshold = 0
 	var sums [2]Summary
 	var hashes [2][32]byte
-	for i, bound := range []int{3, 0} {
+	for i := range sums {
 		db := openDB(t)
 		env := testEnv(t, db)
 		env.Policy = nil
@@ -28,10 +42,7 @@ func TestInFlightBoundLeavesTheRunBitIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.inFlight != SampleWidth {
-			t.Fatalf("the local model's runs keep %d requests in flight, want SampleWidth (%d)", e.inFlight, SampleWidth)
-		}
-		e.inFlight = bound
+		set(e, i)
 		if sums[i], err = e.Run(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +53,11 @@ func TestInFlightBoundLeavesTheRunBitIdentical(t *testing.T) {
 		t.Fatal("the weights never changed: the test would not see a changed trajectory")
 	}
 	if a.FinalWeights != b.FinalWeights || a.BestCkpt != b.BestCkpt || a.TestMean8 != b.TestMean8 || a.BestValMean != b.BestValMean {
-		t.Fatalf("the bound changed the run: weights %s / %s, best %s / %s, test %v / %v, val %v / %v",
+		t.Fatalf("%s changed the run: weights %s / %s, best %s / %s, test %v / %v, val %v / %v", what,
 			ShortHash(a.FinalWeights), ShortHash(b.FinalWeights), a.BestCkpt, b.BestCkpt, a.TestMean8, b.TestMean8, a.BestValMean, b.BestValMean)
 	}
 	if hashes[0] != hashes[1] {
-		t.Fatal("the bound changed the stored samples")
+		t.Fatalf("%s changed the stored samples", what)
 	}
 }
 
@@ -72,39 +83,13 @@ func TestOnlyTheLocalModelIsBoundInFlight(t *testing.T) {
 func TestLanesLeaveTheRunBitIdentical(t *testing.T) {
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(3)
-	cfg := tinyConfig(t)
-	cfg.Threshold = 0 // train on every sample: later draws depend on earlier ones
-	var sums [2]Summary
-	var hashes [2][32]byte
-	for i, laned := range []bool{true, false} {
-		db := openDB(t)
-		env := testEnv(t, db)
-		env.Policy = nil
-		e, err := New(cfg, env, "run")
-		if err != nil {
-			t.Fatal(err)
-		}
+	sameTwoRuns(t, "the lanes", func(e *Engine, i int) {
 		if !e.laned || e.lanes() != 3 {
 			t.Fatalf("the tiny model on 3 threads decodes in %d lanes (laned %v), want 3", e.lanes(), e.laned)
 		}
-		e.laned = laned
-		if sums[i], err = e.Run(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if kernels.Threads() != 3 {
-			t.Fatalf("after the run the kernels have %d threads, want 3", kernels.Threads())
-		}
-		hashes[i] = samplesHash(t, db, "run")
-	}
-	a, b := sums[0], sums[1]
-	if a.FinalWeights == a.Phases[0].Weights {
-		t.Fatal("the weights never changed: the test would not see a changed trajectory")
-	}
-	if a.FinalWeights != b.FinalWeights || a.BestCkpt != b.BestCkpt || a.TestMean8 != b.TestMean8 || a.BestValMean != b.BestValMean {
-		t.Fatalf("the lanes changed the run: weights %s / %s, best %s / %s, test %v / %v, val %v / %v",
-			ShortHash(a.FinalWeights), ShortHash(b.FinalWeights), a.BestCkpt, b.BestCkpt, a.TestMean8, b.TestMean8, a.BestValMean, b.BestValMean)
-	}
-	if hashes[0] != hashes[1] {
-		t.Fatal("the lanes changed the stored samples")
+		e.laned = i == 0
+	})
+	if kernels.Threads() != 3 {
+		t.Fatalf("after the runs the kernels have %d threads, want 3", kernels.Threads())
 	}
 }
