@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "gemm_tile_amd64.h"
 
 // The AVX2 forms of the strided tile (kern12x32, kern12x16, kern4x32 on
 // a machine without AVX-512): A read through a row stride rsa and a
@@ -27,53 +28,56 @@
 	VMOVUPS acc1, 32(DX);          \
 	ADDQ    R8, DX
 
+// SARGS loads the arguments both kernels share: kc (CX), a (SI), rsa
+// (R9) and 3·rsa (R10) in bytes, csa in bytes (R13), b (DI), ldb in bytes
+// (R8); then zeroes the accumulators Y4..Y15.
+#define SARGS                  \
+	MOVQ kc+0(FP), CX;          \
+	MOVQ a+8(FP), SI;           \
+	MOVQ rsa+16(FP), R9;        \
+	SHLQ $2, R9;                \
+	LEAQ (R9)(R9*2), R10;       \
+	MOVQ csa+24(FP), R13;       \
+	SHLQ $2, R13;               \
+	MOVQ b+32(FP), DI;          \
+	MOVQ ldb+40(FP), R8;        \
+	SHLQ $2, R8;                \
+	ZERO12
+
+// SLOADB loads step p's 16 floats of B (Y0, Y1) and steps DI to p+1.
+#define SLOADB            \
+	VMOVUPS (DI), Y0;      \
+	VMOVUPS 32(DI), Y1;    \
+	ADDQ    R8, DI
+
+// SOUT points DX at c, R8 at ldc in bytes and AX at add, for SSTORE.
+#define SOUT                   \
+	MOVQ    c+48(FP), DX;      \
+	MOVQ    ldc+56(FP), R8;    \
+	SHLQ    $2, R8;            \
+	MOVBQZX add+64(FP), AX
+
 // func kernS6x16AVX2(kc int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add bool)
 //
 // Accumulators: row i in Y(4+2i) (columns 0..7) and Y(5+2i) (8..15).
 TEXT ·kernS6x16AVX2(SB), NOSPLIT, $0-65
-	MOVQ   kc+0(FP), CX
-	MOVQ   a+8(FP), SI
-	MOVQ   rsa+16(FP), R9
-	SHLQ   $2, R9
-	LEAQ   (R9)(R9*2), R10
-	LEAQ   (SI)(R10*1), R11
-	MOVQ   csa+24(FP), R13
-	SHLQ   $2, R13
-	MOVQ   b+32(FP), DI
-	MOVQ   ldb+40(FP), R8
-	SHLQ   $2, R8
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VXORPS Y12, Y12, Y12
-	VXORPS Y13, Y13, Y13
-	VXORPS Y14, Y14, Y14
-	VXORPS Y15, Y15, Y15
+	SARGS
+	LEAQ (SI)(R10*1), R11
 
 ks6loop:
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	ADDQ    R8, DI
+	SLOADB
 	SROW((SI), Y2, Y4, Y5)
 	SROW((SI)(R9*1), Y3, Y6, Y7)
 	SROW((SI)(R9*2), Y2, Y8, Y9)
 	SROW((R11), Y3, Y10, Y11)
 	SROW((R11)(R9*1), Y2, Y12, Y13)
 	SROW((R11)(R9*2), Y3, Y14, Y15)
-	ADDQ    R13, SI
-	ADDQ    R13, R11
-	DECQ    CX
-	JNZ     ks6loop
+	ADDQ R13, SI
+	ADDQ R13, R11
+	DECQ CX
+	JNZ  ks6loop
 
-	MOVQ    c+48(FP), DX
-	MOVQ    ldc+56(FP), R8
-	SHLQ    $2, R8
-	MOVBQZX add+64(FP), AX
+	SOUT
 	SSTORE(Y4, Y5)
 	SSTORE(Y6, Y7)
 	SSTORE(Y8, Y9)
@@ -87,41 +91,19 @@ ks6loop:
 //
 // kernS6x16AVX2's first four rows: row i in Y(4+2i), Y(5+2i).
 TEXT ·kernS4x16AVX2(SB), NOSPLIT, $0-65
-	MOVQ   kc+0(FP), CX
-	MOVQ   a+8(FP), SI
-	MOVQ   rsa+16(FP), R9
-	SHLQ   $2, R9
-	LEAQ   (R9)(R9*2), R10
-	MOVQ   csa+24(FP), R13
-	SHLQ   $2, R13
-	MOVQ   b+32(FP), DI
-	MOVQ   ldb+40(FP), R8
-	SHLQ   $2, R8
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	SARGS
 
 ks4loop:
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	ADDQ    R8, DI
+	SLOADB
 	SROW((SI), Y2, Y4, Y5)
 	SROW((SI)(R9*1), Y3, Y6, Y7)
 	SROW((SI)(R9*2), Y2, Y8, Y9)
 	SROW((SI)(R10*1), Y3, Y10, Y11)
-	ADDQ    R13, SI
-	DECQ    CX
-	JNZ     ks4loop
+	ADDQ R13, SI
+	DECQ CX
+	JNZ  ks4loop
 
-	MOVQ    c+48(FP), DX
-	MOVQ    ldc+56(FP), R8
-	SHLQ    $2, R8
-	MOVBQZX add+64(FP), AX
+	SOUT
 	SSTORE(Y4, Y5)
 	SSTORE(Y6, Y7)
 	SSTORE(Y8, Y9)
