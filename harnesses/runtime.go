@@ -55,7 +55,7 @@ type RunOptions struct {
 	// Progress, if set, is called with the finished and total rollout
 	// counts: before every round (the last sees all finished), or, with a
 	// policy that streams, once at the start and whenever a rollout
-	// finishes.
+	// finishes (one call at a time, from any lane's goroutine).
 	Progress func(done, total int)
 }
 

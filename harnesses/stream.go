@@ -91,17 +91,14 @@ type feed struct {
 	progress func(done, total int)
 }
 
-// claim returns the indices of the next group of unclaimed rollouts, or
-// none when every rollout is claimed.
-func (f *feed) claim() []int {
+// claim returns the next group of unclaimed rollouts, indices lo to hi
+// (an empty range when every rollout is claimed).
+func (f *feed) claim() (lo, hi int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	hi := min(f.next+f.group, len(f.rs))
-	out := make([]int, 0, hi-f.next)
-	for ; f.next < hi; f.next++ {
-		out = append(out, f.next)
-	}
-	return out
+	lo, hi = f.next, min(f.next+f.group, len(f.rs))
+	f.next = hi
+	return lo, hi
 }
 
 // finished counts one more rollout done and reports progress.
@@ -123,7 +120,7 @@ func (rt *runner) drive(ctx context.Context, st policy.Stream, f *feed, slots in
 	got := make([][]policy.Completion, len(rs)) // completions of each rollout's pending call
 	arrived := make([]int, len(rs))
 	waiting := make([]bool, len(rs)*n) // by request id
-	var queue []int                    // claimed, not started
+	next, end := 0, 0                  // rollouts claimed, not started
 	taken := 0
 	// send submits rollout i's pending call, or counts it finished if it
 	// has none.
@@ -145,13 +142,13 @@ func (rt *runner) drive(ctx context.Context, st policy.Stream, f *feed, slots in
 	}
 	for {
 		for taken+n <= slots {
-			if len(queue) == 0 {
-				if queue = f.claim(); len(queue) == 0 {
+			if next == end {
+				if next, end = f.claim(); next == end {
 					break
 				}
 			}
-			i := queue[0]
-			queue = queue[1:]
+			i := next
+			next++
 			rt.advance(rs[i])
 			if err := send(i); err != nil {
 				return err

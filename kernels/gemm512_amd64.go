@@ -43,68 +43,51 @@ func kernS6x16AVX2(kc int, a *float32, rsa, csa int, b *float32, ldb int, c *flo
 //go:noescape
 func kernS4x16AVX2(kc int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, add bool)
 
-// kernS runs the AVX2 strided tile over rows (a multiple of 6, or 4) of A
-// and panels 16-column panels of B, boff elements apart: kern12x32,
-// kern12x16 and kern4x32 on a machine without AVX-512.
-func kernS(rows, panels, kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
+// stridedTile computes the strided tile of rows (12 or 4) rows of A and
+// panels 16-column panels of B, boff elements apart: the AVX-512 kernel
+// where the machine has it, else its AVX2 form in 6×16 (or 4×16) pieces,
+// else the Go twin; every one computes each element's FMA chain alike.
+// The assembly does not check bounds: the last element it reads or writes
+// in each operand is touched first, so a driver bug panics here instead.
+func stridedTile(rows, panels, kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
+	if !useAsm {
+		kernRxNGo(rows, kc, a, rsa, csa, b, boff, ldb, panels, c, ldc, add)
+		return
+	}
 	_ = a[(rows-1)*rsa+(kc-1)*csa]
 	_ = b[(panels-1)*boff+(kc-1)*ldb+15]
 	_ = c[(rows-1)*ldc+panels*16-1]
-	for q := 0; q < panels; q++ {
-		if rows == 4 {
-			kernS4x16AVX2(kc, &a[0], rsa, csa, &b[q*boff], ldb, &c[q*16], ldc, add)
-			continue
-		}
-		for i := 0; i < rows; i += 6 {
-			kernS6x16AVX2(kc, &a[i*rsa], rsa, csa, &b[q*boff], ldb, &c[i*ldc+q*16], ldc, add)
+	switch {
+	case useAVX512 && rows == 4:
+		kern4x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
+	case useAVX512 && panels == 2:
+		kern12x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
+	case useAVX512:
+		kern12x16AVX512(kc, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, add)
+	default:
+		for q := 0; q < panels; q++ {
+			if rows == 4 {
+				kernS4x16AVX2(kc, &a[0], rsa, csa, &b[q*boff], ldb, &c[q*16], ldc, add)
+				continue
+			}
+			for i := 0; i < rows; i += 6 {
+				kernS6x16AVX2(kc, &a[i*rsa], rsa, csa, &b[q*boff], ldb, &c[i*ldc+q*16], ldc, add)
+			}
 		}
 	}
 }
 
 // kern4x32 is kern12x32 for four rows.
 func kern4x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
-	switch {
-	case useAVX512:
-		_ = a[3*rsa+(kc-1)*csa]
-		_ = b[boff+(kc-1)*ldb+15]
-		_ = c[3*ldc+31]
-		kern4x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
-	case useAsm:
-		kernS(4, 2, kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
-	default:
-		kernRxNGo(4, kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
-	}
+	stridedTile(4, 2, kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
 }
 
 func kern12x32(kc int, a []float32, rsa, csa int, b []float32, boff, ldb int, c []float32, ldc int, add bool) {
-	switch {
-	case useAVX512:
-		// The assembly does not check bounds: touch the last element it
-		// reads or writes in each operand so a driver bug panics here
-		// instead.
-		_ = a[11*rsa+(kc-1)*csa]
-		_ = b[boff+(kc-1)*ldb+15]
-		_ = c[11*ldc+31]
-		kern12x32AVX512(kc, &a[0], rsa, csa, &b[0], boff, ldb, &c[0], ldc, add)
-	case useAsm:
-		kernS(12, 2, kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
-	default:
-		kernRxNGo(12, kc, a, rsa, csa, b, boff, ldb, 2, c, ldc, add)
-	}
+	stridedTile(12, 2, kc, a, rsa, csa, b, boff, ldb, c, ldc, add)
 }
 
 func kern12x16(kc int, a []float32, rsa, csa int, b []float32, ldb int, c []float32, ldc int, add bool) {
-	switch {
-	case useAVX512:
-		_ = a[11*rsa+(kc-1)*csa]
-		_ = b[(kc-1)*ldb+15]
-		_ = c[11*ldc+15]
-		kern12x16AVX512(kc, &a[0], rsa, csa, &b[0], ldb, &c[0], ldc, add)
-	case useAsm:
-		kernS(12, 1, kc, a, rsa, csa, b, 0, ldb, c, ldc, add)
-	default:
-		kernRxNGo(12, kc, a, rsa, csa, b, 0, ldb, 1, c, ldc, add)
-	}
+	stridedTile(12, 1, kc, a, rsa, csa, b, 0, ldb, c, ldc, add)
 }
 
 // kern1x64AVX512 is kern1x64AVX2 (one row of A against four packed

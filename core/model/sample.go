@@ -214,10 +214,7 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 // depends on its request alone, so nothing sampled depends on which lane
 // serves a request. Stats are this sampler's alone.
 func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
-	width := s.opts.MaxBatch
-	if width <= 0 {
-		width = 64
-	}
+	width := s.width()
 	n = max(1, min(n, width))
 	if n == 1 {
 		st, err := s.OpenStream()
@@ -244,8 +241,8 @@ func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
 	out := make([]*Stream, 0, n)
 	// This sampler first: a lane takes its copies of the weights as its
 	// stream opens, from one goroutine, before any runs.
-	for i, l := range append([]*Sampler{s}, s.lanes[:n-1]...) {
-		st, err := l.OpenStreamWidth((width + n - 1) / n)
+	for i, l := range s.withLanes()[:n] {
+		st, err := l.openStream((width + n - 1) / n)
 		if err != nil {
 			for _, o := range out {
 				o.Close()
@@ -258,6 +255,18 @@ func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
 	}
 	return out, nil
 }
+
+// width is the most sequences the sampler's stream decodes at once
+// (SamplerOptions.MaxBatch, 0 meaning 64).
+func (s *Sampler) width() int {
+	if s.opts.MaxBatch > 0 {
+		return s.opts.MaxBatch
+	}
+	return 64
+}
+
+// withLanes is the sampler followed by the lanes it keeps.
+func (s *Sampler) withLanes() []*Sampler { return append([]*Sampler{s}, s.lanes...) }
 
 // seqState is one sequence being generated.
 type seqState struct {
@@ -296,12 +305,12 @@ type seqState struct {
 // anyway) so that their memory and the training activations' are not held
 // at once. It is an error while a stream is open.
 func (s *Sampler) ReleaseCaches() error {
-	for _, l := range append([]*Sampler{s}, s.lanes...) {
+	for _, l := range s.withLanes() {
 		if l.open {
 			return errors.New("model: release caches: a stream is open")
 		}
 	}
-	for _, l := range append([]*Sampler{s}, s.lanes...) {
+	for _, l := range s.withLanes() {
 		l.cache.clear()
 		l.pool.drain()
 	}

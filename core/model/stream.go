@@ -46,24 +46,17 @@ type Stream struct {
 // OpenStream starts a stream, as policy.Streamer's does. The stream holds
 // the sampler until it is closed: a second OpenStream or a Generate call
 // fails.
-func (s *Sampler) OpenStream() (*Stream, error) { return s.OpenStreamWidth(0) }
+func (s *Sampler) OpenStream() (*Stream, error) { return s.openStream(s.width()) }
 
-// OpenStreamWidth is OpenStream with at most width sequences decoding at
-// once (0: SamplerOptions.MaxBatch): one of a set of lanes (Lane) that
-// share a batch's width.
-func (s *Sampler) OpenStreamWidth(width int) (*Stream, error) {
+// openStream is OpenStream with at most width sequences decoding at once
+// (OpenLanes gives each lane its share of the sampler's width).
+func (s *Sampler) openStream(width int) (*Stream, error) {
 	if s.open {
 		return nil, errors.New("model: sampler already has an open stream (a Sampler serves one caller at a time); close it first")
 	}
 	s.refresh()
 	s.open = true
-	st := &Stream{s: s, version: s.version, maxBatch: s.opts.MaxBatch, maxKV: s.opts.MaxKVBytes}
-	if width > 0 {
-		st.maxBatch = width
-	}
-	if st.maxBatch <= 0 {
-		st.maxBatch = 64
-	}
+	st := &Stream{s: s, version: s.version, maxBatch: width, maxKV: s.opts.MaxKVBytes}
 	if st.maxKV <= 0 {
 		st.maxKV = 4 << 30
 	}
