@@ -15,10 +15,9 @@ import (
 // and S logit rows.
 type inferScratch struct {
 	R, S   int
-	x      kernels.Tensor // (R,C) residual stream
+	x      kernels.Tensor // (R,C) residual stream; the pass leaves the S last rows' first
 	a      layerActs      // per-layer scratch (no saved statistics)
-	last   kernels.Tensor // (S,C) gathered last rows
-	lastn  kernels.Tensor // (S,C) their final norm
+	lastn  kernels.Tensor // (S,C) the last rows' final norm
 	logits kernels.Tensor // (S,V)
 	arena  kernels.Tensor
 	lora   *loraState // the adapters the scratch has room for (lu)
@@ -30,7 +29,7 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 	}
 	d := s.m.d
 	layout := func(take func(int) kernels.Tensor) *inferScratch {
-		sc := &inferScratch{R: R, S: S, x: take(R * d.C), last: take(S * d.C), lastn: take(S * d.C), logits: take(S * d.V)}
+		sc := &inferScratch{R: R, S: S, x: take(R * d.C), lastn: take(S * d.C), logits: take(S * d.V)}
 		sc.a = layerActs{ln1: take(R * d.C), qkv: take(R * (d.Hq + 2*d.Hk)),
 			qr: take(R * d.Hq), kr: take(R * d.Hk), att: take(R * d.Hq), ln2: take(R * d.C),
 			gu: take(R * 2 * d.F), h: take(R * d.F)}
@@ -68,6 +67,11 @@ func (s *Sampler) scratch(R, S int) *inferScratch {
 	return sc
 }
 
+// keepLastRows lets a prefill's last layer compute only each item's last
+// row past its keys and values (layerPass.keep); tests turn it off to
+// compare with every row computed.
+var keepLastRows = true
+
 // work asks the forward pass to feed toks[from:to] of a sequence into its
 // cache at positions from..to-1; the sequence's logits are set after
 // toks[:to].
@@ -100,10 +104,20 @@ func (s *Sampler) forward(items []work, prompt bool) {
 	if s.pk == nil && (prompt || s.opts.Exact) {
 		p.chunk = rowChunk
 	}
+	if keepLastRows && R > len(items) {
+		// Only each item's last row goes on past the last layer's keys
+		// and values (layerPass.keep).
+		p.keep = make([]int, len(items))
+		r := 0
+		for i, it := range items {
+			r += it.to - it.from
+			p.keep[i] = r - 1
+		}
+	}
 	m.embed(sc.x, tokens)
 	spans := make([]kernels.KVSpan, len(items))
 	writes := make([]kernels.CacheWriteJob, 0, 2*len(items))
-	p.attend = func(l int, a *layerActs) {
+	p.attend = func(l int, a *layerActs, kept bool) {
 		r := 0
 		// The items' new keys and values go in one call a layer
 		// (kernels.WriteCaches): a GPU backend launches one kernel for
@@ -136,23 +150,28 @@ func (s *Sampler) forward(items []work, prompt bool) {
 					spans[i].RCap, spans[i].RN = rc, q.prompt.rn
 				}
 			}
+			if kept {
+				// The item's last row alone, at the front (keptLayer).
+				spans[i].QRow, spans[i].Rows, spans[i].Pos0 = i, 1, it.to-1
+			}
 			r += n
 		}
 		kernels.WriteCaches(be, writes, d.KVH, d.hd)
 		be.AttentionKV(a.att, a.qr, spans, d.H, d.KVH, d.hd)
 	}
 	m.layers(p)
-	last := sc.x
-	if R != len(items) {
-		last = sc.last
+	S := len(items)
+	if p.keep == nil && R != S {
+		// Every row went through the last layer: the last rows to the
+		// front, in order (row r-1 ≥ i is read before row i is written).
 		r := 0
 		for i, it := range items {
-			r += it.to - it.from
-			be.Copy(sc.last.View(i*d.C, d.C), sc.x.View((r-1)*d.C, d.C))
+			if r += it.to - it.from; r-1 != i {
+				be.Copy(sc.x.View(i*d.C, d.C), sc.x.View((r-1)*d.C, d.C))
+			}
 		}
 	}
-	S := len(items)
-	be.RMSNorm(sc.lastn, kernels.Tensor{}, last, m.w.norm, S, d.C, m.Config.RMSNormEps)
+	be.RMSNorm(sc.lastn, kernels.Tensor{}, sc.x, m.w.norm, S, d.C, m.Config.RMSNormEps)
 	var head, headP kernels.Tensor
 	if s.bw != nil {
 		head = s.bw.lmHead

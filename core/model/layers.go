@@ -100,29 +100,69 @@ func packedOf(pw *packedLayer) packedLayer {
 // attnProject: x (N,C) -> ln1 (N,C) -> q (N,Hq), k, v (N,Hk) -> per-head
 // RMSNorm -> RoPE at positions pos -> qr (N,Hq), kr (N,Hk).
 func (m *Model) attnProject(a *layerActs, w *layerWeights, r layerRead, x kernels.Tensor, pos []int32, N int) {
-	d, be, b, p, c := m.d, m.be, bfOf(r.b), packedOf(r.p), r.chunk
-	be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
-	if !a.qkv.IsZero() && N == 1 {
-		m.linearRows(a.qkv, a.ln1, w.wqkv, b.wqkv, p.qkv, 1, d.C, d.Hq+2*d.Hk, false, c)
-	} else {
-		m.linearRows(a.q, a.ln1, w.wq, b.wq, p.q, N, d.C, d.Hq, false, c)
-		m.linearRows(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false, c)
-		m.linearRows(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false, c)
+	d := m.d
+	m.be.RMSNorm(a.ln1, a.rstd1, x, w.inNorm, N, d.C, m.Config.RMSNormEps)
+	fused := !a.qkv.IsZero() && N == 1
+	if fused {
+		m.linearRows(a.qkv, a.ln1, w.wqkv, bfOf(r.b).wqkv, packedOf(r.p).qkv, 1, d.C, d.Hq+2*d.Hk, false, r.chunk)
+	}
+	m.projectQ(a, w, r, pos, N, fused)
+	m.projectKV(a, w, r, pos, N, fused)
+}
+
+// projectQ: ln1 (N,C) -> q (N,Hq) -> per-head RMSNorm -> RoPE at pos ->
+// qr; with done, q holds the product already (the fused one).
+func (m *Model) projectQ(a *layerActs, w *layerWeights, r layerRead, pos []int32, N int, done bool) {
+	d, be := m.d, m.be
+	if !done {
+		m.linearRows(a.q, a.ln1, w.wq, bfOf(r.b).wq, packedOf(r.p).q, N, d.C, d.Hq, false, r.chunk)
 	}
 	m.adapt(a, w, tQ, a.q, a.ln1, N)
+	if m.Config.AttentionBias {
+		be.BiasAdd(a.q, w.bq, N, d.Hq)
+	}
+	if m.Config.QKNorm() {
+		be.RMSNorm(a.qn, a.qrstd, a.q, w.qNorm, N*d.H, d.hd, m.Config.RMSNormEps)
+	}
+	be.RoPE(a.qr, a.qn, pos, N, d.H, d.hd, m.Config.RopeTheta)
+}
+
+// projectKV: ln1 (N,C) -> k, v (N,Hk) -> per-head RMSNorm of k -> RoPE at
+// pos -> kr; with done, k and v hold the products already.
+func (m *Model) projectKV(a *layerActs, w *layerWeights, r layerRead, pos []int32, N int, done bool) {
+	d, be, b, p := m.d, m.be, bfOf(r.b), packedOf(r.p)
+	if !done {
+		m.linearRows(a.k, a.ln1, w.wk, b.wk, p.k, N, d.C, d.Hk, false, r.chunk)
+		m.linearRows(a.v, a.ln1, w.wv, b.wv, p.v, N, d.C, d.Hk, false, r.chunk)
+	}
 	m.adapt(a, w, tK, a.k, a.ln1, N)
 	m.adapt(a, w, tV, a.v, a.ln1, N)
 	if m.Config.AttentionBias {
-		be.BiasAdd(a.q, w.bq, N, d.Hq)
 		be.BiasAdd(a.k, w.bk, N, d.Hk)
 		be.BiasAdd(a.v, w.bv, N, d.Hk)
 	}
 	if m.Config.QKNorm() {
-		be.RMSNorm(a.qn, a.qrstd, a.q, w.qNorm, N*d.H, d.hd, m.Config.RMSNormEps)
 		be.RMSNorm(a.kn, a.krstd, a.k, w.kNorm, N*d.KVH, d.hd, m.Config.RMSNormEps)
 	}
-	be.RoPE(a.qr, a.qn, pos, N, d.H, d.hd, m.Config.RopeTheta)
 	be.RoPE(a.kr, a.kn, pos, N, d.KVH, d.hd, m.Config.RopeTheta)
+}
+
+// queryRows returns views of a's first n rows on a row's query side (ln1,
+// q, attention, output projection, MLP and the adapters' terms) for a
+// pass that has moved the rows it keeps there (keptLayer); the keys and
+// values stay a's, all rows. Inference scratch only: no saved statistics.
+func (m *Model) queryRows(a *layerActs, n int) *layerActs {
+	d, k := m.d, *a
+	k.ln1, k.q, k.att, k.ln2 = a.ln1.View(0, n*d.C), a.q.View(0, n*d.Hq), a.att.View(0, n*d.Hq), a.ln2.View(0, n*d.C)
+	k.qn, k.qr = a.qn.View(0, n*d.Hq), a.qr.View(0, n*d.Hq)
+	k.g, k.u, k.h = a.g.View(0, n*d.F), a.u.View(0, n*d.F), a.h.View(0, n*d.F)
+	k.qkv, k.gu = kernels.Tensor{}, kernels.Tensor{}
+	for t := range k.lu {
+		if !a.lu[t].IsZero() {
+			k.lu[t] = a.lu[t].View(0, n*m.lora.cfg.Rank)
+		}
+	}
+	return &k
 }
 
 // attnProjectBackward: dqr (N,Hq), dkr, dv (N,Hk) -> dres (N,C) += ∂L/∂x.

@@ -26,8 +26,17 @@ type layerPass struct {
 	bw    *weights
 	pk    *packedModel
 	chunk int
-	// attend sets a.att (N,Hq) from a.qr, a.kr and a.v of layer l.
-	attend func(l int, a *layerActs)
+	// keep, when set (inference only), lists in increasing order the rows
+	// whose output the pass is for: the last layer computes every row's
+	// keys and values (attend writes them to the caches) but its queries,
+	// attention, output projection and MLP for these rows alone, which it
+	// first moves to the front of x, where the pass leaves their output
+	// (len(keep) rows).
+	keep []int
+	// attend sets a.att (N,Hq) from a.qr, a.kr and a.v of layer l; with
+	// kept, a.qr and a.att hold the kept rows alone, in keep's order, and
+	// a.kr and a.v all N.
+	attend func(l int, a *layerActs, kept bool)
 }
 
 // trainPass returns the pass of training over (B, T) with activations a:
@@ -40,7 +49,7 @@ func (m *Model) trainPass(a *acts, pos []int32, B, T int) *layerPass {
 		p.bw = &m.frozen.wb
 	}
 	d := m.d
-	p.attend = func(_ int, la *layerActs) {
+	p.attend = func(_ int, la *layerActs, _ bool) {
 		if a.br != nil {
 			m.be.(kernels.BranchAttention).AttentionBranches(la.att, la.lse, la.qr, la.kr, la.v, *a.br, B, T, d.H, d.KVH, d.hd)
 			return
@@ -70,6 +79,10 @@ func (m *Model) layers(p *layerPass) {
 			m.layer(p, l, &la, a.res[l], la.x2, a.res[l+1])
 			continue
 		}
+		if l == m.d.L-1 && p.keep != nil {
+			m.keptLayer(p, l)
+			continue
+		}
 		m.layer(p, l, p.acts, p.x, p.x, p.x)
 	}
 }
@@ -82,7 +95,7 @@ func (m *Model) layers(p *layerPass) {
 func (m *Model) layer(p *layerPass, l int, a *layerActs, in, mid, out kernels.Tensor) {
 	w, r := &m.w.layers[l], p.read(l)
 	m.attnProject(a, w, r, in, p.pos, p.N)
-	p.attend(l, a)
+	p.attend(l, a, false)
 	if p.train != nil {
 		m.be.Copy(mid, in)
 	}
@@ -91,4 +104,31 @@ func (m *Model) layer(p *layerPass, l int, a *layerActs, in, mid, out kernels.Te
 		m.be.Copy(out, mid)
 	}
 	m.mlpForward(a, w, r, mid, out, p.N)
+}
+
+// keptLayer runs the last decoder layer of an inference pass with keep
+// set (see layerPass.keep). Every operation of a row depends on that row
+// alone (the products are row-invariant where the sampler needs it, see
+// rowChunk), so a kept row gets the bits it gets in the whole layer.
+func (m *Model) keptLayer(p *layerPass, l int) {
+	d, be, a := m.d, m.be, p.acts
+	w, r, S := &m.w.layers[l], p.read(l), len(p.keep)
+	be.RMSNorm(a.ln1, a.rstd1, p.x, w.inNorm, p.N, d.C, m.Config.RMSNormEps)
+	m.projectKV(a, w, r, p.pos, p.N, false)
+	// keep is increasing, so row keep[i] ≥ i is read before row i is
+	// written over.
+	pos := make([]int32, S)
+	for i, k := range p.keep {
+		pos[i] = p.pos[k]
+		if k != i {
+			be.Copy(a.ln1.View(i*d.C, d.C), a.ln1.View(k*d.C, d.C))
+			be.Copy(p.x.View(i*d.C, d.C), p.x.View(k*d.C, d.C))
+		}
+	}
+	ka := m.queryRows(a, S)
+	x := p.x.View(0, S*d.C)
+	m.projectQ(ka, w, r, pos, S, false)
+	p.attend(l, ka, true)
+	m.attnOut(ka, w, r, x, S)
+	m.mlpForward(ka, w, r, x, x, S)
 }
