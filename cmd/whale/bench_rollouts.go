@@ -18,7 +18,7 @@ func newBenchRolloutsCmd() *cobra.Command {
 	var domain string
 	var asJSON bool
 	var threads int
-	var sampleBF16 bool
+	var smp experiments.RolloutSampling
 	var resumeEvery resumeEveryFlag
 	var backend backendFlag
 	c := &cobra.Command{
@@ -31,7 +31,8 @@ func newBenchRolloutsCmd() *cobra.Command {
 model calls/s, generated tokens/s, cores busy, and the seconds spent sampling (training
 and scoring rollouts), training, evaluating and writing to the store. A few minutes a domain.
 With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights, as in
-'whale run --sample-bf16'.`,
+'whale run --sample-bf16'; with --sample-kv-bf16 their KV caches are bfloat16, as
+sample_kv_bf16 in a run's [engine] table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := []string{domain}
@@ -62,7 +63,7 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench rollouts: %s\n", name)
-				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir, resumeEvery.env(), sampleBF16)
+				f, err := experiments.BenchRollouts(cmd.Context(), dom, m, dir, resumeEvery.env(), smp)
 				if err != nil {
 					return err
 				}
@@ -78,7 +79,8 @@ With --sample-bf16 the rollouts are sampled from bfloat16 copies of the weights,
 	c.Flags().StringVar(&domain, "domain", "all", "math, searchqa, chess or all")
 	jsonFlag(c.Flags(), &asJSON, "print one JSON array, a row per domain")
 	threadsFlag(c.Flags(), &threads)
-	c.Flags().BoolVar(&sampleBF16, "sample-bf16", false, sampleBF16Usage)
+	c.Flags().BoolVar(&smp.SampleBF16, "sample-bf16", false, sampleBF16Usage)
+	c.Flags().BoolVar(&smp.SampleKVBF16, "sample-kv-bf16", false, "keep the rollouts' KV caches in bfloat16 (sample_kv_bf16): half their memory and the bytes decode attention reads; a sampled token's logits move by ~1e-2, so the run differs")
 	resumeEvery.register(c.Flags())
 	backend.register(c.Flags())
 	return c

@@ -71,20 +71,27 @@ type RolloutFigures struct {
 	// the same work.
 	TestMean8 float64 `json:"test_mean_at_8"`
 	// SampleBF16 says the rollouts were sampled from bfloat16 copies of
-	// the weights (engine.Config.SampleBF16).
-	SampleBF16 bool `json:"sample_bf16,omitempty"`
+	// the weights (engine.Config.SampleBF16), SampleKVBF16 with bfloat16
+	// KV caches (engine.Config.SampleKVBF16).
+	SampleBF16   bool `json:"sample_bf16,omitempty"`
+	SampleKVBF16 bool `json:"sample_kv_bf16,omitempty"`
+}
+
+// RolloutSampling is how the workload's local model samples: the
+// engine.Config settings of the same names.
+type RolloutSampling struct {
+	SampleBF16, SampleKVBF16 bool
 }
 
 // BenchRollouts runs the workload once in dom with model m (trained in
 // place: pass a fresh copy) on a new store in dir, writing resume points
-// as engine.Env.ResumeEvery says, sampling from bfloat16 weights if
-// sampleBF16, and measures it.
-func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir string, resumeEvery time.Duration, sampleBF16 bool) (RolloutFigures, error) {
+// as engine.Env.ResumeEvery says, sampling as smp says, and measures it.
+func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir string, resumeEvery time.Duration, smp RolloutSampling) (RolloutFigures, error) {
 	cfg, err := RolloutWorkload(dom.Name())
 	if err != nil {
 		return RolloutFigures{}, err
 	}
-	cfg.SampleBF16 = sampleBF16
+	cfg.SampleBF16, cfg.SampleKVBF16 = smp.SampleBF16, smp.SampleKVBF16
 	ws, err := engine.Open(filepath.Join(dir, dom.Name()+".db"), m.Model.Backend())
 	if err != nil {
 		return RolloutFigures{}, err
@@ -113,7 +120,8 @@ func BenchRollouts(ctx context.Context, dom data.Domain, m *bundle.Bundle, dir s
 	f := RolloutFigures{Domain: dom.Name(), Episodes: l.Episodes() + l.Eval, ModelCalls: l.Budgeted() + l.EvalCalls,
 		Tokens: l.TrainTokens + l.SearchTokens + l.EvalTokens, Seconds: wall.Seconds(),
 		SamplingS: t.Sampling.Seconds(), TrainingS: t.Training.Seconds(), EvaluationS: t.Evaluation.Seconds(),
-		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS(), MemoryLimitBytes: limit, SampleBF16: sampleBF16}
+		StoreS: t.Store.Seconds(), TestMean8: sum.TestMean8, PeakRSSBytes: procstat.PeakRSS(), MemoryLimitBytes: limit,
+		SampleBF16: smp.SampleBF16, SampleKVBF16: smp.SampleKVBF16}
 	f.EpisodesPS = float64(f.Episodes) / f.Seconds
 	f.CallsPS = float64(f.ModelCalls) / f.Seconds
 	f.TokensPS = float64(f.Tokens) / f.Seconds
