@@ -38,9 +38,9 @@ func helperCount() int {
 }
 
 // Lanes says that w callers will run kernels at once, each on its own
-// goroutine (a harness run over several samplers:
-// core/model's Sampler.OpenLanes), and returns the function that says they are done. While
-// it is open, each call gets its share of the threads (Threads() is the
+// goroutine (a harness run over several samplers: core/model's
+// Sampler.OpenLanes), and returns the function that says they are done.
+// While it is open, each call gets its share of the threads (Threads() is the
 // SetThreads count divided by the lanes open), so w lanes on w threads each
 // run their products alone instead of handing chunks to one pool of
 // helpers that all of them wait on. A kernel's result never depends on its

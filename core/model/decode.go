@@ -104,14 +104,19 @@ func (s *Sampler) forward(items []work, prompt bool) {
 	if s.pk == nil && (prompt || s.opts.Exact) {
 		p.chunk = rowChunk
 	}
-	if keepLastRows && R > len(items) {
-		// Only each item's last row goes on past the last layer's keys
-		// and values (layerPass.keep).
-		p.keep = make([]int, len(items))
+	S := len(items)
+	var last []int // each item's last row, where an item has several
+	if R > S {
+		last = make([]int, S)
 		r := 0
 		for i, it := range items {
 			r += it.to - it.from
-			p.keep[i] = r - 1
+			last[i] = r - 1
+		}
+		if keepLastRows {
+			// Only they go on past the last layer's keys and values
+			// (layerPass.keep).
+			p.keep = last
 		}
 	}
 	m.embed(sc.x, tokens)
@@ -160,16 +165,10 @@ func (s *Sampler) forward(items []work, prompt bool) {
 		be.AttentionKV(a.att, a.qr, spans, d.H, d.KVH, d.hd)
 	}
 	m.layers(p)
-	S := len(items)
-	if p.keep == nil && R != S {
+	if p.keep == nil && last != nil {
 		// Every row went through the last layer: the last rows to the
-		// front, in order (row r-1 ≥ i is read before row i is written).
-		r := 0
-		for i, it := range items {
-			if r += it.to - it.from; r-1 != i {
-				be.Copy(sc.x.View(i*d.C, d.C), sc.x.View((r-1)*d.C, d.C))
-			}
-		}
+		// front (keptLayer leaves them there itself).
+		m.toFront(sc.x, last, d.C)
 	}
 	be.RMSNorm(sc.lastn, kernels.Tensor{}, sc.x, m.w.norm, S, d.C, m.Config.RMSNormEps)
 	var head, headP kernels.Tensor

@@ -115,15 +115,11 @@ func (m *Model) keptLayer(p *layerPass, l int) {
 	w, r, S := &m.w.layers[l], p.read(l), len(p.keep)
 	be.RMSNorm(a.ln1, a.rstd1, p.x, w.inNorm, p.N, d.C, m.Config.RMSNormEps)
 	m.projectKV(a, w, r, p.pos, p.N, false)
-	// keep is increasing, so row keep[i] ≥ i is read before row i is
-	// written over.
+	m.toFront(a.ln1, p.keep, d.C)
+	m.toFront(p.x, p.keep, d.C)
 	pos := make([]int32, S)
 	for i, k := range p.keep {
 		pos[i] = p.pos[k]
-		if k != i {
-			be.Copy(a.ln1.View(i*d.C, d.C), a.ln1.View(k*d.C, d.C))
-			be.Copy(p.x.View(i*d.C, d.C), p.x.View(k*d.C, d.C))
-		}
 	}
 	ka := m.queryRows(a, S)
 	x := p.x.View(0, S*d.C)
@@ -131,4 +127,15 @@ func (m *Model) keptLayer(p *layerPass, l int) {
 	p.attend(l, ka, true)
 	m.attnOut(ka, w, r, x, S)
 	m.mlpForward(ka, w, r, x, x, S)
+}
+
+// toFront moves rows (increasing, so rows[i] ≥ i) of t, width values
+// each, to t's first len(rows) rows in order: row rows[i] is read before
+// row i is written over.
+func (m *Model) toFront(t kernels.Tensor, rows []int, width int) {
+	for i, k := range rows {
+		if k != i {
+			m.be.Copy(t.View(i*width, width), t.View(k*width, width))
+		}
+	}
 }
