@@ -23,8 +23,9 @@ type PackedNT interface {
 	// GemmPackedNT computes out (m,n) (+)= a (m,k) · wᵀ with w packed by
 	// PackNT into p. A row's result depends only on that row of a and on
 	// w, and not on where w's rows sit: of a w packed whole, the view of
-	// PackedLen(k, j) elements at offset PackedLen(k, j0), j0 and j
-	// multiples of 16, is the packed form of w's rows j0..j0+j-1 alone.
+	// PackedLen(k, j) elements at offset PackedLen(k, j0), j0 a multiple
+	// of 64 and j a multiple of 64 or j0+j = n, is the packed form of w's
+	// rows j0..j0+j-1 alone.
 	GemmPackedNT(out, a, p Tensor, m, k, n int, acc bool)
 	// FreePacked releases a tensor from AllocPacked.
 	FreePacked(p Tensor)

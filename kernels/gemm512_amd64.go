@@ -99,4 +99,4 @@ func kern1x64AVX512(kc int, a, bp *float32, ps int, c *float32, add bool)
 // kern1x64BF16AVX512 is kern1x64BF16AVX2 with a 16-lane register a panel.
 //
 //go:noescape
-func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, ps int, c *float32, add bool)
+func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, c *float32, add bool)

@@ -325,41 +325,35 @@ k1x64zset:
 	VZEROUPPER
 	RET
 
-// func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, ps int, c *float32, add bool)
+// func kern1x64BF16AVX512(kc int, a *float32, bp *BF16, c *float32, add bool)
 //
-// kern1x64AVX512 on bf16 panels, widened in registers (vpmovzxwd, shift
-// left 16). Each of the four panel streams is prefetched 2 KiB (64 steps
-// of k) ahead: batch-1 decoding of a large model streams every panel once
+// kern1x64AVX512 on a packed group of four bf16 panels (64 columns a step,
+// one contiguous stream of 128 bytes a step: see PackNTBF16), widened in
+// registers (vpmovzxwd, shift left 16). The stream is prefetched 8 KiB (64
+// steps) ahead: batch-1 decoding of a large model streams every group once
 // from memory, in chunks of a few hundred KiB a thread, and the hardware
-// prefetchers ramp up again at every chunk. Measured on the 2-core
-// AVX-512 machine, BenchmarkGemmPackedNTBF16/token110M_m1, five rounds
-// alternating: 45.3 GB/s median without, 49.0 at 1 KiB ahead, 50.4 at
-// 2 KiB; 4 KiB was no better (docs/PERFORMANCE.md).
-TEXT ·kern1x64BF16AVX512(SB), NOSPLIT, $0-41
+// prefetchers ramp up again at every chunk. Measured on the 2-core AVX-512
+// machine, eight rounds alternating (docs/PERFORMANCE.md, session 60):
+// BenchmarkGemmPackedNTBF16/head110M_m1 (one 49 MB product) 61.9 GB/s
+// median at 4 KiB ahead, 68.1 at 8 KiB; token110M_m1 45.6 and 45.0 (four
+// streams, before the groups were interleaved: 58.9 and 43.1).
+TEXT ·kern1x64BF16AVX512(SB), NOSPLIT, $0-33
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ bp+16(FP), DI
-	MOVQ ps+24(FP), R8
-	SHLQ $1, R8
-	LEAQ (DI)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
-	XORQ   R13, R13
 
 k1x64hz:
-	PREFETCHT0   2048(DI)(R13*1)
-	PREFETCHT0   2048(R10)(R13*1)
-	PREFETCHT0   2048(R11)(R13*1)
-	PREFETCHT0   2048(R12)(R13*1)
+	PREFETCHT0   8192(DI)
+	PREFETCHT0   8256(DI)
 	VBROADCASTSS (SI), Z0
-	VPMOVZXWD    (DI)(R13*1), Z1
-	VPMOVZXWD    (R10)(R13*1), Z2
-	VPMOVZXWD    (R11)(R13*1), Z3
-	VPMOVZXWD    (R12)(R13*1), Z4
+	VPMOVZXWD    (DI), Z1
+	VPMOVZXWD    32(DI), Z2
+	VPMOVZXWD    64(DI), Z3
+	VPMOVZXWD    96(DI), Z4
 	VPSLLD       $16, Z1, Z1
 	VPSLLD       $16, Z2, Z2
 	VPSLLD       $16, Z3, Z3
@@ -369,12 +363,12 @@ k1x64hz:
 	VFMADD231PS  Z3, Z0, Z10
 	VFMADD231PS  Z4, Z0, Z11
 	ADDQ         $4, SI
-	ADDQ         $32, R13
+	ADDQ         $128, DI
 	DECQ         CX
 	JNZ          k1x64hz
 
-	MOVQ    c+32(FP), DX
-	MOVBQZX add+40(FP), AX
+	MOVQ    c+24(FP), DX
+	MOVBQZX add+32(FP), AX
 	TESTQ   AX, AX
 	JZ      k1x64hzset
 	VADDPS  0(DX), Z8, Z8

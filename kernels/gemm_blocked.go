@@ -166,7 +166,8 @@ func (g *gemmJob) macro(s *gemmScratch, ic, mc, pc, jc, nc, kc int, add bool) {
 			// A prepacked panel holds all of K: step to this block.
 			bp = g.pf[(jc+jr)*g.k+pc*gemmNR:]
 		case g.ph != nil:
-			bh = g.ph[(jc+jr)*g.k+pc*gemmNR:]
+			off, ld := bf16Panel(g.k, n, (jc+jr)/gemmNR)
+			bh, ldb = g.ph[off+pc*ld:], ld
 		case g.directB && nrc == gemmNR:
 			bp, ldb = g.b[(pc)*n+jc+jr:], n
 		default:
@@ -174,7 +175,7 @@ func (g *gemmJob) macro(s *gemmScratch, ic, mc, pc, jc, nc, kc int, add bool) {
 		}
 		tile := func(ap []float32, c []float32, ldc int, add bool) {
 			if bh != nil {
-				microKernelBF16(kc, ap, bh, c, ldc, add)
+				microKernelBF16(kc, ap, bh, ldb, c, ldc, add)
 			} else {
 				microKernel(kc, ap, bp, ldb, c, ldc, add)
 			}

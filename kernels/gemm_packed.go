@@ -188,7 +188,8 @@ func (g *gemmJob) runPanels(ap []float32, j0, j1 int) {
 					c, ldc = s.tmp[:], gemmNR
 				}
 				if g.ph != nil {
-					microKernelBF16(kc, ap, g.ph[jr*k+pc*gemmNR:], c, ldc, add && full)
+					off, ldb := bf16Panel(k, n, jr/gemmNR)
+					microKernelBF16(kc, ap, g.ph[off+pc*ldb:], ldb, c, ldc, add && full)
 				} else {
 					microKernel(kc, ap, g.pf[jr*k+pc*gemmNR:], gemmNR, c, ldc, add && full)
 				}
@@ -216,13 +217,13 @@ func (g *gemmJob) runRows(j0, j1 int) {
 	s := scratchPool.Get().(*gemmScratch)
 	defer scratchPool.Put(s)
 	m, k, n := g.m, g.k, g.n
-	const group = gemmNR * packedPanelGroup
+	const group = packedGroupCols
 	for q0 := j0; q0 < j1; q0 += group {
 		if q0+group <= j1 {
 			for i := 0; i < m; i++ {
 				for pc := 0; pc < k; pc += g.kc {
 					kc := min(g.kc, k-pc)
-					g.rowKernel(kc, g.a[i*k+pc:(i+1)*k], q0*k+pc*gemmNR, g.out[i*n+q0:i*n+q0+group], g.acc || pc > 0)
+					g.rowKernel(kc, g.a[i*k+pc:(i+1)*k], q0, pc, g.out[i*n+q0:i*n+q0+group], g.acc || pc > 0)
 				}
 			}
 			continue
@@ -236,7 +237,8 @@ func (g *gemmJob) runRows(j0, j1 int) {
 				s.ap = grow(s.ap, kc*gemmMR)
 				g.packA(s.ap, 0, m, pc, kc)
 				if g.ph != nil {
-					microKernelBF16(kc, s.ap, g.ph[jr*k+pc*gemmNR:], s.tmp[:], gemmNR, false)
+					off, ldb := bf16Panel(k, n, jr/gemmNR)
+					microKernelBF16(kc, s.ap, g.ph[off+pc*ldb:], ldb, s.tmp[:], gemmNR, false)
 				} else {
 					microKernel(kc, s.ap, g.pf[jr*k+pc*gemmNR:], gemmNR, s.tmp[:], gemmNR, false)
 				}
@@ -256,12 +258,13 @@ func (g *gemmJob) runRows(j0, j1 int) {
 	}
 }
 
-// rowKernel runs the one-row kernel on the four panels starting at element
-// off of the packed B.
-func (g *gemmJob) rowKernel(kc int, a []float32, off int, c []float32, add bool) {
+// rowKernel runs the one-row kernel on steps pc..pc+kc-1 of the four
+// panels from column q0 (a multiple of 64) of the packed B: one group of
+// PackNTBF16, four panels k·16 elements apart of PackNT.
+func (g *gemmJob) rowKernel(kc int, a []float32, q0, pc int, c []float32, add bool) {
 	if g.ph != nil {
-		rowKernelBF16(kc, a, g.ph[off:], g.k*gemmNR, c, add)
+		rowKernelBF16(kc, a, g.ph[q0*g.k+pc*packedGroupCols:], c, add)
 		return
 	}
-	rowKernel(kc, a, g.pf[off:], g.k*gemmNR, c, add)
+	rowKernel(kc, a, g.pf[q0*g.k+pc*gemmNR:], g.k*gemmNR, c, add)
 }

@@ -142,6 +142,40 @@ func TestPackNTBF16FromFloat32(t *testing.T) {
 	}
 }
 
+// TestPackedViews: of a matrix packed whole, the view at PackedNTLen(k, j0)
+// of PackedNTLen(k, j) elements, j0 a multiple of 64 and j one too or
+// reaching n, is the packed form of rows j0..j0+j-1 alone (what a model's
+// fused q, k, v relies on), for both packers.
+func TestPackedViews(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	k, n := 37, 232 // three whole groups of 64 columns and 40 past them
+	bh := make([]BF16, k*n)
+	randBF16(r, bh)
+	b := make([]float32, k*n)
+	FromBF16(b, bh)
+	wholeH := make([]BF16, PackedNTLen(k, n))
+	PackNTBF16(wholeH, bh, k, n)
+	wholeF := make([]float32, PackedNTLen(k, n))
+	PackNT(wholeF, b, k, n)
+	for _, v := range [][2]int{{0, 64}, {64, 64}, {64, 128}, {128, 104}, {192, 40}, {0, 232}} {
+		j0, j := v[0], v[1]
+		aloneH := make([]BF16, PackedNTLen(k, j))
+		PackNTBF16(aloneH, bh[j0*k:(j0+j)*k], k, j)
+		viewH := wholeH[PackedNTLen(k, j0):][:len(aloneH)]
+		aloneF := make([]float32, PackedNTLen(k, j))
+		PackNT(aloneF, b[j0*k:(j0+j)*k], k, j)
+		viewF := wholeF[PackedNTLen(k, j0):][:len(aloneF)]
+		for i := range aloneH {
+			if viewH[i] != aloneH[i] {
+				t.Fatalf("PackNTBF16 rows %d..%d: view element %d = %#04x, packed alone %#04x", j0, j0+j, i, viewH[i], aloneH[i])
+			}
+			if math.Float32bits(viewF[i]) != math.Float32bits(aloneF[i]) {
+				t.Fatalf("PackNT rows %d..%d: view element %d = %v, packed alone %v", j0, j0+j, i, viewF[i], aloneF[i])
+			}
+		}
+	}
+}
+
 func FuzzGemmPackedNT(f *testing.F) {
 	f.Add(uint64(1), uint8(1), uint8(17), uint8(70), false)
 	f.Add(uint64(2), uint8(30), uint8(9), uint8(64), true)

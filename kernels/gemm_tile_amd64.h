@@ -34,13 +34,13 @@
 
 // K6LOADBF16 loads one step of a packed bf16 B panel (16 bf16, 32 bytes
 // at DI), widened to float32 exactly (a bf16 is the top half of its
-// float32), into Y0, Y1 and steps DI past it.
+// float32), into Y0, Y1 and steps DI by R8 bytes (the panel's row stride).
 #define K6LOADBF16 \
 	VPMOVZXWD (DI), Y0;   \
 	VPMOVZXWD 16(DI), Y1; \
 	VPSLLD    $16, Y0, Y0; \
 	VPSLLD    $16, Y1, Y1; \
-	ADDQ      $32, DI
+	ADDQ      R8, DI
 
 // K6STEP issues one step's 12 FMAs: A's six floats of the step, at
 // a0..a5, each broadcast (into Y2 and Y3 in turn) times Y0 and Y1.

@@ -34,6 +34,10 @@ var recordedBits = map[string]uint64{
 	"tiny/forward":     0x7ae11b5be1b4c91c,
 	"unpacked/default": 0x47fd1432494893ed, "unpacked/bf16": 0x12cd28cef5014fd, "unpacked/exact": 0xbdf3e1ae4805dc21, "unpacked/maxbatch5": 0xbdf3e1ae4805dc21,
 	"unpacked/forward": 0x7ae11b5be1b4c91c,
+	// wide (views of the fused packs) was recorded at 97a70e5, before
+	// PackNTBF16 interleaved its groups of four panels.
+	"wide/default": 0x6597b7594b78ac89, "wide/bf16": 0xfe7cfe0d378d9f61, "wide/exact": 0x6597b7594b78ac89, "wide/maxbatch5": 0x6597b7594b78ac89,
+	"wide/forward": 0x11a21af41976d684, "wide/kvbf16": 0xf3af90dd163ba895,
 	// unpacked hides the backend's bfloat16 KV caches too: float32 KV.
 	"gqa4/kvbf16": 0xc2437dece42fd53d, "medium/kvbf16": 0xce5ede17fa912725, "tiny/kvbf16": 0x244beca614f6f959, "unpacked/kvbf16": 0x47fd1432494893ed,
 }

@@ -28,9 +28,10 @@ type packedModel struct {
 	arena  kernels.Tensor
 }
 
-// packPanel is the column width of a packed panel: a view of packed
-// columns must start at a multiple of it.
-const packPanel = 16
+// packPanel is the column granularity of views of packed weights: a view
+// must start at a multiple of it and end at one or at the matrix's end
+// (kernels.PackedNT).
+const packPanel = 64
 
 // packer returns m's backend as a kernels.PackedNT when it can pack.
 func (m *Model) packer() (kernels.PackedNT, bool) {
@@ -42,7 +43,7 @@ func (m *Model) packer() (kernels.PackedNT, bool) {
 }
 
 // splitAtPanels reports whether the fused matrices split at panel edges
-// (Hq, Hk and F multiples of 16, true of every usual shape), so that q, k,
+// (Hq, Hk and F multiples of 64, true of every usual shape), so that q, k,
 // v, gate and up can be views of the fused packs; otherwise they are
 // packed a second time on their own.
 func (d dims) splitAtPanels() bool {
@@ -63,7 +64,7 @@ func (m *Model) layoutPacked(be kernels.PackedNT, take func(n int) kernels.Tenso
 		lq, lk, lf := be.PackedLen(d.C, d.Hq), be.PackedLen(d.C, d.Hk), be.PackedLen(d.C, d.F)
 		if d.splitAtPanels() {
 			// The rows of q, k and v (gate and up) start at multiples of
-			// 16 in the fused matrices.
+			// 64 in the fused matrices.
 			pl.q, pl.k, pl.v = pl.qkv.View(0, lq), pl.qkv.View(lq, lk), pl.qkv.View(lq+lk, lk)
 			pl.g, pl.u = pl.gu.View(0, lf), pl.gu.View(lf, lf)
 		} else {

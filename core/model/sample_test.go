@@ -123,7 +123,16 @@ func sampleModels(t *testing.T) map[string]*Model {
 		t.Fatal(err)
 	}
 	randomize(gqa, 5)
-	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "gqa4": gqa, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
+	// Widths that are multiples of 64: its packed q, k, v (gate, up) are
+	// views of the fused matrices.
+	wide, err := New(Config{ModelType: "qwen3", VocabSize: 96, HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 2,
+		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 1e4,
+		MaxPositionEmbeddings: 96, HiddenAct: "silu"}, kernels.NewCPU(), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(wide, 7)
+	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "gqa4": gqa, "wide": wide, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
 }
 
 func tinyModelOn(t *testing.T, be kernels.Backend) *Model {
@@ -534,24 +543,33 @@ func TestBF16Sampling(t *testing.T) {
 }
 
 // TestSamplingIndependentOfBatchMedium repeats the batch-independence check
-// on a model whose decode batch crosses the GEMM's kernel switch and whose
-// packed q, k, v (gate, up) are views of the fused matrices, in the
-// default mode (exact on packed weights) and in Exact mode.
+// on models whose decode batch crosses the GEMM's kernel switch: medium,
+// whose packed q, k, v (gate, up) are packed apart, and wide, where they
+// are views of the fused matrices; in the default mode (exact on packed
+// weights), in Exact mode, and on bf16 weights.
 func TestSamplingIndependentOfBatchMedium(t *testing.T) {
-	m := sampleModels(t)["medium"]
-	reqs := mixedRequests(m.d.V)
-	s := NewSampler(m, SamplerOptions{})
-	batch := generate(t, s, reqs...)
-	if s.pk == nil || !m.d.splitAtPanels() {
-		t.Fatal("medium model: want packed weights split at panel edges")
-	}
-	exact := generate(t, NewSampler(m, SamplerOptions{Exact: true}), reqs...)
-	for i, r := range reqs {
-		if !sameCompletion(exact[i], batch[i]) {
-			t.Fatalf("request %d: Exact %v, default %v", i, exact[i].LogProbs, batch[i].LogProbs)
+	ms := sampleModels(t)
+	for _, name := range []string{"medium", "wide"} {
+		m := ms[name]
+		if views := m.d.splitAtPanels(); views != (name == "wide") {
+			t.Fatalf("%s model: packed weights split at panel edges %v", name, views)
 		}
-		if alone := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1}), r)[0]; !sameCompletion(alone, batch[i]) {
-			t.Fatalf("request %d: alone %v, in batch %v", i, alone.LogProbs, batch[i].LogProbs)
+		for _, bf := range []bool{false, true} {
+			reqs := mixedRequests(m.d.V)
+			s := NewSampler(m, SamplerOptions{BF16: bf})
+			batch := generate(t, s, reqs...)
+			if s.pk == nil {
+				t.Fatalf("%s model: want packed weights", name)
+			}
+			exact := generate(t, NewSampler(m, SamplerOptions{Exact: true, BF16: bf}), reqs...)
+			for i, r := range reqs {
+				if !sameCompletion(exact[i], batch[i]) {
+					t.Fatalf("%s bf16 %v, request %d: Exact %v, default %v", name, bf, i, exact[i].LogProbs, batch[i].LogProbs)
+				}
+				if alone := generate(t, NewSampler(m, SamplerOptions{PrefixCacheBytes: -1, BF16: bf}), r)[0]; !sameCompletion(alone, batch[i]) {
+					t.Fatalf("%s bf16 %v, request %d: alone %v, in batch %v", name, bf, i, alone.LogProbs, batch[i].LogProbs)
+				}
+			}
 		}
 	}
 }
