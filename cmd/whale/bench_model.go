@@ -16,14 +16,16 @@ type modelBench = experiments.ModelBench
 func newBenchModelCmd() *cobra.Command {
 	var asJSON bool
 	var preset string
-	var threads, rank, B, T, gen, steps, actMB int
+	var threads, rank, B, T, gen, rounds, steps, actMB int
 	var bf16Base bool
 	c := &cobra.Command{
 		Use:   "model",
 		Short: "Sampling speed (batch 1, bf16) and one LoRA training step of a model shape, with peak memory",
 		Long: `Builds a model of --preset with seeded random weights (default: Qwen3-0.6B's shape) and
 measures batch-1 decoding with bf16 weights (16-token prompt, --gen tokens) against the
-read-bandwidth bound (every weight streamed once per token), then one LoRA training step
+read-bandwidth bound (every weight streamed once per token): --rounds runs, each right after
+a read sweep over the weights' size, so that each run is held to the bandwidth of its own
+moment; the figures are the medians. Then one LoRA training step
 (--rank on every projection, --batch × --tokens) after a warm-up step. Each stage's peak
 resident memory is measured on Linux (VmHWM, reset between stages). The 0.6B shape takes
 about 3 GB to build and a few minutes to measure.`,
@@ -39,7 +41,10 @@ about 3 GB to build and a few minutes to measure.`,
 			if _, err := model.Preset(preset); err != nil {
 				return usageError{fmt.Errorf("--preset: %w", err)}
 			}
-			r, err := experiments.BenchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, steps, act, bf16Base)
+			if rounds < 1 {
+				return usageError{fmt.Errorf("--rounds %d: want at least 1", rounds)}
+			}
+			r, err := experiments.BenchModelShape(cmd.ErrOrStderr(), preset, rank, B, T, gen, rounds, steps, act, bf16Base)
 			if err != nil {
 				return err
 			}
@@ -57,7 +62,8 @@ about 3 GB to build and a few minutes to measure.`,
 	c.Flags().BoolVar(&bf16Base, "bf16-base", false, "hold the LoRA step's frozen weights in bfloat16 only (whale run --lora-bf16-base)")
 	c.Flags().IntVar(&B, "batch", 4, "sequences in the training step")
 	c.Flags().IntVar(&T, "tokens", 256, "tokens per sequence in the training step")
-	c.Flags().IntVar(&gen, "gen", 128, "tokens decoded in the sampling measurement")
+	c.Flags().IntVar(&gen, "gen", 128, "tokens decoded in each sampling run")
+	c.Flags().IntVar(&rounds, "rounds", 3, "sampling runs, each right after its own read sweep over the weights' size (the figures are their medians)")
 	c.Flags().IntVar(&steps, "steps", 2, "timed training steps after the warm-up one (0: no training step)")
 	c.Flags().IntVar(&actMB, "activation-mb", 0, "bound on the training step's activations in MiB, past which layers recompute their forward pass (0: the trainer's default, 256; negative: keep every layer's)")
 	return c
@@ -72,7 +78,10 @@ func printModelBench(w io.Writer, r modelBench) {
 	}
 	fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
 	fmt.Fprintf(w, "model      %s, %.1fM parameters (random weights)\n", r.Preset, float64(r.Params)/1e6)
-	fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the weights' size\n", r.ReadGBPS, r.ReadGBPSWeights)
+	fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the weights' size (median of %d sweeps)\n", r.ReadGBPS, r.ReadGBPSWeights, len(r.Rounds))
+	for i, s := range r.Rounds {
+		fmt.Fprintf(w, "round %-4d sweep %.1f GB/s, then %.2f tokens/s: %.1f %% of it\n", i+1, s.ReadGBPSWeights, s.TokensPerS, 100*s.OfWeightsRead)
+	}
 	fmt.Fprintf(w, "sample     batch 1 bf16: %.2f tokens/s (%.1f GB/s, %.1f %% of the 64 MiB read, %.1f %% of the weights-sized one); peak memory %s\n",
 		r.Sample.TokensPerS, r.Sample.GBPS, 100*r.Sample.OfBound, 100*r.Sample.OfWeightsRead, gb(r.SamplePeakRSS))
 	l := r.LoRA

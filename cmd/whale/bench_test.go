@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,10 +84,11 @@ func TestBenchRolloutsRefusesAnUnknownDomain(t *testing.T) {
 }
 
 // TestBenchModelMeasuresASmallShape: `whale bench model` on a small shape
-// reports a sampling rate against the read bound and a LoRA step whose
-// weights stayed frozen, with its adapters' size, in the JSON.
+// reports a sampling rate against the read bound, each run paired with its
+// own sweep and the figures their medians, and a LoRA step whose weights
+// stayed frozen, with its adapters' size, in the JSON.
 func TestBenchModelMeasuresASmallShape(t *testing.T) {
-	out, err := runWhale(t, "bench", "model", "--preset", "bench-small", "--gen", "8", "--tokens", "16", "--batch", "2", "--rank", "4", "--steps", "1", "--json")
+	out, err := runWhale(t, "bench", "model", "--preset", "bench-small", "--gen", "8", "--rounds", "2", "--tokens", "16", "--batch", "2", "--rank", "4", "--steps", "1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,26 @@ func TestBenchModelMeasuresASmallShape(t *testing.T) {
 	if r.Params != cfg.NumParams() || r.Sample.TokensPerS <= 0 || r.Sample.OfBound <= 0 || r.Sample.OfWeightsRead <= 0 || r.ReadGBPSWeights <= 0 || r.LoRA.StepS <= 0 ||
 		!r.LoRA.WeightsFrozen || r.LoRA.Adapters != want || r.LoRA.B != 2 || r.LoRA.T != 16 {
 		t.Fatalf("bench model report %+v (want %d adapter parameters)", r, want)
+	}
+	if len(r.Rounds) != 2 || r.Sample.Reps != 2 {
+		t.Fatalf("bench model --rounds 2: %d rounds, %d runs", len(r.Rounds), r.Sample.Reps)
+	}
+	wb := float64(model.WeightBytes(cfg, true)) / 1e9
+	for i, s := range r.Rounds {
+		if s.ReadGBPSWeights <= 0 || math.Abs(s.OfWeightsRead-s.TokensPerS*wb/s.ReadGBPSWeights) > 1e-9*s.OfWeightsRead {
+			t.Fatalf("round %d: %+v (weights %.4f GB)", i+1, s, wb)
+		}
+	}
+	// Two rounds: each median is the mean of the two.
+	a, b := r.Rounds[0], r.Rounds[1]
+	for _, c := range [][2]float64{{r.Sample.TokensPerS, (a.TokensPerS + b.TokensPerS) / 2}, {r.Sample.OfWeightsRead, (a.OfWeightsRead + b.OfWeightsRead) / 2},
+		{r.ReadGBPSWeights, (a.ReadGBPSWeights + b.ReadGBPSWeights) / 2}} {
+		if math.Abs(c[0]-c[1]) > 1e-9*c[1] {
+			t.Fatalf("a median %v, want %v (rounds %+v)", c[0], c[1], r.Rounds)
+		}
+	}
+	if _, err := runWhale(t, "bench", "model", "--preset", "bench-small", "--rounds", "0"); err == nil || !strings.Contains(err.Error(), "--rounds") {
+		t.Fatalf("--rounds 0: %v", err)
 	}
 	// Over a bfloat16 base the same step runs, and the base stays as
 	// FreezeBF16 rounded it.

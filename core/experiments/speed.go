@@ -54,6 +54,14 @@ type Rate struct {
 	OfWeightsRead float64 `json:"of_read_weights,omitempty"`
 }
 
+// SweepRound is one round of `whale bench model`: a read sweep over the
+// weights' size, then one decoding run, and the run's fraction of it.
+type SweepRound struct {
+	ReadGBPSWeights float64 `json:"read_gbps_weights"`
+	TokensPerS      float64 `json:"tokens_per_s"`
+	OfWeightsRead   float64 `json:"of_read_weights"`
+}
+
 type EngineBench struct {
 	// Backend is the backend measured ("cpu/float32", "cuda/float32");
 	// Device names its GPU. The peak, the read sweeps and the fractions
@@ -92,13 +100,19 @@ type ModelBench struct {
 	ReadGBPS float64 `json:"read_gbps"`
 	// ReadGBPSWeights is the read bandwidth over a buffer of the bf16
 	// weights' size (ReadGBPS sweeps 64 MiB, which the last-level cache
-	// can partly hold), measured right before sampling.
+	// can partly hold): the median of the sweeps of Rounds.
 	ReadGBPSWeights float64 `json:"read_gbps_weights"`
-	// Sample is batch-1 decoding with bf16 weights; SamplePeakRSS the
-	// process's peak resident bytes while it ran (the float32 weights,
-	// their packed bf16 copy and the KV cache), 0 where not measured.
+	// Sample is batch-1 decoding with bf16 weights: its tokens/s the
+	// median of Rounds', OfWeightsRead the median of their fractions;
+	// SamplePeakRSS the process's peak resident bytes while it ran (the
+	// float32 weights, their packed bf16 copy and the KV cache; not the
+	// sweeps' buffer), 0 where not measured.
 	Sample        Rate  `json:"sample_b1_bf16"`
 	SamplePeakRSS int64 `json:"sample_peak_rss_bytes"`
+	// Rounds pairs each decoding run with a weights-sized sweep right
+	// before it: a machine whose memory bandwidth moves between seconds
+	// (a VM's neighbours) gives each run the bound of its own moment.
+	Rounds []SweepRound `json:"rounds"`
 	LoRA          struct {
 		Rank          int      `json:"rank"`
 		Targets       []string `json:"targets"`
@@ -211,18 +225,23 @@ func SampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (Rate, erro
 	if err != nil {
 		return Rate{}, err
 	}
-	slices.Sort(all)
-	med := all[len(all)/2]
-	if len(all)%2 == 0 {
-		med = (all[len(all)/2-1] + all[len(all)/2]) / 2
+	return Rate{TokensPerS: median(all), Reps: len(all), MinTokensPerS: slices.Min(all), MaxTokensPerS: slices.Max(all)}, nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), leaving xs as it was.
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return Rate{TokensPerS: med, Reps: len(all), MinTokensPerS: all[0], MaxTokensPerS: all[len(all)-1]}, nil
+	return s[len(s)/2]
 }
 
 // BenchModelShape is `whale bench model`: batch-1 bf16 sampling of a
 // random model of preset's shape, then steps LoRA steps (rank, B × T
 // tokens), each with the peak resident memory of its stage.
-func BenchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, activationBytes int64, bf16Base bool) (ModelBench, error) {
+func BenchModelShape(log io.Writer, preset string, rank, B, T, gen, rounds, steps int, activationBytes int64, bf16Base bool) (ModelBench, error) {
 	r := ModelBench{CPU: CPUName(), Threads: kernels.Threads(), Kernels: kernels.KernelName(), Preset: preset}
 	cfg, err := model.Preset(preset)
 	if err != nil {
@@ -237,18 +256,32 @@ func BenchModelShape(log io.Writer, preset string, rank, B, T, gen, steps int, a
 		return r, err
 	}
 	wb := model.WeightBytes(cfg, true)
-	fmt.Fprintf(log, "bench: read bandwidth over %.2f GB (the bf16 weights' size)\n", float64(wb)/1e9)
-	r.ReadGBPSWeights = kbench.ReadGBPSOver(wb)
-	fmt.Fprintln(log, "bench: sampling, batch 1, bf16")
+	fmt.Fprintf(log, "bench: %d rounds of a read sweep over %.2f GB (the bf16 weights' size), then batch-1 bf16 sampling\n", rounds, float64(wb)/1e9)
 	debug.FreeOSMemory() // the random initial values, copied into the arena
+	var sweeps []float64
+	sweep := func() {
+		// The peak of the run before, then the sweep, whose buffer is
+		// unmapped again before the next run's peak counts.
+		r.SamplePeakRSS = max(r.SamplePeakRSS, procstat.PeakRSS())
+		sweeps = append(sweeps, kbench.ReadGBPSOver(wb))
+		procstat.ResetPeakRSS()
+	}
 	procstat.ResetPeakRSS()
-	if r.Sample.TokensPerS, err = model.BenchSampleModel(m, 1, 16, gen, true); err != nil {
+	runs, err := model.BenchSampleWith(m, model.SamplerOptions{BF16: true, PrefixCacheBytes: -1}, 1, 16, gen, rounds, sweep)
+	if err != nil {
 		return r, err
 	}
-	r.SamplePeakRSS = procstat.PeakRSS()
+	r.SamplePeakRSS = max(r.SamplePeakRSS, procstat.PeakRSS())
+	fractions := make([]float64, len(runs))
+	for i, tps := range runs {
+		fractions[i] = tps * float64(wb) / 1e9 / sweeps[i]
+		r.Rounds = append(r.Rounds, SweepRound{ReadGBPSWeights: sweeps[i], TokensPerS: tps, OfWeightsRead: fractions[i]})
+	}
+	r.ReadGBPSWeights = median(sweeps)
+	r.Sample = Rate{TokensPerS: median(runs), Reps: len(runs), MinTokensPerS: slices.Min(runs), MaxTokensPerS: slices.Max(runs)}
 	r.Sample.GBPS = r.Sample.TokensPerS * float64(wb) / 1e9
 	r.Sample.OfBound = r.Sample.GBPS / r.ReadGBPS
-	r.Sample.OfWeightsRead = r.Sample.GBPS / r.ReadGBPSWeights
+	r.Sample.OfWeightsRead = median(fractions)
 	// The sampler's packed copy lives outside the Go heap until its
 	// cleanup runs after a collection.
 	runtime.GC()

@@ -165,12 +165,13 @@ func BenchSampleModel(m *Model, batch, prompt, gen int, bf16 bool) (tokensPerS f
 // weights packed and its scratch sized once, by a short warm-up): the
 // tokens/s of each run, in order.
 func BenchSampleRuns(m *Model, batch, prompt, gen int, bf16 bool, runs int) ([]float64, error) {
-	return BenchSampleWith(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1}, batch, prompt, gen, runs)
+	return BenchSampleWith(m, SamplerOptions{BF16: bf16, PrefixCacheBytes: -1}, batch, prompt, gen, runs, nil)
 }
 
 // BenchSampleWith is BenchSampleRuns on a sampler with opts (bfloat16 KV
-// caches, say).
-func BenchSampleWith(m *Model, opts SamplerOptions, batch, prompt, gen, runs int) ([]float64, error) {
+// caches, say). before, when not nil, runs before each timed run, outside
+// its time (a measurement to pair with it, say).
+func BenchSampleWith(m *Model, opts SamplerOptions, batch, prompt, gen, runs int, before func()) ([]float64, error) {
 	cfg := m.Config
 	if batch <= 0 || prompt <= 0 || gen <= 0 || prompt+gen > cfg.MaxPositionEmbeddings || runs <= 0 {
 		return nil, fmt.Errorf("model: bench sample: batch=%d prompt=%d gen=%d (context %d) runs=%d", batch, prompt, gen, cfg.MaxPositionEmbeddings, runs)
@@ -196,6 +197,9 @@ func BenchSampleWith(m *Model, opts SamplerOptions, batch, prompt, gen, runs int
 	}
 	tps := make([]float64, 0, runs)
 	for range runs {
+		if before != nil {
+			before()
+		}
 		start := time.Now()
 		out, err := s.Generate(context.Background(), reqs)
 		if err != nil {
