@@ -25,22 +25,21 @@ func kern6x16Go(kc int, ap, bp []float32, ldb int, c []float32, ldc int, add boo
 				s12 += a1 * b2
 				s13 += a1 * b3
 			}
-			r0 := c[i*ldc+j : i*ldc+j+4]
-			r1 := c[(i+1)*ldc+j : (i+1)*ldc+j+4]
-			if add {
-				r0[0] += s00
-				r0[1] += s01
-				r0[2] += s02
-				r0[3] += s03
-				r1[0] += s10
-				r1[1] += s11
-				r1[2] += s12
-				r1[3] += s13
-			} else {
-				r0[0], r0[1], r0[2], r0[3] = s00, s01, s02, s03
-				r1[0], r1[1], r1[2], r1[3] = s10, s11, s12, s13
-			}
+			put4(c[i*ldc+j:i*ldc+j+4], s00, s01, s02, s03, add)
+			put4(c[(i+1)*ldc+j:(i+1)*ldc+j+4], s10, s11, s12, s13, add)
 		}
+	}
+}
+
+// put4 stores four sums into o[0:4], or adds them when add is set.
+func put4(o []float32, s0, s1, s2, s3 float32, add bool) {
+	if add {
+		o[0] += s0
+		o[1] += s1
+		o[2] += s2
+		o[3] += s3
+	} else {
+		o[0], o[1], o[2], o[3] = s0, s1, s2, s3
 	}
 }
 

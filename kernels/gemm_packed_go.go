@@ -17,15 +17,7 @@ func kern1x64Go(kc int, a, bp []float32, ps int, c []float32, add bool) {
 				s2 += x * b[2]
 				s3 += x * b[3]
 			}
-			o := c[q*gemmNR+j : q*gemmNR+j+4]
-			if add {
-				o[0] += s0
-				o[1] += s1
-				o[2] += s2
-				o[3] += s3
-			} else {
-				o[0], o[1], o[2], o[3] = s0, s1, s2, s3
-			}
+			put4(c[q*gemmNR+j:q*gemmNR+j+4], s0, s1, s2, s3, add)
 		}
 	}
 }

@@ -113,7 +113,7 @@ type ModelBench struct {
 	// before it: a machine whose memory bandwidth moves between seconds
 	// (a VM's neighbours) gives each run the bound of its own moment.
 	Rounds []SweepRound `json:"rounds"`
-	LoRA          struct {
+	LoRA   struct {
 		Rank          int      `json:"rank"`
 		Targets       []string `json:"targets"`
 		Adapters      int      `json:"adapter_params"`

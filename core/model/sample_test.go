@@ -110,29 +110,26 @@ type noPack struct{ kernels.Backend }
 // unpacked; gqa4 groups four query heads per KV head.
 func sampleModels(t *testing.T) map[string]*Model {
 	t.Helper()
-	med, err := New(mediumConfig(), kernels.NewCPU(), 2)
-	if err != nil {
-		t.Fatal(err)
+	model := func(c Config, seed, values uint64) *Model {
+		m, err := New(c, kernels.NewCPU(), seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomize(m, values)
+		return m
 	}
-	randomize(med, 3)
-	// Four query heads per KV head: decode attention's one-pass kernels.
-	gqa, err := New(Config{ModelType: "qwen3", VocabSize: 50, HiddenSize: 32, IntermediateSize: 48, NumHiddenLayers: 2,
-		NumAttentionHeads: 8, NumKeyValueHeads: 2, HeadDim: 8, RMSNormEps: 1e-6, RopeTheta: 1e4,
-		MaxPositionEmbeddings: 96, HiddenAct: "silu"}, kernels.NewCPU(), 4)
-	if err != nil {
-		t.Fatal(err)
+	qwen := func(v, c, f, heads, kv, hd int) Config {
+		return Config{ModelType: "qwen3", VocabSize: v, HiddenSize: c, IntermediateSize: f, NumHiddenLayers: 2,
+			NumAttentionHeads: heads, NumKeyValueHeads: kv, HeadDim: hd, RMSNormEps: 1e-6, RopeTheta: 1e4,
+			MaxPositionEmbeddings: 96, HiddenAct: "silu"}
 	}
-	randomize(gqa, 5)
-	// Widths that are multiples of 64: its packed q, k, v (gate, up) are
-	// views of the fused matrices.
-	wide, err := New(Config{ModelType: "qwen3", VocabSize: 96, HiddenSize: 64, IntermediateSize: 128, NumHiddenLayers: 2,
-		NumAttentionHeads: 4, NumKeyValueHeads: 2, HeadDim: 32, RMSNormEps: 1e-6, RopeTheta: 1e4,
-		MaxPositionEmbeddings: 96, HiddenAct: "silu"}, kernels.NewCPU(), 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	randomize(wide, 7)
-	return map[string]*Model{"tiny": sampleModel(t), "medium": med, "gqa4": gqa, "wide": wide, "unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
+	return map[string]*Model{"tiny": sampleModel(t), "medium": model(mediumConfig(), 2, 3),
+		// Four query heads per KV head: decode attention's one-pass kernels.
+		"gqa4": model(qwen(50, 32, 48, 8, 2, 8), 4, 5),
+		// Widths that are multiples of 64: its packed q, k, v (gate, up)
+		// are views of the fused matrices.
+		"wide":     model(qwen(96, 64, 128, 4, 2, 32), 6, 7),
+		"unpacked": tinyModelOn(t, noPack{kernels.NewCPU()})}
 }
 
 func tinyModelOn(t *testing.T, be kernels.Backend) *Model {
