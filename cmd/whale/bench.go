@@ -77,7 +77,7 @@ func printEngineBench(w io.Writer, r engineBench) {
 	} else {
 		fmt.Fprintf(w, "cpu        %s, %d threads, kernels %s\n", r.CPU, r.Threads, r.Kernels)
 		fmt.Fprintf(w, "FMA peak   %.1f GFLOP/s (%d-bit FMAs)\n", r.PeakGFLOPS, r.PeakBits)
-		fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the 110M weights' 220 MB\n", r.ReadGBPS, r.ReadGBPS110M)
+		fmt.Fprintf(w, "read       %.1f GB/s over 64 MiB, %.1f GB/s over the 110M weights' 220 MB (median of %d sweeps, each right before a 110M run)\n", r.ReadGBPS, r.ReadGBPS110M, len(r.Rounds110M))
 	}
 	of := func(f float64) string {
 		if f == 0 {

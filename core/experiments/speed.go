@@ -77,8 +77,11 @@ type EngineBench struct {
 	PeakBits   int     `json:"peak_bits,omitempty"`
 	ReadGBPS   float64 `json:"read_gbps,omitempty"`
 	// ReadGBPS110M is the read bandwidth over a buffer of the 110M
-	// model's bf16 weights (220 MB), the bound of Sample110MB1.
+	// model's bf16 weights (220 MB), the bound of Sample110MB1: the median
+	// of Rounds110M's sweeps, each right before one of its runs (its
+	// OfWeightsRead the median of their fractions).
 	ReadGBPS110M float64      `json:"read_gbps_110m_weights,omitempty"`
+	Rounds110M   []SweepRound `json:"rounds_110m,omitempty"`
 	Gemm         []GemmFigure `json:"gemm"`
 	Train        Rate         `json:"train"`
 	SampleB1     Rate         `json:"sample_b1"`
@@ -199,21 +202,23 @@ func BenchEngine(log io.Writer, be kernels.Backend, quick bool) (EngineBench, er
 		return r, err
 	}
 	wb := model.WeightBytes(big, true)
-	if onCPU {
-		fmt.Fprintln(log, "bench: read bandwidth over the 110M bf16 weights' size")
-		r.ReadGBPS110M = kbench.ReadGBPSOver(wb)
-	}
-	fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
 	bm, err := model.BenchModel(be, big)
 	if err != nil {
 		return r, err
 	}
-	if r.Sample110MB1, err = SampleRate(bm, 1, gen, true, (reps+1)/2); err != nil {
-		return r, err
+	if onCPU {
+		fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1, each run after a read sweep over the weights' size")
+		if r.Sample110MB1, r.ReadGBPS110M, r.Rounds110M, err = sampleAgainstSweeps(bm, wb, gen, (reps+1)/2, nil); err != nil {
+			return r, err
+		}
+	} else {
+		fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1")
+		if r.Sample110MB1, err = SampleRate(bm, 1, gen, true, (reps+1)/2); err != nil {
+			return r, err
+		}
+		r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(wb) / 1e9
 	}
-	r.Sample110MB1.GBPS = r.Sample110MB1.TokensPerS * float64(wb) / 1e9
 	r.Sample110MB1.OfBound = fraction(r.Sample110MB1.GBPS, r.ReadGBPS)
-	r.Sample110MB1.OfWeightsRead = fraction(r.Sample110MB1.GBPS, r.ReadGBPS110M)
 	return r, nil
 }
 
@@ -226,6 +231,46 @@ func SampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (Rate, erro
 		return Rate{}, err
 	}
 	return Rate{TokensPerS: median(all), Reps: len(all), MinTokensPerS: slices.Min(all), MaxTokensPerS: slices.Max(all)}, nil
+}
+
+// sampleAgainstSweeps decodes gen tokens at batch 1 from m's bf16 weights
+// (wb bytes a token) rounds times on one sampler, each run right after a
+// read sweep over wb bytes, and returns the median tokens/s (with its
+// GB/s and the median of the runs' fractions of their sweeps), the median
+// sweep and the rounds. A machine whose bandwidth moves between seconds
+// (a VM's neighbours) so holds each run to the bound of its own moment.
+// When peak is not nil it gets the process's peak resident bytes over the
+// runs, the sweeps' buffer left out (it is unmapped before a run starts).
+func sampleAgainstSweeps(m *model.Model, wb int64, gen, rounds int, peak *int64) (Rate, float64, []SweepRound, error) {
+	var sweeps []float64
+	sweep := func() {
+		if peak != nil {
+			*peak = max(*peak, procstat.PeakRSS()) // the run before
+		}
+		sweeps = append(sweeps, kbench.ReadGBPSOver(wb))
+		if peak != nil {
+			procstat.ResetPeakRSS()
+		}
+	}
+	if peak != nil {
+		procstat.ResetPeakRSS() // the sampler's warm-up and packed copy count
+	}
+	runs, err := model.BenchSampleWith(m, model.SamplerOptions{BF16: true, PrefixCacheBytes: -1}, 1, 16, gen, rounds, sweep)
+	if err != nil {
+		return Rate{}, 0, nil, err
+	}
+	if peak != nil {
+		*peak = max(*peak, procstat.PeakRSS())
+	}
+	rs := make([]SweepRound, len(runs))
+	fractions := make([]float64, len(runs))
+	for i, tps := range runs {
+		fractions[i] = tps * float64(wb) / 1e9 / sweeps[i]
+		rs[i] = SweepRound{ReadGBPSWeights: sweeps[i], TokensPerS: tps, OfWeightsRead: fractions[i]}
+	}
+	rate := Rate{TokensPerS: median(runs), Reps: len(runs), MinTokensPerS: slices.Min(runs), MaxTokensPerS: slices.Max(runs), OfWeightsRead: median(fractions)}
+	rate.GBPS = rate.TokensPerS * float64(wb) / 1e9
+	return rate, median(sweeps), rs, nil
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -258,30 +303,13 @@ func BenchModelShape(log io.Writer, preset string, rank, B, T, gen, rounds, step
 	wb := model.WeightBytes(cfg, true)
 	fmt.Fprintf(log, "bench: %d rounds of a read sweep over %.2f GB (the bf16 weights' size), then batch-1 bf16 sampling\n", rounds, float64(wb)/1e9)
 	debug.FreeOSMemory() // the random initial values, copied into the arena
-	var sweeps []float64
-	sweep := func() {
-		// The peak of the run before, then the sweep, whose buffer is
-		// unmapped again before the next run's peak counts.
-		r.SamplePeakRSS = max(r.SamplePeakRSS, procstat.PeakRSS())
-		sweeps = append(sweeps, kbench.ReadGBPSOver(wb))
-		procstat.ResetPeakRSS()
-	}
-	procstat.ResetPeakRSS()
-	runs, err := model.BenchSampleWith(m, model.SamplerOptions{BF16: true, PrefixCacheBytes: -1}, 1, 16, gen, rounds, sweep)
+	var peak int64
+	r.Sample, r.ReadGBPSWeights, r.Rounds, err = sampleAgainstSweeps(m, wb, gen, rounds, &peak)
 	if err != nil {
 		return r, err
 	}
-	r.SamplePeakRSS = max(r.SamplePeakRSS, procstat.PeakRSS())
-	fractions := make([]float64, len(runs))
-	for i, tps := range runs {
-		fractions[i] = tps * float64(wb) / 1e9 / sweeps[i]
-		r.Rounds = append(r.Rounds, SweepRound{ReadGBPSWeights: sweeps[i], TokensPerS: tps, OfWeightsRead: fractions[i]})
-	}
-	r.ReadGBPSWeights = median(sweeps)
-	r.Sample = Rate{TokensPerS: median(runs), Reps: len(runs), MinTokensPerS: slices.Min(runs), MaxTokensPerS: slices.Max(runs)}
-	r.Sample.GBPS = r.Sample.TokensPerS * float64(wb) / 1e9
+	r.SamplePeakRSS = peak
 	r.Sample.OfBound = r.Sample.GBPS / r.ReadGBPS
-	r.Sample.OfWeightsRead = median(fractions)
 	// The sampler's packed copy lives outside the Go heap until its
 	// cleanup runs after a collection.
 	runtime.GC()
