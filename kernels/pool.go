@@ -39,20 +39,30 @@ func helperCount() int {
 
 // Lanes says that w callers will run kernels at once, each on its own
 // goroutine (a harness run over several samplers: core/model's
-// Sampler.OpenLanes), and returns the function that says they are done.
-// While it is open, each call gets its share of the threads (Threads() is the
-// SetThreads count divided by the lanes open), so w lanes on w threads each
-// run their products alone instead of handing chunks to one pool of
-// helpers that all of them wait on. A kernel's result never depends on its
-// thread count, so this changes only who computes what. The returned
-// function must be called once (later calls do nothing).
-func Lanes(w int) (release func()) {
+// Sampler.OpenLanes), and returns the function each of them calls as it
+// ends. While they are open, each call gets its share of the threads
+// (Threads() is the SetThreads count divided by the lanes open), so w
+// lanes on w threads each run their products alone instead of handing
+// chunks to one pool of helpers that all of them wait on. A lane that
+// leaves gives its share back to the lanes still running: the last ones
+// of a harness run (its last rollouts, in one lane while the others have
+// no task left to claim) run their products on the threads the others
+// freed. A kernel's result never depends on its thread count, so this
+// changes only who computes what. leave is called once per lane; calls
+// past the w-th do nothing.
+func Lanes(w int) (leave func()) {
 	if w <= 1 {
 		return func() {}
 	}
 	extraLanes.Add(int32(w - 1))
-	var once sync.Once
-	return func() { once.Do(func() { extraLanes.Add(-int32(w - 1)) }) }
+	var left atomic.Int32
+	return func() {
+		// The first w−1 leaves each give one lane back; the w-th is
+		// the lane that was never counted beyond the first.
+		if left.Add(1) < int32(w) {
+			extraLanes.Add(-1)
+		}
+	}
 }
 
 // Parallel splits [0, n) into at most Threads() contiguous chunks, each a

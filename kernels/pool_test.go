@@ -201,11 +201,20 @@ func TestLanesShareTheThreads(t *testing.T) {
 	if got := Threads(); got != 1 {
 		t.Fatalf("6 threads, 2 and 3 lanes open: Threads() = %d, want 1 (6 / 4 callers)", got)
 	}
+	two() // one lane of the two leaves: 3 callers
+	if got := Threads(); got != 2 {
+		t.Fatalf("6 threads, 1 + 3 lanes open: Threads() = %d, want 2", got)
+	}
 	two()
-	two() // a second call changes nothing
+	two() // past the second leave, nothing
 	if got := Threads(); got != 2 {
 		t.Fatalf("6 threads, 3 lanes open: Threads() = %d, want 2", got)
 	}
+	three()
+	if got := Threads(); got != 3 {
+		t.Fatalf("6 threads, 2 lanes of 3 left: Threads() = %d, want 3", got)
+	}
+	three()
 	three()
 	if got := Threads(); got != 6 {
 		t.Fatalf("every lane closed: Threads() = %d, want 6", got)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 
 	"whale/core/policy"
 	"whale/kernels"
@@ -209,8 +208,9 @@ func NewSampler(m *Model, opts SamplerOptions) *Sampler {
 // copies of the weights, packed or bfloat16, with caches, scratch and
 // counters of their own, kept for the next call). Each decodes at most its
 // share of MaxBatch, so together they hold the KV caches one stream
-// would. While any is open the kernels' threads are shared out among them
-// (kernels.Lanes): each lane's products run on its own share. A completion
+// would. While they are open the kernels' threads are shared out among
+// them (kernels.Lanes): each lane's products run on its own share, and a
+// stream that closes gives its share to the others. A completion
 // depends on its request alone, so nothing sampled depends on which lane
 // serves a request. Stats are this sampler's alone.
 func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
@@ -228,16 +228,9 @@ func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
 		l.of = s
 		s.lanes = append(s.lanes, l)
 	}
-	release := kernels.Lanes(n)
-	var mu sync.Mutex
-	left := n
-	done := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if left--; left == 0 {
-			release()
-		}
-	}
+	// Each stream gives its share of the threads back as it closes, to
+	// the lanes still decoding (kernels.Lanes).
+	leave := kernels.Lanes(n)
 	out := make([]*Stream, 0, n)
 	// This sampler first: a lane takes its copies of the weights as its
 	// stream opens, from one goroutine, before any runs.
@@ -247,10 +240,12 @@ func (s *Sampler) OpenLanes(n int) ([]*Stream, error) {
 			for _, o := range out {
 				o.Close()
 			}
-			release()
+			for range n - len(out) {
+				leave()
+			}
 			return nil, fmt.Errorf("model: lane %d of %d: %w", i+1, n, err)
 		}
-		st.onClose = done
+		st.onClose = leave
 		out = append(out, st)
 	}
 	return out, nil
