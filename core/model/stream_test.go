@@ -228,6 +228,29 @@ func TestStreamRefusesWeightsChangedWhileOpen(t *testing.T) {
 	}
 }
 
+// TestLanesGiveTheirThreadsBack: the lanes of OpenLanes share the kernel
+// threads while they are open, and each stream that closes gives its share
+// to the lanes still open, so the last lane of a run decodes on all of them.
+func TestLanesGiveTheirThreadsBack(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(6)
+	s := NewSampler(sampleModel(t), SamplerOptions{MaxBatch: 6})
+	sts, err := s.OpenLanes(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{2, 3, 6} {
+		if got := kernels.Threads(); got != want {
+			t.Fatalf("%d of 3 lanes closed: Threads() = %d, want %d", i, got, want)
+		}
+		sts[i].Close()
+		sts[i].Close() // a second Close gives nothing back again
+	}
+	if got := kernels.Threads(); got != 6 {
+		t.Fatalf("every lane closed: Threads() = %d, want 6", got)
+	}
+}
+
 // OpenLanes over three lanes: the lanes decode at the same time from
 // their own goroutines and sample what each request samples alone, on the
 // sampler's packed weights (they make no copy of their own); they keep
