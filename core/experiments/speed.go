@@ -54,8 +54,9 @@ type Rate struct {
 	OfWeightsRead float64 `json:"of_read_weights,omitempty"`
 }
 
-// SweepRound is one round of `whale bench model`: a read sweep over the
-// weights' size, then one decoding run, and the run's fraction of it.
+// SweepRound is one round of a batch-1 decoding figure of `whale bench
+// model` or `whale bench engine` (110M): a read sweep over the weights'
+// size, then one decoding run, and the run's fraction of the sweep.
 type SweepRound struct {
 	ReadGBPSWeights float64 `json:"read_gbps_weights"`
 	TokensPerS      float64 `json:"tokens_per_s"`
