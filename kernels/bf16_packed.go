@@ -13,8 +13,9 @@ package kernels
 // rows j0..j0+j-1 alone. It panics if a slice is too short.
 //
 // Measured on the 2-core AVX-512 machine, one 110M token's products back to
-// back (BenchmarkGemmPackedNTBF16/token110M_m1): 9–11 % more GB/s than four
-// streams (docs/PERFORMANCE.md, session 60).
+// back, eight rounds alternating (go test -c ./kernels, then -test.bench
+// 'GemmPackedNTBF16/(token110M_m1|head)' -test.benchtime 40x): 43.1 GB/s
+// median as four streams, 45.0 as one (docs/PERFORMANCE.md, session 60).
 func PackNTBF16[S float32 | BF16](dst []BF16, b []S, k, n int) {
 	checkPack("PackNTBF16", len(dst), len(b), k, n)
 	// One loop per source type: a conversion chosen per element would cost

@@ -335,8 +335,8 @@ k1x64zset:
 // prefetchers ramp up again at every chunk. Measured on the 2-core AVX-512
 // machine, eight rounds alternating (docs/PERFORMANCE.md, session 60):
 // BenchmarkGemmPackedNTBF16/head110M_m1 (one 49 MB product) 61.9 GB/s
-// median at 4 KiB ahead, 68.1 at 8 KiB; token110M_m1 45.6 and 45.0 (four
-// streams, before the groups were interleaved: 58.9 and 43.1).
+// median at 4 KiB ahead, 68.1 at 8 KiB (four streams, before the groups
+// were interleaved: 58.9); token110M_m1 45.6 and 45.0 (four streams: 43.1).
 TEXT ·kern1x64BF16AVX512(SB), NOSPLIT, $0-33
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI

@@ -263,7 +263,8 @@ func (g *gemmJob) runRows(j0, j1 int) {
 // PackNTBF16, four panels k·16 elements apart of PackNT.
 func (g *gemmJob) rowKernel(kc int, a []float32, q0, pc int, c []float32, add bool) {
 	if g.ph != nil {
-		rowKernelBF16(kc, a, g.ph[q0*g.k+pc*packedGroupCols:], c, add)
+		off, ldb := bf16Panel(g.k, g.n, q0/gemmNR)
+		rowKernelBF16(kc, a, g.ph[off+pc*ldb:], c, add)
 		return
 	}
 	rowKernel(kc, a, g.pf[q0*g.k+pc*gemmNR:], g.k*gemmNR, c, add)

@@ -209,7 +209,7 @@ func BenchEngine(log io.Writer, be kernels.Backend, quick bool) (EngineBench, er
 	}
 	if onCPU {
 		fmt.Fprintln(log, "bench: sampling, 110M bf16 batch 1, each run after a read sweep over the weights' size")
-		if r.Sample110MB1, r.ReadGBPS110M, r.Rounds110M, err = sampleAgainstSweeps(bm, wb, gen, (reps+1)/2, nil); err != nil {
+		if r.Sample110MB1, r.ReadGBPS110M, r.Rounds110M, _, err = sampleAgainstSweeps(bm, wb, gen, (reps+1)/2); err != nil {
 			return r, err
 		}
 	} else {
@@ -238,31 +238,24 @@ func SampleRate(m *model.Model, batch, gen int, bf16 bool, reps int) (Rate, erro
 // (wb bytes a token) rounds times on one sampler, each run right after a
 // read sweep over wb bytes, and returns the median tokens/s (with its
 // GB/s and the median of the runs' fractions of their sweeps), the median
-// sweep and the rounds. A machine whose bandwidth moves between seconds
+// sweep, the rounds, and the process's peak resident bytes over the
+// sampler's warm-up and runs (the sweeps' buffer left out: it is unmapped
+// before a run starts). A machine whose bandwidth moves between seconds
 // (a VM's neighbours) so holds each run to the bound of its own moment.
-// When peak is not nil it gets the process's peak resident bytes over the
-// runs, the sweeps' buffer left out (it is unmapped before a run starts).
-func sampleAgainstSweeps(m *model.Model, wb int64, gen, rounds int, peak *int64) (Rate, float64, []SweepRound, error) {
+func sampleAgainstSweeps(m *model.Model, wb int64, gen, rounds int) (Rate, float64, []SweepRound, int64, error) {
 	var sweeps []float64
+	var peak int64
 	sweep := func() {
-		if peak != nil {
-			*peak = max(*peak, procstat.PeakRSS()) // the run before
-		}
+		peak = max(peak, procstat.PeakRSS()) // the run before
 		sweeps = append(sweeps, kbench.ReadGBPSOver(wb))
-		if peak != nil {
-			procstat.ResetPeakRSS()
-		}
+		procstat.ResetPeakRSS()
 	}
-	if peak != nil {
-		procstat.ResetPeakRSS() // the sampler's warm-up and packed copy count
-	}
+	procstat.ResetPeakRSS()
 	runs, err := model.BenchSampleWith(m, model.SamplerOptions{BF16: true, PrefixCacheBytes: -1}, 1, 16, gen, rounds, sweep)
 	if err != nil {
-		return Rate{}, 0, nil, err
+		return Rate{}, 0, nil, 0, err
 	}
-	if peak != nil {
-		*peak = max(*peak, procstat.PeakRSS())
-	}
+	peak = max(peak, procstat.PeakRSS())
 	rs := make([]SweepRound, len(runs))
 	fractions := make([]float64, len(runs))
 	for i, tps := range runs {
@@ -271,7 +264,7 @@ func sampleAgainstSweeps(m *model.Model, wb int64, gen, rounds int, peak *int64)
 	}
 	rate := Rate{TokensPerS: median(runs), Reps: len(runs), MinTokensPerS: slices.Min(runs), MaxTokensPerS: slices.Max(runs), OfWeightsRead: median(fractions)}
 	rate.GBPS = rate.TokensPerS * float64(wb) / 1e9
-	return rate, median(sweeps), rs, nil
+	return rate, median(sweeps), rs, peak, nil
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -304,12 +297,10 @@ func BenchModelShape(log io.Writer, preset string, rank, B, T, gen, rounds, step
 	wb := model.WeightBytes(cfg, true)
 	fmt.Fprintf(log, "bench: %d rounds of a read sweep over %.2f GB (the bf16 weights' size), then batch-1 bf16 sampling\n", rounds, float64(wb)/1e9)
 	debug.FreeOSMemory() // the random initial values, copied into the arena
-	var peak int64
-	r.Sample, r.ReadGBPSWeights, r.Rounds, err = sampleAgainstSweeps(m, wb, gen, rounds, &peak)
+	r.Sample, r.ReadGBPSWeights, r.Rounds, r.SamplePeakRSS, err = sampleAgainstSweeps(m, wb, gen, rounds)
 	if err != nil {
 		return r, err
 	}
-	r.SamplePeakRSS = peak
 	r.Sample.OfBound = r.Sample.GBPS / r.ReadGBPS
 	// The sampler's packed copy lives outside the Go heap until its
 	// cleanup runs after a collection.
